@@ -1,0 +1,163 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// acquirePoll is the longest Acquire waits between attempts when the
+// provider neither publishes releases nor reports the holder's TTL.
+const acquirePoll = 250 * time.Millisecond
+
+// Held is a lock taken by Acquire: it extends itself every third of its
+// lease until Release, until the lease is lost, or until it has been held
+// for MaxHold (L6), after which it is left to expire.
+//
+// Done is closed when the lease ends: work guarded by the lock must stop
+// when it is. A lost lease is not a
+// fencing token: between the backend's expiry and Done there is a window
+// of up to one extension period.
+type Held struct {
+	lease    Lease
+	done     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	once     sync.Once
+	stopOnce sync.Once
+	mu       sync.Mutex
+	err      error
+}
+
+// Acquire waits until key can be taken for lease, then returns a Held lock
+// that extends itself. It waits on release notifications when the provider
+// publishes them, on the holder's remaining TTL otherwise, and ends with
+// ctx's error when ctx ends first. Errors other than a held key (invalid
+// key or lease, provider failures) are returned at once.
+func (l *DistributedLock) Acquire(ctx context.Context, key string, lease time.Duration) (*Held, error) {
+	released, stopWatch := l.Watch(key)
+	defer stopWatch()
+	for {
+		ls, err := l.TryAcquire(ctx, key, lease)
+		if err == nil {
+			return l.hold(ls), nil
+		}
+		var held *HeldError
+		if !errors.As(err, &held) {
+			return nil, err
+		}
+		wait := acquirePoll
+		if held.Remaining > 0 && held.Remaining < wait {
+			wait = held.Remaining + time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("locking: acquire %q: %w", key, ctx.Err())
+		case <-released:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (l *DistributedLock) hold(ls Lease) *Held {
+	h := &Held{
+		lease:   ls,
+		done:    make(chan struct{}),
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	granted := l.o.MaxLease
+	if g, ok := ls.(GrantedLease); ok {
+		granted = g.Granted()
+	}
+	go h.extend(granted, l.o.MaxHold)
+	return h
+}
+
+// extend renews the lease every third of it until stopped, lost, or MaxHold.
+func (h *Held) extend(granted, maxHold time.Duration) {
+	defer close(h.stopped)
+	start := time.Now()
+	deadline := start.Add(granted)
+	every := max(granted/3, time.Millisecond)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if now.Sub(start) >= maxHold || !now.Before(deadline) {
+			// Stop extending; the lease runs out at deadline.
+			wait := time.Until(deadline)
+			if wait > 0 {
+				t.Reset(wait)
+				select {
+				case <-h.stop:
+					return
+				case <-t.C:
+				}
+			}
+			h.end(fmt.Errorf("locking: %q: %w (held past max_hold %v)", h.lease.Key(), ErrLeaseLost, maxHold))
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		sent := time.Now()
+		err := h.lease.Extend(ctx, granted)
+		cancel()
+		switch {
+		case err == nil:
+			deadline = sent.Add(granted)
+		case errors.Is(err, ErrLeaseLost):
+			h.end(err)
+			return
+		}
+		// A transport error keeps the old deadline: the next attempt comes
+		// sooner, never past the deadline.
+		t.Reset(max(min(every, time.Until(deadline)/2), time.Millisecond))
+	}
+}
+
+func (h *Held) end(err error) {
+	h.mu.Lock()
+	h.err = err
+	h.mu.Unlock()
+	h.once.Do(func() { close(h.done) })
+}
+
+// Key is the consumer key.
+func (h *Held) Key() string { return h.lease.Key() }
+
+// Done is closed when the lease ends: lost, expired, or released.
+func (h *Held) Done() <-chan struct{} { return h.done }
+
+// Err reports why Done was closed, or nil.
+func (h *Held) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Release stops automatic extension, waits for it to end, and releases the
+// lease. It is idempotent: later calls return nil. When the lease was lost
+// before, Release returns the loss (Err) and touches nothing.
+func (h *Held) Release(ctx context.Context) error {
+	h.stopOnce.Do(func() { close(h.stop) })
+	<-h.stopped
+	first := false
+	h.once.Do(func() {
+		first = true
+		close(h.done)
+	})
+	if !first {
+		return h.Err()
+	}
+	return h.lease.Release(ctx)
+}

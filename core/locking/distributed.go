@@ -1,0 +1,315 @@
+package locking
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// tokenBytes is the size of the random owner token (L3): 128 bits.
+const tokenBytes = 16
+
+// DistributedLock implements Lock over a Provider: it validates keys,
+// prefixes them with the namespace, caps leases at MaxLease, generates owner
+// tokens, and implements disabled mode. It is safe for concurrent use.
+type DistributedLock struct {
+	p      Provider
+	o      Options
+	prefix string // provider key prefix, e.g. "billing:lock:"
+	state  string // state key prefix, e.g. "billing:state:"
+	owner  string // default owner identity
+}
+
+var (
+	_ Lock         = (*DistributedLock)(nil)
+	_ OwnedLock    = (*DistributedLock)(nil)
+	_ Watcher      = (*DistributedLock)(nil)
+	_ HolderLookup = (*DistributedLock)(nil)
+	_ Limits       = (*DistributedLock)(nil)
+	_ StateStore   = (*DistributedLock)(nil)
+)
+
+// New returns a DistributedLock over p. It returns an error naming the
+// option and value for invalid options, and for a nil provider unless the
+// lock is disabled (o.Enabled false), which never calls the provider.
+func New(p Provider, o Options) (*DistributedLock, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if p == nil && o.Enabled {
+		return nil, errors.New("locking: nil provider (set enabled=false for a lock that grants everyone)")
+	}
+	ns := o.Namespace
+	if o.UseHashTags {
+		ns = "{" + ns + "}"
+	}
+	if ns != "" {
+		ns += ":"
+	}
+	return &DistributedLock{
+		p:      p,
+		o:      o,
+		prefix: ns + "lock:",
+		state:  ns + "state:",
+		owner:  DefaultOwner(),
+	}, nil
+}
+
+// DefaultOwner is the owner identity stored with leases when the caller
+// names none: "hostname:pid".
+func DefaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// Options returns the options the lock was built with.
+func (l *DistributedLock) Options() Options { return l.o }
+
+// Coordinated reports whether the lock is enabled (L4).
+func (l *DistributedLock) Coordinated() bool { return l.o.Enabled }
+
+// MaxKeyLength is the longest consumer key accepted, in bytes (L1).
+func (l *DistributedLock) MaxKeyLength() int { return l.o.MaxKeyLength }
+
+// MaxLease is the cap applied to every lease (L1, L5).
+func (l *DistributedLock) MaxLease() time.Duration { return l.o.MaxLease }
+
+// ProviderKey validates key and returns the key the backend stores:
+// {namespace}:lock:{key}, or {{namespace}}:lock:{key} with UseHashTags.
+func (l *DistributedLock) ProviderKey(key string) (string, error) {
+	if err := CheckKey(key, l.o.MaxKeyLength); err != nil {
+		return "", err
+	}
+	return l.prefix + key, nil
+}
+
+func (l *DistributedLock) capLease(lease time.Duration) (time.Duration, error) {
+	if lease <= 0 {
+		return 0, fmt.Errorf("%w: lease %v must be positive", ErrInvalidLease, lease)
+	}
+	return min(lease, l.o.MaxLease), nil
+}
+
+// TryAcquire makes one attempt to take key for lease (capped at MaxLease),
+// storing the default owner identity.
+func (l *DistributedLock) TryAcquire(ctx context.Context, key string, lease time.Duration) (Lease, error) {
+	return l.TryAcquireAs(ctx, key, lease, l.owner)
+}
+
+// TryAcquireAs is TryAcquire storing owner as the holder identity reported
+// by Holder. An empty owner stores the default identity.
+func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (Lease, error) {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := l.capLease(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
+	}
+	if owner == "" {
+		owner = l.owner
+	}
+	if !l.o.Enabled {
+		return &placeholder{key: key, granted: ttl, owner: owner}, nil
+	}
+	value, err := newValue(owner)
+	if err != nil {
+		return nil, err
+	}
+	ok, remaining, err := l.p.Acquire(ctx, pkey, value, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
+	}
+	if !ok {
+		return nil, &HeldError{Key: key, Remaining: remaining}
+	}
+	return &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, granted: ttl}, nil
+}
+
+// newValue returns a fresh ownership record: a 128-bit random token in hex,
+// a colon, and the owner identity.
+func newValue(owner string) (string, error) {
+	var b [tokenBytes]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("locking: owner token: %w", err)
+	}
+	var sb strings.Builder
+	sb.Grow(2*tokenBytes + 1 + len(owner))
+	var hx [2 * tokenBytes]byte
+	hex.Encode(hx[:], b[:])
+	sb.Write(hx[:])
+	sb.WriteByte(':')
+	sb.WriteString(owner)
+	return sb.String(), nil
+}
+
+// ownerOf extracts the owner identity from an ownership record.
+func ownerOf(value string) string {
+	if len(value) > 2*tokenBytes && value[2*tokenBytes] == ':' {
+		return value[2*tokenBytes+1:]
+	}
+	return value
+}
+
+// Watch returns a channel that receives after key is released, when the
+// provider publishes releases (L7); otherwise (and for an invalid key or a
+// disabled lock) a nil channel, which never receives.
+func (l *DistributedLock) Watch(key string) (<-chan struct{}, func()) {
+	w, ok := l.p.(ProviderWatcher)
+	pkey, err := l.ProviderKey(key)
+	if !ok || err != nil || !l.o.Enabled {
+		return nil, func() {}
+	}
+	return w.Watch(pkey)
+}
+
+// Holder reports who holds key and for how long (L7). It returns an error
+// matching ErrNotSupported when the provider cannot look holders up; a
+// disabled lock reports nobody.
+func (l *DistributedLock) Holder(ctx context.Context, key string) (Holder, bool, error) {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return Holder{}, false, err
+	}
+	if !l.o.Enabled {
+		return Holder{}, false, nil
+	}
+	g, ok := l.p.(ProviderHolder)
+	if !ok {
+		return Holder{}, false, ErrNotSupported
+	}
+	value, ttl, found, err := g.Get(ctx, pkey)
+	if err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("locking: holder %q: %w", key, err)
+		}
+		return Holder{}, false, err
+	}
+	return Holder{Owner: ownerOf(value), TTL: ttl}, true, nil
+}
+
+// stateKey validates key and returns its provider state key.
+func (l *DistributedLock) stateKey(key string) (string, error) {
+	if err := CheckKey(key, l.o.MaxKeyLength); err != nil {
+		return "", err
+	}
+	return l.state + key, nil
+}
+
+// Advance sets the monotonic state value under key (namespaced as
+// {namespace}:state:{key}) when value is greater than the stored one (L8).
+// It returns an error matching ErrNotSupported when the provider has no
+// state API or the lock is disabled.
+func (l *DistributedLock) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
+	skey, err := l.stateKey(key)
+	if err != nil {
+		return false, 0, err
+	}
+	s, ok := l.p.(ProviderState)
+	if !ok || !l.o.Enabled {
+		return false, 0, ErrNotSupported
+	}
+	adv, cur, err := s.Advance(ctx, skey, value)
+	if err != nil {
+		return false, 0, fmt.Errorf("locking: advance %q: %w", key, err)
+	}
+	return adv, cur, nil
+}
+
+// State reads the state value under key (L8).
+func (l *DistributedLock) State(ctx context.Context, key string) (int64, bool, error) {
+	skey, err := l.stateKey(key)
+	if err != nil {
+		return 0, false, err
+	}
+	s, ok := l.p.(ProviderState)
+	if !ok || !l.o.Enabled {
+		return 0, false, ErrNotSupported
+	}
+	v, found, err := s.State(ctx, skey)
+	if err != nil {
+		return 0, false, fmt.Errorf("locking: state %q: %w", key, err)
+	}
+	return v, found, nil
+}
+
+// lease is a lease held through a provider.
+type lease struct {
+	l         *DistributedLock
+	key, pkey string
+	value     string
+	owner     string
+	mu        sync.Mutex
+	granted   time.Duration
+}
+
+func (s *lease) Key() string   { return s.key }
+func (s *lease) Owner() string { return s.owner }
+
+func (s *lease) Granted() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.granted
+}
+
+func (s *lease) Extend(ctx context.Context, d time.Duration) error {
+	ttl, err := s.l.capLease(d)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("locking: extend %q: %w", s.key, err)
+	}
+	ok, err := s.l.p.Extend(ctx, s.pkey, s.value, ttl)
+	if err != nil {
+		return fmt.Errorf("locking: extend %q: %w", s.key, err)
+	}
+	if !ok {
+		return fmt.Errorf("locking: extend %q: %w", s.key, ErrLeaseLost)
+	}
+	s.mu.Lock()
+	s.granted = ttl
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *lease) Release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("locking: release %q: %w", s.key, err)
+	}
+	ok, err := s.l.p.Release(ctx, s.pkey, s.value)
+	if err != nil {
+		return fmt.Errorf("locking: release %q: %w", s.key, err)
+	}
+	if !ok {
+		return fmt.Errorf("locking: release %q: %w", s.key, ErrLeaseLost)
+	}
+	return nil
+}
+
+// placeholder is the lease a disabled lock grants everyone (L4).
+type placeholder struct {
+	key     string
+	owner   string
+	granted time.Duration
+}
+
+func (p *placeholder) Key() string                                 { return p.key }
+func (p *placeholder) Owner() string                               { return p.owner }
+func (p *placeholder) Granted() time.Duration                      { return p.granted }
+func (p *placeholder) Extend(context.Context, time.Duration) error { return nil }
+func (p *placeholder) Release(context.Context) error               { return nil }

@@ -1,0 +1,61 @@
+package locking
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrNotAcquired is returned by TryAcquire when another owner holds the
+	// key. Use errors.As with *HeldError for the holder's remaining TTL.
+	ErrNotAcquired = errors.New("locking: not acquired")
+
+	// ErrLeaseLost is returned by Extend and Release when the backend no
+	// longer stores this lease: it expired, or someone else holds the key.
+	ErrLeaseLost = errors.New("locking: lease lost")
+
+	// ErrInvalidKey is returned for a key that is empty, has whitespace or
+	// control characters, or is longer than MaxKeyLength. Use errors.As with
+	// *KeyError for the key and the reason.
+	ErrInvalidKey = errors.New("locking: invalid key")
+
+	// ErrInvalidLease is returned for a zero or negative lease duration.
+	ErrInvalidLease = errors.New("locking: invalid lease")
+
+	// ErrNotSupported is returned when the provider lacks an optional
+	// capability (holder lookup, state).
+	ErrNotSupported = errors.New("locking: not supported by the provider")
+)
+
+// HeldError is the error of a refused acquisition: Key is held by another
+// owner for Remaining more (0 when the backend did not say).
+// errors.Is(err, ErrNotAcquired) holds for it.
+type HeldError struct {
+	Key       string
+	Remaining time.Duration
+}
+
+func (e *HeldError) Error() string {
+	if e.Remaining > 0 {
+		return fmt.Sprintf("locking: not acquired: %q is held for %v more", e.Key, e.Remaining)
+	}
+	return fmt.Sprintf("locking: not acquired: %q is held", e.Key)
+}
+
+// Is makes errors.Is(err, ErrNotAcquired) hold.
+func (e *HeldError) Is(target error) bool { return target == ErrNotAcquired }
+
+// KeyError is the error for an invalid key; errors.Is(err, ErrInvalidKey)
+// holds for it. Key is quoted in the message so control characters show.
+type KeyError struct {
+	Key    string
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("locking: invalid key %q: %s", e.Key, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidKey) hold.
+func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
