@@ -1,0 +1,85 @@
+package leadership
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+)
+
+// instrumentationScope is the OpenTelemetry scope of this package's meter
+// and tracer: its import path.
+const instrumentationScope = "github.com/hostloom/hostloom/core/leadership"
+
+// Option configures an Elector or a Channel.
+type Option interface {
+	apply(*settings)
+}
+
+type settings struct {
+	logger   *zap.Logger
+	meters   metric.MeterProvider
+	tracers  trace.TracerProvider
+	identity string
+}
+
+type optionFunc func(*settings)
+
+func (f optionFunc) apply(s *settings) { f(s) }
+
+// WithLogger sets the logger. Default: zap.NewNop(). A nil logger keeps the
+// default.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	})
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider. Default: the
+// global provider (otel.GetMeterProvider). A nil provider keeps the default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(s *settings) {
+		if mp != nil {
+			s.meters = mp
+		}
+	})
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider. Default: the
+// global provider (otel.GetTracerProvider). A nil provider keeps the
+// default.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(s *settings) {
+		if tp != nil {
+			s.tracers = tp
+		}
+	})
+}
+
+// WithIdentity sets the identity this instance stores with its lease and
+// reports in logs and Describe. Default: locking.DefaultOwner()
+// ("hostname:pid"). An empty identity keeps the default.
+func WithIdentity(id string) Option {
+	return optionFunc(func(s *settings) {
+		if id != "" {
+			s.identity = id
+		}
+	})
+}
+
+// newSettings applies opts over the defaults.
+func newSettings(opts []Option) settings {
+	s := settings{
+		logger:  zap.NewNop(),
+		meters:  otel.GetMeterProvider(),
+		tracers: otel.GetTracerProvider(),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&s)
+		}
+	}
+	return s
+}
