@@ -1,0 +1,85 @@
+package locking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
+)
+
+// A lock over the in-process provider: one caller holds the key, a second
+// is refused and told how long the holder has left.
+func Example() {
+	opts := locking.DefaultOptions()
+	opts.Namespace = "billing"
+	lock, err := locking.New(memlock.New(), opts)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	lease, err := lock.TryAcquire(ctx, "invoices", 30*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	key, _ := lock.ProviderKey("invoices")
+	fmt.Println("held:", lease.Key(), "stored as", key)
+
+	_, err = lock.TryAcquire(ctx, "invoices", 30*time.Second)
+	var held *locking.HeldError
+	fmt.Println("second caller refused:", errors.Is(err, locking.ErrNotAcquired), errors.As(err, &held) && held.Remaining > 0)
+
+	if err := lease.Release(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("stale release:", errors.Is(lease.Release(ctx), locking.ErrLeaseLost))
+	// Output:
+	// held: invoices stored as billing:lock:invoices
+	// second caller refused: true true
+	// stale release: true
+}
+
+// Acquire waits for the key and keeps the lease extended until Release.
+func ExampleDistributedLock_Acquire() {
+	lock, err := locking.New(memlock.New(), locking.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := lock.Acquire(ctx, "migrations", 10*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Release(context.Background())
+	select {
+	case <-h.Done():
+		fmt.Println("lost the lock: stop working")
+	default:
+		fmt.Println("holding", h.Key())
+	}
+	// Output: holding migrations
+}
+
+// Keys are validated before anything reaches the provider.
+func ExampleCheckKey() {
+	fmt.Println(locking.CheckKey("leader:billing", 512))
+	fmt.Println(locking.CheckKey("leader billing", 512))
+	// Output:
+	// <nil>
+	// locking: invalid key "leader billing": contains whitespace ' '
+}
+
+// A disabled lock grants everyone a placeholder and says so.
+func ExampleOptions_disabled() {
+	opts := locking.DefaultOptions()
+	opts.Enabled = false
+	lock, _ := locking.New(nil, opts)
+	_, err1 := lock.TryAcquire(context.Background(), "k", time.Second)
+	_, err2 := lock.TryAcquire(context.Background(), "k", time.Second)
+	fmt.Println(err1, err2, lock.Coordinated())
+	// Output: <nil> <nil> false
+}
