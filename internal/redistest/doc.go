@@ -1,0 +1,26 @@
+// Package redistest starts private redis-server processes for tests.
+//
+// # Servers
+//
+// Start launches a redis-server bound to 127.0.0.1 on a random free port,
+// with persistence off (--save "" --appendonly no) and a private temporary
+// directory, waits until it answers PING and stops it when the test ends.
+// StartMain does the same without a testing.TB, for TestMain and
+// benchmarks. StartCluster launches several masters in cluster mode and
+// joins them with redis-cli --cluster create.
+//
+// # Missing redis-server
+//
+// When redis-server is not on PATH, Start skips the test with a clear
+// message, so a developer without Redis can still run the other tests.
+// When the environment variable CI is non-empty or HOSTLOOM_REQUIRE_REDIS
+// is 1 (Required reports it), the test fails instead: in CI the Redis tests
+// must run, never skip.
+//
+// # Processes
+//
+// Every process is owned by the Server that started it: Stop, Kill and the
+// test's cleanup end it and wait for it. On Linux the server also receives
+// SIGKILL when the test binary dies, so a killed test run leaves no server
+// behind.
+package redistest

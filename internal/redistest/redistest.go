@@ -1,0 +1,490 @@
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoServer reports that redis-server is not on PATH.
+var ErrNoServer = errors.New("redistest: redis-server not found on PATH: install redis-server to run the Redis tests")
+
+// skipMessage is the message of a test skipped for lack of redis-server.
+const skipMessage = "redis-server not found: install redis-server to run the Redis tests"
+
+// startTimeout bounds how long a server may take to answer PING.
+const startTimeout = 10 * time.Second
+
+// Required reports whether the Redis tests must run rather than skip: the
+// environment variable CI is non-empty or HOSTLOOM_REQUIRE_REDIS is 1.
+func Required() bool {
+	return os.Getenv("CI") != "" || os.Getenv("HOSTLOOM_REQUIRE_REDIS") == "1"
+}
+
+// Server is a private redis-server process. Its methods are safe for
+// concurrent use.
+type Server struct {
+	bin      string
+	port     int
+	addr     string
+	dir      string
+	ownDir   bool
+	extraArg []string
+
+	mu   sync.Mutex
+	proc *process // nil once stopped
+}
+
+// process is one run of redis-server.
+type process struct {
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{} // closed when the process has exited and been reaped
+}
+
+// lookPath finds redis-server, honouring the CI rules through the caller.
+func lookPath() (string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", ErrNoServer
+	}
+	return bin, nil
+}
+
+// requireBinary returns redis-server's path, or skips or fails tb.
+func requireBinary(tb testing.TB) string {
+	tb.Helper()
+	bin, err := lookPath()
+	if err != nil {
+		if Required() {
+			tb.Fatalf("%v (the Redis tests are required here: CI or HOSTLOOM_REQUIRE_REDIS=1 is set)", err)
+		}
+		tb.Skip(skipMessage)
+	}
+	return bin
+}
+
+// Start launches a redis-server on 127.0.0.1 at a random free port, waits
+// until it answers PING and stops it when tb's test ends. Without
+// redis-server on PATH it skips tb, or fails it when Required.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin := requireBinary(tb)
+	s, err := start(bin, nil, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// StartMain launches a redis-server like Start, for TestMain and other code
+// without a testing.TB. stop ends the server and removes its directory; it is
+// safe to call more than once. err wraps ErrNoServer when redis-server is not
+// on PATH; the caller decides whether to skip (see Required).
+func StartMain() (s *Server, stop func(), err error) {
+	bin, err := lookPath()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err = start(bin, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Stop, nil
+}
+
+// start picks a free port and launches a server on it, retrying when another
+// process took the port in between.
+func start(bin string, extra []string, clusterPort bool) (*Server, error) {
+	var lastErr error
+	for range 5 {
+		port, err := freePort(clusterPort)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "redistest-")
+		if err != nil {
+			return nil, fmt.Errorf("redistest: temp dir: %w", err)
+		}
+		s := &Server{
+			bin:      bin,
+			port:     port,
+			addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			dir:      dir,
+			ownDir:   true,
+			extraArg: extra,
+		}
+		p, err := s.launch()
+		if err == nil {
+			s.proc = p
+			return s, nil
+		}
+		lastErr = err
+		_ = os.RemoveAll(dir)
+	}
+	return nil, lastErr
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago. With
+// cluster set, the cluster bus port (port+10000) must exist and be free too.
+func freePort(cluster bool) (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("redistest: free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !cluster {
+			_ = l.Close()
+			return port, nil
+		}
+		if port+10000 > 65535 {
+			_ = l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
+		_ = l.Close()
+		if err != nil {
+			continue
+		}
+		_ = bus.Close()
+		return port, nil
+	}
+	return 0, errors.New("redistest: no free port pair for a cluster node")
+}
+
+// launch starts redis-server with s's settings and waits for PING.
+func (s *Server) launch() (*process, error) {
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--daemonize", "no",
+		"--logfile", "",
+	}
+	args = append(args, s.extraArg...)
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: log file: %w", err)
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("redistest: start %s: %w", s.bin, err)
+	}
+	p := &process{cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	if err := waitPing(s.addr, p.done); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("redistest: redis-server on %s did not answer PING: %w; log:\n%s", s.addr, err, s.logTail())
+	}
+	return p, nil
+}
+
+// logTail returns the end of the server's log, for error messages.
+func (s *Server) logTail() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(b)
+}
+
+// waitPing polls addr with a raw PING until it answers PONG, the process
+// exits or startTimeout passes.
+func waitPing(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(startTimeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("process exited")
+		default:
+		}
+		if lastErr = ping(addr); lastErr == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("timeout after %v: %w", startTimeout, lastErr)
+}
+
+// ping sends an inline PING and expects +PONG.
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// kill sends SIGKILL and waits until the process is reaped.
+func (p *process) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Addr is the server's host:port on 127.0.0.1.
+func (s *Server) Addr() string { return s.addr }
+
+// Port is the server's TCP port.
+func (s *Server) Port() int { return s.port }
+
+// Client returns a new client connected to the server, closed when tb's
+// test ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	c := s.NewClient()
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// NewClient returns a new client connected to the server; the caller closes
+// it.
+func (s *Server) NewClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: s.addr})
+}
+
+// Kill ends the server with SIGKILL and waits for it, as a crash would. The
+// server stays down until Restart. Kill on a stopped server does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
+	}
+}
+
+// Restart kills the server if it runs and starts a new one on the same port
+// with an empty data set (nothing is persisted). It fails tb when the new
+// server does not answer PING.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if err := s.restart(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (s *Server) restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
+	}
+	// The port was ours a moment ago; retry briefly in case the kernel has
+	// not released it yet.
+	var err error
+	for range 20 {
+		var p *process
+		if p, err = s.launch(); err == nil {
+			s.proc = p
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// Stop ends the server (SIGTERM, then SIGKILL after five seconds), waits for
+// it and removes its directory. It is safe to call more than once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.proc; p != nil {
+		s.proc = nil
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.kill()
+		}
+	}
+	if s.ownDir {
+		_ = os.RemoveAll(s.dir)
+		s.ownDir = false
+	}
+}
+
+// Running reports whether the server process is up (started and not yet
+// stopped or killed).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return false
+	}
+	select {
+	case <-s.proc.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Cluster is a Redis Cluster of masters without replicas, each a Server.
+type Cluster struct {
+	nodes []*Server
+}
+
+// clusterTimeout bounds how long a new cluster may take to converge.
+const clusterTimeout = 30 * time.Second
+
+// StartCluster launches masters cluster-mode servers (at least 3, as
+// redis-cli --cluster create demands), joins them with redis-cli --cluster
+// create and waits until every node reports cluster_state:ok and knows
+// every node and slot. The nodes stop when tb's test ends.
+func StartCluster(tb testing.TB, masters int) *Cluster {
+	tb.Helper()
+	if masters < 3 {
+		tb.Fatalf("redistest: StartCluster needs at least 3 masters, got %d", masters)
+	}
+	bin := requireBinary(tb)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		if Required() {
+			tb.Fatalf("redistest: redis-cli not found on PATH (the Redis tests are required here)")
+		}
+		tb.Skip("redis-cli not found: install redis-tools to run the Redis Cluster tests")
+	}
+	c := &Cluster{}
+	tb.Cleanup(c.Stop)
+	for range masters {
+		s, err := start(bin, []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		}, true)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.nodes = append(c.nodes, s)
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.Addrs()...)
+	args = append(args, "--cluster-yes")
+	out, err := exec.Command(cli, args...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.waitOK(masters); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// waitOK polls CLUSTER INFO on every node until all agree the cluster is
+// whole.
+func (c *Cluster) waitOK(masters int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	clients := make([]*redis.Client, len(c.nodes))
+	for i, n := range c.nodes {
+		clients[i] = n.NewClient()
+		defer clients[i].Close()
+	}
+	want := []string{
+		"cluster_state:ok",
+		"cluster_slots_ok:16384",
+		"cluster_known_nodes:" + strconv.Itoa(masters),
+		"cluster_size:" + strconv.Itoa(masters),
+	}
+	var last string
+	for {
+		ready := true
+		for i, cl := range clients {
+			info, err := cl.ClusterInfo(ctx).Result()
+			if err != nil {
+				last = fmt.Sprintf("%s: %v", c.nodes[i].Addr(), err)
+				ready = false
+				break
+			}
+			for _, w := range want {
+				if !strings.Contains(info, w) {
+					last = fmt.Sprintf("%s: missing %s in:\n%s", c.nodes[i].Addr(), w, info)
+					ready = false
+					break
+				}
+			}
+			if !ready {
+				break
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: cluster not ready after %v: %s", clusterTimeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Nodes returns the cluster's servers.
+func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
+
+// Addrs returns the host:port of every node.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Client returns a new cluster client over all nodes, closed when tb's test
+// ends.
+func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	tb.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// Stop ends every node. It is safe to call more than once.
+func (c *Cluster) Stop() {
+	for _, n := range c.nodes {
+		n.Stop()
+	}
+}
