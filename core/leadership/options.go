@@ -1,0 +1,168 @@
+package leadership
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// Defaults of Options.
+const (
+	// DefaultLease is the default Options.Lease.
+	DefaultLease = 15 * time.Second
+	// DefaultRenewInterval is the default Options.RenewInterval.
+	DefaultRenewInterval = 5 * time.Second
+	// DefaultRetryInterval is the default Options.RetryInterval.
+	DefaultRetryInterval = 2 * time.Second
+	// DefaultLockKeyFormat is the default Options.LockKeyFormat.
+	DefaultLockKeyFormat = "leader:" + RolePlaceholder
+)
+
+// RolePlaceholder is the placeholder a LockKeyFormat must contain (K2). It
+// is case-sensitive; every occurrence is replaced by the role.
+const RolePlaceholder = "{role}"
+
+// MaxWait is the longest wait the election loop ever schedules (T3): every
+// cadence (Lease, RenewInterval, RetryInterval) must be at most MaxWait.
+const MaxWait = 24 * time.Hour
+
+// RenewRetryFloor is the shortest gap between two renewal attempts after a
+// renewal failed at the provider (E6): retries are never closer than this.
+const RenewRetryFloor = 10 * time.Millisecond
+
+// Options configure an Elector. Start from DefaultOptions; the zero value
+// is invalid. An Elector copies its Options at construction: changing the
+// value afterwards changes nothing (K6).
+type Options struct {
+	// Lease is how long an acquisition or a renewal holds the role. A
+	// crashed leader is replaced at most this long after its last renewal.
+	// It must be at most the lock's MaxLease; a container-free elector is
+	// capped by the lock (T2). Default 15s.
+	Lease time.Duration
+
+	// RenewInterval is the leader's renewal cadence; at most Lease/2 (T1).
+	// Default 5s.
+	RenewInterval time.Duration
+
+	// RetryInterval is a candidate's cadence between acquisition attempts
+	// (E1) and the back-off after an unexpected fault (E10). A candidate
+	// also wakes sooner on a release notification or when the holder's
+	// remaining lease runs out. Default 2s.
+	RetryInterval time.Duration
+
+	// WhenUncoordinated is the policy over a lock that does not coordinate
+	// (Coordinated() == false): Follow never leads, Lead leads without
+	// coordination (E9). Default Follow.
+	WhenUncoordinated WhenUncoordinated
+
+	// LockKeyFormat names the lock key; it must contain RolePlaceholder,
+	// "{role}", and every occurrence is replaced by the role; all other
+	// characters are literal, braces included (K1, K2). Ignored when LockKey
+	// is set. Default "leader:{role}".
+	LockKeyFormat string
+
+	// LockKey, when set, is the exact consumer key, used literally (no
+	// placeholder expansion); LockKeyFormat is then not validated (K1).
+	// Default "".
+	LockKey string
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		Lease:             DefaultLease,
+		RenewInterval:     DefaultRenewInterval,
+		RetryInterval:     DefaultRetryInterval,
+		WhenUncoordinated: Follow,
+		LockKeyFormat:     DefaultLockKeyFormat,
+	}
+}
+
+// Validate checks syntax and timing (K7, T1, T3) and reports every problem
+// at once, each naming the option in config spelling and its value. It
+// does not know the role or the lock: ValidateFor also checks the resolved
+// key, CheckLease the lock's lease cap.
+func (o Options) Validate() error {
+	errs := o.timingErrors()
+	errs = append(errs, o.keySyntaxErrors()...)
+	return errors.Join(errs...)
+}
+
+// ValidateFor is Validate plus the role and the resolved key: nonempty, no
+// whitespace or control characters, at most maxKeyLength bytes when
+// maxKeyLength > 0 (K4, K5, K7).
+func (o Options) ValidateFor(role string, maxKeyLength int) error {
+	errs := o.timingErrors()
+	if _, err := o.ResolveLockKey(role, maxKeyLength); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// timingErrors checks T1 and T3 and the policy.
+func (o Options) timingErrors() []error {
+	var errs []error
+	cadence := func(name string, d time.Duration) bool {
+		switch {
+		case d <= 0:
+			errs = append(errs, fmt.Errorf("leadership: %s %v must be positive", name, d))
+		case d > MaxWait:
+			errs = append(errs, fmt.Errorf("leadership: %s %v exceeds the longest wait %v", name, d, MaxWait))
+		default:
+			return true
+		}
+		return false
+	}
+	leaseOK := cadence("lease", o.Lease)
+	renewOK := cadence("renew_interval", o.RenewInterval)
+	cadence("retry_interval", o.RetryInterval)
+	if leaseOK && renewOK && o.RenewInterval > o.Lease/2 {
+		errs = append(errs, fmt.Errorf("leadership: renew_interval %v exceeds half of lease %v", o.RenewInterval, o.Lease))
+	}
+	if o.WhenUncoordinated != Follow && o.WhenUncoordinated != Lead {
+		errs = append(errs, fmt.Errorf("leadership: when_uncoordinated %d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))
+	}
+	return errs
+}
+
+// CheckLease checks T2 strictly: the lease must be at most the lock's
+// MaxLease when the lock reports limits (locking.Limits). The error names
+// the role and both values. The fx composition calls it before starting;
+// a container-free Elector instead caps its lease at MaxLease.
+func CheckLease(role string, o Options, lock locking.Lock) error {
+	maxLease := electorMaxLease(lock)
+	if maxLease > 0 && o.Lease > maxLease {
+		return fmt.Errorf("leadership: role %q: lease %v exceeds locking max_lease %v", role, o.Lease, maxLease)
+	}
+	return nil
+}
+
+// CheckComposition checks everything a composition must check before
+// starting an elector for role over lock: Options (T1, T3), the resolved
+// key against the lock's MaxKeyLength (K4, K5) and the lease against the
+// lock's MaxLease (T2, strictly). It reports every problem at once.
+func CheckComposition(role string, o Options, lock locking.Lock) error {
+	if lock == nil {
+		return fmt.Errorf("leadership: role %q: nil lock", role)
+	}
+	return errors.Join(o.ValidateFor(role, electorMaxKeyLength(lock)), CheckLease(role, o, lock))
+}
+
+// electorMaxLease returns the lock's lease cap, 0 when it reports none.
+func electorMaxLease(lock locking.Lock) time.Duration {
+	if l, ok := lock.(locking.Limits); ok {
+		return max(l.MaxLease(), 0)
+	}
+	return 0
+}
+
+// electorMaxKeyLength returns the lock's key length limit, 0 when it
+// reports none.
+func electorMaxKeyLength(lock locking.Lock) int {
+	if l, ok := lock.(locking.Limits); ok {
+		return max(l.MaxKeyLength(), 0)
+	}
+	return 0
+}
