@@ -1,0 +1,93 @@
+package scheduling
+
+import (
+	"context"
+	"time"
+)
+
+// Job is work run on a schedule while the scheduler's Leadership leads.
+type Job struct {
+	// Name identifies the job in logs, metrics, Jobs and the slot store
+	// key. Required, unique per scheduler, without whitespace or control
+	// characters.
+	Name string
+
+	// Schedule decides when the job falls due: Every or Cron. Required.
+	Schedule Schedule
+
+	// Run is the work. Its ctx ends when the leadership term in which the
+	// run started ends, when the scheduler stops, or at Timeout; Run must
+	// return promptly then. A returned error or a panic is logged and
+	// counted (S3). Required.
+	Run func(ctx context.Context) error
+
+	// Timeout bounds each run: its ctx ends Timeout after the run starts.
+	// Zero means no timeout. Negative is rejected by Add.
+	Timeout time.Duration
+
+	// Jitter delays each run by a random duration in [0, Jitter), so jobs
+	// sharing a slot do not all hit their dependencies at once. The slot
+	// stays the scheduled time; it is claimed after the delay. Zero means
+	// no delay. Negative is rejected by Add.
+	Jitter time.Duration
+}
+
+// Outcome is how a run ended.
+type Outcome int
+
+// Run outcomes (attribute outcome of MetricRuns).
+const (
+	// Success: Run returned nil.
+	Success Outcome = iota + 1
+	// Failure: Run returned an error while its ctx was still live.
+	Failure
+	// Panic: Run panicked; the scheduler recovered.
+	Panic
+	// Timeout: Run returned an error after its Timeout had expired.
+	Timeout
+	// Canceled: Run returned an error after its ctx was cancelled because
+	// leadership ended or the scheduler stopped.
+	Canceled
+
+	outcomeCount
+)
+
+// String returns the outcome's lower-case name, as used in metrics.
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Panic:
+		return "panic"
+	case Timeout:
+		return "timeout"
+	case Canceled:
+		return "canceled"
+	default:
+		return "unknown"
+	}
+}
+
+// JobInfo describes a job's state, as reported by Scheduler.Jobs.
+type JobInfo struct {
+	// Name and Schedule (its String) of the job.
+	Name     string
+	Schedule string
+	// Next is the next slot the scheduler will act on; zero when the
+	// schedule has no further slot.
+	Next time.Time
+	// Running reports whether a run is going now.
+	Running bool
+	// LastSlot is the slot of the latest run started on this instance,
+	// LastRun when it started; zero before the first run.
+	LastSlot time.Time
+	LastRun  time.Time
+	// LastOutcome and LastError describe the latest finished run; zero and
+	// nil before the first finishes. LastError is nil after a success.
+	LastOutcome Outcome
+	LastError   error
+	// LastSuccess is when the latest successful run started.
+	LastSuccess time.Time
+}

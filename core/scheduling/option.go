@@ -1,0 +1,127 @@
+package scheduling
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// instrumentationScope is the OpenTelemetry scope of this package's meter
+// and tracer: its import path.
+const instrumentationScope = "github.com/hostloom/hostloom/core/scheduling"
+
+// DefaultMisfireWindow is how old a slot nobody started may be for a new
+// leader to still run it (WithMisfireWindow).
+const DefaultMisfireWindow = time.Minute
+
+// Option configures a Scheduler.
+type Option interface {
+	apply(*settings)
+}
+
+type settings struct {
+	logger  *zap.Logger
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+	store   locking.StateStore
+	misfire time.Duration
+	loc     *time.Location
+}
+
+type optionFunc func(*settings)
+
+func (f optionFunc) apply(s *settings) { f(s) }
+
+// WithLogger sets the logger. Default: zap.NewNop(). A nil logger keeps the
+// default.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	})
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider. Default: the
+// global provider (otel.GetMeterProvider). A nil provider keeps the default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(s *settings) {
+		if mp != nil {
+			s.meters = mp
+		}
+	})
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider; each run is a
+// span. Default: the global provider (otel.GetTracerProvider). A nil
+// provider keeps the default.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(s *settings) {
+		if tp != nil {
+			s.tracers = tp
+		}
+	})
+}
+
+// WithSlotStore records each job's last started slot in store (L8), under
+// the key "sched:{role}:{job}" with the slot's Unix time in milliseconds,
+// before the run starts: a slot some replica already started is never
+// started again, and a new leader can run a slot nobody started
+// (WithMisfireWindow). *locking.DistributedLock implements StateStore over
+// memlock and redislock. Default: none (see the package documentation for
+// what holds without it). A nil store keeps the default.
+func WithSlotStore(store locking.StateStore) Option {
+	return optionFunc(func(s *settings) {
+		if store != nil {
+			s.store = store
+		}
+	})
+}
+
+// WithMisfireWindow sets how old a slot may be for a new leader to run it
+// when nobody started it: when this instance starts leading (also when it
+// already leads at Start), each job's latest slot within the window is run
+// once, unless the slot store shows it was started; older slots nobody
+// started are counted as missed and not run. It needs WithSlotStore (without
+// a store nobody can tell whether a slot was started, so none is replayed).
+// Zero disables catching up. Default: DefaultMisfireWindow (1m). A negative
+// window makes New fail.
+func WithMisfireWindow(d time.Duration) Option {
+	return optionFunc(func(s *settings) {
+		s.misfire = d
+	})
+}
+
+// WithLocation sets the time zone of cron expressions that do not name one
+// (CRON_TZ=). Default: time.UTC, not time.Local, so that replicas whose
+// machines are set to different zones still agree on every slot. A nil
+// location keeps the default.
+func WithLocation(loc *time.Location) Option {
+	return optionFunc(func(s *settings) {
+		if loc != nil {
+			s.loc = loc
+		}
+	})
+}
+
+// newSettings applies opts over the defaults.
+func newSettings(opts []Option) settings {
+	s := settings{
+		logger:  zap.NewNop(),
+		meters:  otel.GetMeterProvider(),
+		tracers: otel.GetTracerProvider(),
+		misfire: DefaultMisfireWindow,
+		loc:     time.UTC,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,495 @@
+package scheduling
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+var (
+	// ErrStopped is returned by Start and Add after Stop.
+	ErrStopped = errors.New("scheduling: scheduler stopped")
+	// ErrStarted is returned by a second Start.
+	ErrStarted = errors.New("scheduling: scheduler already started")
+)
+
+// maxScan bounds how many slots of a cron schedule are walked to count
+// missed slots or find the latest due one; Every schedules are counted
+// arithmetically, without a bound.
+const maxScan = 10_000
+
+// slotKeyPrefix starts every slot store key: sched:{role}:{job}.
+const slotKeyPrefix = "sched:"
+
+// Scheduler runs jobs while a Leadership leads. It owns one goroutine (its
+// loop, between Start and Stop) plus one per running job. Its methods are
+// safe for concurrent use.
+type Scheduler struct {
+	l      leadership.Leadership
+	role   string
+	set    settings
+	log    *zap.Logger
+	tracer trace.Tracer
+	ins    instruments
+	maxKey int
+
+	wake       chan struct{} // pokes the loop (leadership change, Add)
+	quit       chan struct{} // closed by Stop
+	done       chan struct{} // closed when the loop and every run returned after Stop
+	runs       context.Context
+	cancelRuns context.CancelFunc
+
+	mu          sync.Mutex
+	state       int // stateNew, stateStarted, stateStopped
+	active      int // live goroutines: loop and runs
+	jobs        map[string]*job
+	order       []*job
+	queue       queue
+	term        uint64 // the term the loop last acted in
+	leading     bool
+	unsubscribe func()
+	reg         metric.Registration
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// job is a Job with its scheduling state; guarded by Scheduler.mu except
+// for the immutable fields.
+type job struct {
+	Job
+	sched Schedule // bound to the scheduler's location
+	key   string   // slot store key
+	attrs jobAttrs
+
+	next     time.Time // next slot to act on; zero when none
+	index    int       // in the queue; -1 when not queued
+	running  bool
+	term     uint64    // term of the latest launched run
+	launched time.Time // slot of the latest launched run
+
+	lastSlot, lastRun, lastSuccess time.Time
+	lastOutcome                    Outcome
+	lastErr                        error
+}
+
+// New returns a scheduler over l. It starts nothing; Add jobs, then Start.
+// It fails for a nil l or an invalid option, naming the value.
+func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
+	if l == nil || (reflect.ValueOf(l).Kind() == reflect.Pointer && reflect.ValueOf(l).IsNil()) {
+		return nil, errors.New("scheduling: nil Leadership")
+	}
+	set := newSettings(opts)
+	if set.misfire < 0 {
+		return nil, fmt.Errorf("scheduling: misfire window %v must not be negative", set.misfire)
+	}
+	ins, err := newInstruments(set.meters.Meter(instrumentationScope))
+	if err != nil {
+		return nil, fmt.Errorf("scheduling: instruments: %w", err)
+	}
+	s := &Scheduler{
+		l:      l,
+		role:   l.Role(),
+		set:    set,
+		log:    set.logger.With(zap.String("role", l.Role())),
+		tracer: set.tracers.Tracer(instrumentationScope),
+		ins:    ins,
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		jobs:   make(map[string]*job),
+	}
+	if lim, ok := set.store.(locking.Limits); ok {
+		s.maxKey = lim.MaxKeyLength()
+	}
+	s.runs, s.cancelRuns = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Add adds a job. It rejects, with an error naming the job and the value,
+// an empty, malformed or duplicate name, a nil Run, a nil or invalid
+// Schedule (Every(d) with d ≤ 0, a schedule with no future slot), a
+// negative Timeout or Jitter, and, with a slot store, an interval below the
+// store's millisecond resolution or a slot key the store refuses. Jobs may
+// be added before or after Start.
+func (s *Scheduler) Add(j Job) error {
+	if err := s.validate(&j); err != nil {
+		return err
+	}
+	sched := j.Schedule
+	if b, ok := sched.(locator); ok {
+		sched = b.in(s.set.loc)
+	}
+	next := sched.Next(time.Now())
+	if next.IsZero() {
+		return fmt.Errorf("scheduling: job %q: schedule %s has no future slot", j.Name, sched)
+	}
+	nj := &job{
+		Job:   j,
+		sched: sched,
+		key:   slotKeyPrefix + s.role + ":" + j.Name,
+		attrs: newJobAttrs(s.role, j.Name),
+		next:  next,
+		index: -1,
+	}
+	if s.set.store != nil {
+		if err := locking.CheckKey(nj.key, s.maxKey); err != nil {
+			return fmt.Errorf("scheduling: job %q: slot key: %w", j.Name, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateStopped {
+		return fmt.Errorf("scheduling: job %q: %w", j.Name, ErrStopped)
+	}
+	if _, dup := s.jobs[j.Name]; dup {
+		return fmt.Errorf("scheduling: job %q: duplicate name", j.Name)
+	}
+	s.jobs[j.Name] = nj
+	s.order = append(s.order, nj)
+	heap.Push(&s.queue, nj)
+	s.poke()
+	return nil
+}
+
+func (s *Scheduler) validate(j *Job) error {
+	if j.Name == "" {
+		return errors.New("scheduling: job name is empty")
+	}
+	if i := strings.IndexFunc(j.Name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		return fmt.Errorf("scheduling: job %q: name has whitespace or control characters", j.Name)
+	}
+	if j.Run == nil {
+		return fmt.Errorf("scheduling: job %q: nil Run", j.Name)
+	}
+	if j.Schedule == nil {
+		return fmt.Errorf("scheduling: job %q: nil Schedule", j.Name)
+	}
+	if c, ok := j.Schedule.(checker); ok {
+		if err := c.check(); err != nil {
+			return fmt.Errorf("scheduling: job %q: schedule: %w", j.Name, err)
+		}
+	} else if v := reflect.ValueOf(j.Schedule); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("scheduling: job %q: nil Schedule (%T)", j.Name, j.Schedule)
+	}
+	if j.Timeout < 0 {
+		return fmt.Errorf("scheduling: job %q: Timeout %v must not be negative", j.Name, j.Timeout)
+	}
+	if j.Jitter < 0 {
+		return fmt.Errorf("scheduling: job %q: Jitter %v must not be negative", j.Name, j.Jitter)
+	}
+	if e, ok := j.Schedule.(every); ok && s.set.store != nil && e.d < time.Millisecond {
+		return fmt.Errorf("scheduling: job %q: interval %v is below the slot store's 1ms resolution", j.Name, e.d)
+	}
+	return nil
+}
+
+// Start starts the loop and returns; ctx bounds starting only (S1). Jobs
+// run while the Leadership leads, from this moment if it leads already. It
+// returns ErrStopped after Stop and ErrStarted when already started.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("scheduling: start %q: %w", s.role, err)
+	}
+	s.mu.Lock()
+	switch s.state {
+	case stateStopped:
+		s.mu.Unlock()
+		return ErrStopped
+	case stateStarted:
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	s.state = stateStarted
+	s.active++
+	s.mu.Unlock()
+
+	unsubscribe := s.l.OnChange(func(leadership.Change) { s.poke() })
+	reg, err := s.set.meters.Meter(instrumentationScope).RegisterCallback(s.observe, s.ins.success)
+	if err != nil {
+		s.log.Warn("scheduler metrics callback not registered", zap.Error(err))
+	}
+	s.mu.Lock()
+	s.unsubscribe, s.reg = unsubscribe, reg
+	s.mu.Unlock()
+	s.log.Info("scheduler started")
+	go s.loop()
+	return nil
+}
+
+// Stop stops the loop, cancels the ctx of every run, and returns once every
+// run has returned, or when ctx ends, with ctx's error (S5). Runs that
+// outlive it are still waited for by later calls. It is idempotent and safe
+// before Start; a stopped scheduler cannot be started again.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	var unsubscribe func()
+	var reg metric.Registration
+	if s.state != stateStopped {
+		if s.state == stateStarted {
+			s.log.Info("scheduler stopping")
+		}
+		s.state = stateStopped
+		close(s.quit)
+		s.cancelRuns()
+		if s.active == 0 {
+			close(s.done)
+		}
+		unsubscribe, reg = s.unsubscribe, s.reg
+		s.unsubscribe, s.reg = nil, nil
+	}
+	s.mu.Unlock()
+	if unsubscribe != nil {
+		unsubscribe()
+	}
+	if reg != nil {
+		if err := reg.Unregister(); err != nil {
+			s.log.Debug("scheduler metrics callback not unregistered", zap.Error(err))
+		}
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("scheduling: stop %q: %w", s.role, ctx.Err())
+	}
+}
+
+// Jobs describes every job, sorted by name.
+func (s *Scheduler) Jobs() []JobInfo {
+	s.mu.Lock()
+	out := make([]JobInfo, 0, len(s.order))
+	for _, j := range s.order {
+		out = append(out, JobInfo{
+			Name:        j.Name,
+			Schedule:    j.sched.String(),
+			Next:        j.next,
+			Running:     j.running,
+			LastSlot:    j.lastSlot,
+			LastRun:     j.lastRun,
+			LastOutcome: j.lastOutcome,
+			LastError:   j.lastErr,
+			LastSuccess: j.lastSuccess,
+		})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// poke wakes the loop without blocking.
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// exit records that a goroutine of the scheduler returned.
+func (s *Scheduler) exit() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 && s.state == stateStopped {
+		close(s.done)
+	}
+	s.mu.Unlock()
+}
+
+// loop is the scheduler's one goroutine: it sleeps on one timer until the
+// earliest slot, a leadership change or an Add.
+func (s *Scheduler) loop() {
+	defer s.exit()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if wait, ok := s.tick(); ok {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// current reads the leadership's token and the term it belongs to.
+func (s *Scheduler) current() (context.Context, uint64) {
+	for {
+		t1 := s.l.Term()
+		tok := s.l.Token()
+		if t2 := s.l.Term(); t1 == t2 {
+			return tok, t1
+		}
+	}
+}
+
+// tick acts on every due slot and reports how long until the next one.
+func (s *Scheduler) tick() (time.Duration, bool) {
+	tok, term := s.current()
+	now := time.Now()
+	leading := tok.Err() == nil
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateStarted {
+		return 0, false
+	}
+	if leading != s.leading {
+		if leading {
+			s.log.Info("scheduler leads", zap.Uint64("term", term))
+		} else {
+			s.log.Warn("scheduler lost leadership, running jobs cancelled", zap.Uint64("term", s.term))
+		}
+		s.leading = leading
+	}
+	if leading && term != s.term {
+		s.term = term
+		if s.set.store != nil && s.set.misfire > 0 {
+			for _, j := range s.order {
+				s.catchUp(j, now, tok, term)
+			}
+		}
+	}
+	for len(s.queue) > 0 && !s.queue[0].next.After(now) {
+		j := s.queue[0]
+		slot, late, ok := latestDue(j.sched, j.next, now)
+		s.countMissed(j, late)
+		switch {
+		case !ok:
+			// Too many slots passed to walk: act on none of them.
+		case !leading:
+			s.countSkip(j, SkipFollower, 1)
+		case j.running:
+			s.countSkip(j, SkipOverlap, 1)
+			s.log.Debug("scheduled job still running, slot skipped", zap.String("job", j.Name), zap.Time("slot", slot))
+		default:
+			s.launch(j, slot, tok, term, false)
+		}
+		j.next = j.sched.Next(now)
+		if j.next.IsZero() {
+			heap.Remove(&s.queue, j.index)
+			s.log.Info("scheduled job has no further slot", zap.String("job", j.Name))
+		} else {
+			heap.Fix(&s.queue, j.index)
+		}
+	}
+	if len(s.queue) == 0 {
+		return 0, false
+	}
+	return max(s.queue[0].next.Sub(now), 0), true
+}
+
+// catchUp runs, once, j's latest slot within the misfire window when this
+// instance has not launched it; the slot store decides whether anyone
+// started it. s.mu is held.
+func (s *Scheduler) catchUp(j *job, now time.Time, tok context.Context, term uint64) {
+	if j.running {
+		return
+	}
+	from := now.Add(-s.set.misfire)
+	prev, _, ok := latestDue(j.sched, j.sched.Next(from.Add(-time.Nanosecond)), now)
+	if !ok || prev.After(now) || prev.Before(from) || !prev.After(j.launched) {
+		return
+	}
+	s.launch(j, prev, tok, term, true)
+	if j.index >= 0 && !j.next.After(now) {
+		j.next = j.sched.Next(now)
+		if j.next.IsZero() {
+			heap.Remove(&s.queue, j.index)
+		} else {
+			heap.Fix(&s.queue, j.index)
+		}
+	}
+}
+
+// latestDue walks from the due slot first to the latest slot at or before
+// now. It returns that slot, how many earlier due slots it passed, and
+// false when first is after now or the walk exceeded maxScan.
+func latestDue(sched Schedule, first, now time.Time) (time.Time, int64, bool) {
+	if first.IsZero() || first.After(now) {
+		return first, 0, false
+	}
+	if e, ok := sched.(every); ok {
+		last := now.Truncate(e.d)
+		if last.Before(first) {
+			return first, 0, true
+		}
+		return last, int64(last.Sub(first) / e.d), true
+	}
+	slot := first
+	for n := int64(0); n < maxScan; n++ {
+		next := sched.Next(slot)
+		if next.IsZero() || next.After(now) {
+			return slot, n, true
+		}
+		slot = next
+	}
+	return slot, maxScan, false
+}
+
+// slotsBetween counts the slots strictly between a and b, up to maxScan
+// for schedules other than Every.
+func slotsBetween(sched Schedule, a, b time.Time) int64 {
+	if e, ok := sched.(every); ok {
+		return e.slotsBetween(a, b)
+	}
+	n := int64(0)
+	for t := sched.Next(a); !t.IsZero() && t.Before(b) && n < maxScan; t = sched.Next(t) {
+		n++
+	}
+	return n
+}
+
+// launch starts a run of j for slot in term. s.mu is held.
+func (s *Scheduler) launch(j *job, slot time.Time, tok context.Context, term uint64, catchUp bool) {
+	first := j.term != term
+	j.term = term
+	j.running = true
+	j.launched = slot
+	s.active++
+	go s.execute(j, slot, tok, first, catchUp)
+}
+
+// queue is a min-heap of jobs by next slot.
+type queue []*job
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(a, b int) bool { return q[a].next.Before(q[b].next) }
+func (q queue) Swap(a, b int) {
+	q[a], q[b] = q[b], q[a]
+	q[a].index, q[b].index = a, b
+}
+func (q *queue) Push(x any) {
+	j := x.(*job)
+	j.index = len(*q)
+	*q = append(*q, j)
+}
+func (q *queue) Pop() any {
+	old := *q
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	j.index = -1
+	*q = old[:len(old)-1]
+	return j
+}
