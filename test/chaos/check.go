@@ -1,0 +1,439 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Limits are the timing bounds the checker judges a history against.
+type Limits struct {
+	// Lease is the elector lease of the run.
+	Lease time.Duration
+	// RetryInterval is the elector retry interval of the run.
+	RetryInterval time.Duration
+	// Slack is added to Lease+RetryInterval for the recovery bound
+	// (process scheduling, round trips). Default 100 ms when zero.
+	Slack time.Duration
+	// ClockTolerance is how far a work record's wall-clock length may
+	// differ from its monotonic length before the run's clock is
+	// distrusted. Default 10 ms when zero.
+	ClockTolerance time.Duration
+}
+
+// RecoveryBound is the longest a role may stay leaderless after a fault
+// heals: Lease + RetryInterval + Slack.
+func (l Limits) RecoveryBound() time.Duration {
+	return l.Lease + l.RetryInterval + l.slack()
+}
+
+func (l Limits) slack() time.Duration {
+	if l.Slack > 0 {
+		return l.Slack
+	}
+	return 100 * time.Millisecond
+}
+
+func (l Limits) clockTolerance() time.Duration {
+	if l.ClockTolerance > 0 {
+		return l.ClockTolerance
+	}
+	return 10 * time.Millisecond
+}
+
+// History is everything the checker judges: the replicas' records and the
+// harness's own log.
+type History struct {
+	Roles        []string
+	Records      []Record
+	Faults       []Fault
+	Incarnations []Incarnation
+	// From and To bound the leaderless-gap measurement: From is when every
+	// replica had started (plus one recovery bound for the first
+	// election), To when the harness began shutting the replicas down.
+	From, To time.Time
+}
+
+// Overlap is two replicas doing work for one role at once. A and B are
+// tenures: the work records of one incarnation and term merged into one.
+type Overlap struct {
+	Role string
+	// A started first; B started while A still worked.
+	A, B Record
+	// Length is how long both worked at once.
+	Length time.Duration
+	// Window, for a paused-process overlap, is how long the paused replica
+	// kept working after it resumed (must stay within the lease); for a
+	// lost-state overlap, how long after the fault healed the overlap
+	// ended.
+	Window time.Duration
+	// Fault is the fault that explains the overlap ("" when none does).
+	Fault string
+}
+
+func (o Overlap) String() string {
+	s := fmt.Sprintf("role %s: %s term %d [%s, %s] and %s term %d [%s, %s] overlap %v",
+		o.Role, o.A.Identity, o.A.Term, clock(o.A.Start), clock(o.A.End),
+		o.B.Identity, o.B.Term, clock(o.B.Start), clock(o.B.End), o.Length)
+	if o.Fault != "" {
+		s += fmt.Sprintf(" (window %v, fault %s)", o.Window, o.Fault)
+	}
+	return s
+}
+
+func clock(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000000") }
+
+// Gap is a time during which no replica worked for a role.
+type Gap struct {
+	Role     string
+	From, To time.Time
+	// Counted is the part of the gap judged against the recovery bound:
+	// from the later of From and the heal of a backend outage inside it.
+	Counted time.Duration
+	Cause   string
+}
+
+func (g Gap) String() string {
+	return fmt.Sprintf("role %s leaderless %v from %s (counted %v%s)", g.Role,
+		g.To.Sub(g.From), g.From.UTC().Format("15:04:05.000"), g.Counted, g.Cause)
+}
+
+// Report is the checker's verdict.
+type Report struct {
+	Limits       Limits
+	Faults       int
+	FaultsByKind map[FaultKind]int
+	Incarnations int
+	WorkRecords  int
+	Handovers    int
+
+	// Overlaps are unexplained overlaps: each breaks the guarantee.
+	Overlaps []Overlap
+	// PausedWindows are overlaps explained by a paused replica that
+	// resumed before noticing its lease expired; their Window must stay
+	// within the lease.
+	PausedWindows   []Overlap
+	MaxPausedWindow time.Duration
+	// LostStateOverlaps are overlaps after the backend lost leases it had
+	// granted (restart, failover): outside the guarantee, reported and
+	// bounded: each must end within Lease + Slack of the fault's heal.
+	LostStateOverlaps []Overlap
+
+	// MaxGap is the longest leaderless time of any role, outages included;
+	// MaxCountedGap the longest counted against the recovery bound.
+	MaxGap        Gap
+	MaxCountedGap Gap
+	SlowRecovery  []Gap
+
+	Crashes     []string
+	Leaks       []string
+	ClockIssues []string
+}
+
+// Problems lists every violation; an empty list means the run passed.
+func (r *Report) Problems() []string {
+	var p []string
+	for _, o := range r.Overlaps {
+		p = append(p, "overlap: "+o.String())
+	}
+	for _, o := range r.PausedWindows {
+		if o.Window > r.Limits.Lease {
+			p = append(p, fmt.Sprintf("paused window %v exceeds the lease %v: %s", o.Window, r.Limits.Lease, o))
+		}
+	}
+	for _, o := range r.LostStateOverlaps {
+		if o.Window > r.Limits.Lease+r.Limits.slack() {
+			p = append(p, fmt.Sprintf("lost-state overlap ends %v after the fault healed, beyond lease %v + %v: %s", o.Window, r.Limits.Lease, r.Limits.slack(), o))
+		}
+	}
+	for _, g := range r.SlowRecovery {
+		p = append(p, fmt.Sprintf("slow recovery (bound %v): %s", r.Limits.RecoveryBound(), g))
+	}
+	for _, c := range r.Crashes {
+		p = append(p, "crash: "+c)
+	}
+	for _, l := range r.Leaks {
+		p = append(p, "goroutine leak: "+l)
+	}
+	for _, c := range r.ClockIssues {
+		p = append(p, "clock: "+c)
+	}
+	return p
+}
+
+// OK reports whether the run kept every promise.
+func (r *Report) OK() bool { return len(r.Problems()) == 0 }
+
+// Summary is the human-readable verdict.
+func (r *Report) Summary() string {
+	var b strings.Builder
+	kinds := make([]string, 0, len(r.FaultsByKind))
+	for k, n := range r.FaultsByKind {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "faults injected: %d (%s)\n", r.Faults, strings.Join(kinds, " "))
+	fmt.Fprintf(&b, "incarnations: %d, work records: %d, handovers: %d\n", r.Incarnations, r.WorkRecords, r.Handovers)
+	fmt.Fprintf(&b, "overlaps: %d (must be 0)\n", len(r.Overlaps))
+	fmt.Fprintf(&b, "paused-window overlaps: %d, max paused window: %v (lease %v)\n", len(r.PausedWindows), r.MaxPausedWindow, r.Limits.Lease)
+	maxLost := time.Duration(0)
+	for _, o := range r.LostStateOverlaps {
+		maxLost = max(maxLost, o.Length)
+	}
+	fmt.Fprintf(&b, "lost-state overlaps (backend forgot a lease): %d, longest %v\n", len(r.LostStateOverlaps), maxLost)
+	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v)\n",
+		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, r.Limits.RecoveryBound())
+	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
+	if p := r.Problems(); len(p) > 0 {
+		fmt.Fprintf(&b, "FAIL: %d problem(s)\n", len(p))
+		for i, s := range p {
+			if i == 20 {
+				fmt.Fprintf(&b, "  ... %d more\n", len(p)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+	} else {
+		b.WriteString("PASS\n")
+	}
+	return b.String()
+}
+
+// Check judges h against lim.
+func Check(h History, lim Limits) *Report {
+	r := &Report{Limits: lim, Faults: len(h.Faults), FaultsByKind: map[FaultKind]int{}, Incarnations: len(h.Incarnations)}
+	for _, f := range h.Faults {
+		r.FaultsByKind[f.Kind]++
+	}
+	byRole := map[string][]Record{}
+	exits := map[string]Record{}
+	for _, rec := range h.Records {
+		switch rec.Kind {
+		case KindWork:
+			byRole[rec.Role] = append(byRole[rec.Role], rec)
+			r.WorkRecords++
+			wall := time.Duration(rec.End - rec.Start)
+			mono := time.Duration(rec.MonoEnd - rec.MonoStart)
+			if d := (wall - mono).Abs(); d > lim.clockTolerance() && len(r.ClockIssues) < 50 {
+				r.ClockIssues = append(r.ClockIssues, fmt.Sprintf("%s role %s: wall %v vs monotonic %v", rec.Identity, rec.Role, wall, mono))
+			}
+		case KindExit:
+			exits[rec.Identity] = rec
+		}
+	}
+	roles := append([]string(nil), h.Roles...)
+	for role := range byRole {
+		if !contains(roles, role) {
+			roles = append(roles, role)
+		}
+	}
+	sort.Strings(roles)
+	for _, role := range roles {
+		recs := tenures(byRole[role])
+		r.checkOverlaps(role, recs, h.Faults, lim)
+		r.checkGaps(role, recs, h, lim)
+	}
+	for _, o := range r.PausedWindows {
+		r.MaxPausedWindow = max(r.MaxPausedWindow, o.Window)
+	}
+	for _, inc := range h.Incarnations {
+		switch {
+		case inc.Killed:
+		case !inc.Stopped:
+			r.Crashes = append(r.Crashes, fmt.Sprintf("%s (pid %d) exited unexpectedly: %s", inc.Identity, inc.PID, inc.Exit))
+		case !inc.OK:
+			r.Crashes = append(r.Crashes, fmt.Sprintf("%s (pid %d) failed to shut down: %s", inc.Identity, inc.PID, inc.Exit))
+		default:
+			ex, ok := exits[inc.Identity]
+			switch {
+			case !ok:
+				r.Leaks = append(r.Leaks, fmt.Sprintf("%s: no exit record", inc.Identity))
+			case ex.Goroutines > ex.Baseline:
+				r.Leaks = append(r.Leaks, fmt.Sprintf("%s: %d goroutines at exit, %d before start\n%s", inc.Identity, ex.Goroutines, ex.Baseline, ex.Leaked))
+			}
+		}
+	}
+	return r
+}
+
+// tenures merges a role's work records into one record per incarnation and
+// term: a term is one continuous leadership, so [first start, last end] is
+// when that incarnation worked for the role in that term. The result is
+// sorted by start.
+func tenures(recs []Record) []Record {
+	type id struct {
+		identity string
+		term     uint64
+	}
+	idx := map[id]int{}
+	var out []Record
+	for _, rec := range recs {
+		k := id{rec.Identity, rec.Term}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, rec)
+			continue
+		}
+		t := &out[i]
+		if rec.Start < t.Start {
+			t.Start, t.MonoStart = rec.Start, rec.MonoStart
+		}
+		if rec.End > t.End {
+			t.End, t.MonoEnd = rec.End, rec.MonoEnd
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOverlaps sweeps recs (sorted by start) for pairs from different
+// incarnations that overlap in time, and classifies each.
+func (r *Report) checkOverlaps(role string, recs []Record, faults []Fault, lim Limits) {
+	var active []Record
+	for i, rec := range recs {
+		if i > 0 && recs[i-1].Identity != rec.Identity {
+			r.Handovers++
+		}
+		kept := active[:0]
+		for _, a := range active {
+			if a.End > rec.Start {
+				kept = append(kept, a)
+			}
+		}
+		active = kept
+		for _, a := range active {
+			if a.Identity == rec.Identity {
+				continue
+			}
+			o := Overlap{Role: role, A: a, B: rec, Length: time.Duration(min(a.End, rec.End) - rec.Start)}
+			r.classify(o, faults, lim)
+		}
+		active = append(active, rec)
+	}
+}
+
+// classify files o as a paused window, a lost-state overlap or an
+// unexplained overlap.
+func (r *Report) classify(o Overlap, faults []Fault, lim Limits) {
+	for _, f := range faults {
+		if f.Kind != FaultPause {
+			continue
+		}
+		for _, p := range []Record{o.A, o.B} {
+			if p.Identity != f.Identity {
+				continue
+			}
+			// The paused replica's record spans the pause or began soon
+			// after the resume, and it kept working after the resume.
+			resumed := f.Heal.UnixNano()
+			if p.End > resumed && p.End >= f.Start.UnixNano() && p.Start <= resumed+int64(lim.Lease) {
+				o.Window = time.Duration(p.End - resumed)
+				o.Fault = f.String()
+				r.PausedWindows = append(r.PausedWindows, o)
+				return
+			}
+		}
+	}
+	overlapStart := o.B.Start
+	overlapEnd := min(o.A.End, o.B.End)
+	for _, f := range faults {
+		if !f.LostState {
+			continue
+		}
+		if overlapStart >= f.Start.UnixNano() && overlapStart <= f.Heal.Add(lim.Lease+lim.slack()).UnixNano() && o.A.Start < f.Heal.UnixNano() {
+			o.Window = time.Duration(overlapEnd - f.Heal.UnixNano())
+			o.Fault = f.String()
+			r.LostStateOverlaps = append(r.LostStateOverlaps, o)
+			return
+		}
+	}
+	r.Overlaps = append(r.Overlaps, o)
+}
+
+type interval struct{ from, to int64 }
+
+// checkGaps measures the leaderless times of one role within [h.From,
+// h.To]. A paused replica's record does not cover its pause.
+func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
+	if h.From.IsZero() || !h.To.After(h.From) {
+		return
+	}
+	var cover []interval
+	for _, rec := range recs {
+		parts := []interval{{rec.Start, rec.End}}
+		for _, f := range h.Faults {
+			if f.Kind != FaultPause || f.Identity != rec.Identity {
+				continue
+			}
+			var next []interval
+			for _, iv := range parts {
+				s, c := f.Start.UnixNano(), f.Heal.UnixNano()
+				if iv.to <= s || iv.from >= c {
+					next = append(next, iv)
+					continue
+				}
+				if iv.from < s {
+					next = append(next, interval{iv.from, s})
+				}
+				if iv.to > c {
+					next = append(next, interval{c, iv.to})
+				}
+			}
+			parts = next
+		}
+		cover = append(cover, parts...)
+	}
+	sort.Slice(cover, func(i, j int) bool { return cover[i].from < cover[j].from })
+	from, to := h.From.UnixNano(), h.To.UnixNano()
+	at := from // covered up to here
+	var gaps []interval
+	for _, iv := range cover {
+		if iv.to <= at {
+			continue
+		}
+		if iv.from > at {
+			gaps = append(gaps, interval{at, min(iv.from, to)})
+		}
+		at = max(at, iv.to)
+		if at >= to {
+			break
+		}
+	}
+	if at < to {
+		gaps = append(gaps, interval{at, to})
+	}
+	for _, g := range gaps {
+		if g.to <= g.from {
+			continue
+		}
+		gap := Gap{Role: role, From: time.Unix(0, g.from), To: time.Unix(0, g.to)}
+		counted := g.from
+		for _, f := range h.Faults {
+			if f.Unavailable && f.Start.UnixNano() < g.to && f.Heal.UnixNano() > counted {
+				counted = f.Heal.UnixNano()
+				gap.Cause = fmt.Sprintf(", from the heal of fault #%d %s", f.Seq, f.Kind)
+			}
+		}
+		gap.Counted = time.Duration(max(0, g.to-counted))
+		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
+			r.MaxGap = gap
+		}
+		if gap.Counted > r.MaxCountedGap.Counted {
+			r.MaxCountedGap = gap
+		}
+		if gap.Counted > lim.RecoveryBound() {
+			r.SlowRecovery = append(r.SlowRecovery, gap)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+
+// work is a work record of identity id for role over [fromMs, toMs].
+func work(id, role string, term uint64, fromMs, toMs int) Record {
+	s, e := at(fromMs).UnixNano(), at(toMs).UnixNano()
+	return Record{Kind: KindWork, Identity: id, Role: role, Term: term, Start: s, End: e, MonoStart: s - base.UnixNano(), MonoEnd: e - base.UnixNano()}
+}
+
+// cont is a run of back-to-back 50 ms slices over [fromMs, toMs].
+func cont(id, role string, term uint64, fromMs, toMs int) []Record {
+	var out []Record
+	for t := fromMs; t < toMs; t += 50 {
+		out = append(out, work(id, role, term, t, min(t+50, toMs)))
+	}
+	return out
+}
+
+var testLimits = Limits{Lease: time.Second, RetryInterval: 250 * time.Millisecond}
+
+func stoppedOK(ids ...string) ([]Incarnation, []Record) {
+	var incs []Incarnation
+	var exits []Record
+	for _, id := range ids {
+		incs = append(incs, Incarnation{Identity: id, Stopped: true, OK: true, Exit: "exit status 0"})
+		exits = append(exits, Record{Kind: KindExit, Identity: id, Goroutines: 3, Baseline: 3})
+	}
+	return incs, exits
+}
+
+func history(recs ...[]Record) History {
+	incs, exits := stoppedOK("r0.1", "r1.1", "r2.1")
+	var all []Record
+	for _, r := range recs {
+		all = append(all, r...)
+	}
+	return History{Roles: []string{"a"}, Records: append(all, exits...), Incarnations: incs, From: at(0), To: at(3000)}
+}
+
+func TestCheck_CleanHandoverPasses(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 1200, 3000))
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("clean history failed:\n%s", r.Summary())
+	}
+	if r.Handovers != 1 {
+		t.Errorf("handovers = %d, want 1", r.Handovers)
+	}
+	if got := r.MaxGap.To.Sub(r.MaxGap.From); got != 200*time.Millisecond {
+		t.Errorf("max gap = %v, want 200ms", got)
+	}
+	if r.WorkRecords != 20+36 {
+		t.Errorf("work records = %d, want 56", r.WorkRecords)
+	}
+}
+
+func TestCheck_OverlapFails(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 980, 3000))
+	r := Check(h, testLimits)
+	if r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("overlap not reported: %d overlaps\n%s", len(r.Overlaps), r.Summary())
+	}
+	o := r.Overlaps[0]
+	if o.Length != 20*time.Millisecond || o.A.Identity != "r0.1" || o.B.Identity != "r1.1" {
+		t.Errorf("overlap = %s, want r0.1 then r1.1 for 20ms", o)
+	}
+	if !strings.Contains(r.Summary(), "FAIL") {
+		t.Errorf("summary does not say FAIL:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_OverlapOfOneNanosecondFails(t *testing.T) {
+	a := work("r0.1", "a", 1, 0, 1000)
+	b := work("r1.1", "a", 1, 1000, 3000)
+	b.Start-- // starts one nanosecond before a ends
+	r := Check(history([]Record{a, b}), testLimits)
+	if len(r.Overlaps) != 1 || r.Overlaps[0].Length != time.Nanosecond {
+		t.Fatalf("1ns overlap: got %v\n%s", r.Overlaps, r.Summary())
+	}
+}
+
+func TestCheck_DifferentRolesMayOverlap(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 3000), cont("r1.1", "b", 1, 0, 3000))
+	h.Roles = []string{"a", "b"}
+	if r := Check(h, testLimits); !r.OK() {
+		t.Fatalf("two roles led by two replicas failed:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_ThreeWayOverlapReportsEveryPair(t *testing.T) {
+	h := history([]Record{work("r0.1", "a", 1, 0, 3000), work("r1.1", "a", 1, 100, 200), work("r2.1", "a", 1, 150, 300)})
+	r := Check(h, testLimits)
+	if len(r.Overlaps) != 3 {
+		t.Fatalf("overlaps = %d, want 3 (every pair)\n%s", len(r.Overlaps), r.Summary())
+	}
+}
+
+// pause is a SIGSTOP of r0.1 from stopMs to contMs.
+func pause(stopMs, contMs int) Fault {
+	return Fault{Seq: 1, Kind: FaultPause, Target: 0, Identity: "r0.1", Start: at(stopMs), Heal: at(contMs)}
+}
+
+func TestCheck_PausedWindowWithinLeaseIsReportedSeparately(t *testing.T) {
+	// r0.1 is stopped at 500 during a slice, resumes at 2000 and finishes
+	// that slice 30 ms later, while r1.1 leads since 1600.
+	recs := append(cont("r0.1", "a", 1, 0, 500), work("r0.1", "a", 1, 500, 2030))
+	h := history(recs, cont("r1.1", "a", 1, 1600, 3000))
+	h.Faults = []Fault{pause(500, 2000)}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("paused window within the lease failed:\n%s", r.Summary())
+	}
+	if len(r.PausedWindows) != 1 || r.MaxPausedWindow != 30*time.Millisecond {
+		t.Fatalf("paused windows = %v, max %v; want one of 30ms", r.PausedWindows, r.MaxPausedWindow)
+	}
+	// The pause itself is leaderless: 500..1600 = 1.1s, within 1s+250ms+100ms.
+	if got := r.MaxGap.To.Sub(r.MaxGap.From); got != 1100*time.Millisecond {
+		t.Errorf("max gap = %v, want 1.1s (a paused replica does not lead)", got)
+	}
+}
+
+func TestCheck_PausedWindowBeyondLeaseFails(t *testing.T) {
+	// After resuming at 2000, r0.1 keeps working until 3000: 1s+ past resume.
+	recs := append(cont("r0.1", "a", 1, 0, 500), work("r0.1", "a", 1, 500, 2030), work("r0.1", "a", 1, 2030, 3100))
+	h := history(recs, cont("r1.1", "a", 1, 1600, 3000))
+	h.Faults = []Fault{pause(500, 2000)}
+	r := Check(h, testLimits)
+	if r.OK() {
+		t.Fatalf("paused window of 1.1s passed with a 1s lease:\n%s", r.Summary())
+	}
+	if r.MaxPausedWindow != 1100*time.Millisecond {
+		t.Errorf("max paused window = %v, want 1.1s", r.MaxPausedWindow)
+	}
+}
+
+func TestCheck_PauseOfAnotherReplicaDoesNotExcuseOverlap(t *testing.T) {
+	h := history(cont("r1.1", "a", 1, 0, 1000), cont("r2.1", "a", 1, 900, 3000))
+	h.Faults = []Fault{pause(500, 2000)} // r0.1 paused, not involved
+	if r := Check(h, testLimits); len(r.Overlaps) == 0 {
+		t.Fatalf("overlap excused by an unrelated pause:\n%s", r.Summary())
+	}
+}
+
+func restart(startMs, healMs int) Fault {
+	return Fault{Seq: 1, Kind: FaultRedisRestart, Target: -1, Start: at(startMs), Heal: at(healMs), LostState: true, Unavailable: true}
+}
+
+func TestCheck_LostStateOverlapWithinLeaseIsReportedSeparately(t *testing.T) {
+	// Redis restarts empty at 1000-1050; r1.1 acquires at once while r0.1
+	// works until its next renewal is refused at 1250.
+	h := history(cont("r0.1", "a", 1, 0, 1250), cont("r1.1", "a", 1, 1100, 3000))
+	h.Faults = []Fault{restart(1000, 1050)}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("lost-state overlap within the bound failed:\n%s", r.Summary())
+	}
+	if len(r.LostStateOverlaps) != 1 || r.LostStateOverlaps[0].Window != 200*time.Millisecond {
+		t.Fatalf("lost-state overlaps = %v, want one ending 200ms after heal", r.LostStateOverlaps)
+	}
+}
+
+func TestCheck_LostStateOverlapBeyondLeaseFails(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 2500), cont("r1.1", "a", 1, 1100, 3000))
+	h.Faults = []Fault{restart(1000, 1050)}
+	if r := Check(h, testLimits); r.OK() {
+		t.Fatalf("old leader worked 1.45s past the restart and passed:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_SlowRecoveryFails(t *testing.T) {
+	// 1.5s leaderless > 1s + 250ms + 100ms.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	r := Check(h, testLimits)
+	if r.OK() || len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.5s leaderless passed:\n%s", r.Summary())
+	}
+	if r.SlowRecovery[0].Counted != 1500*time.Millisecond {
+		t.Errorf("counted = %v, want 1.5s", r.SlowRecovery[0].Counted)
+	}
+}
+
+func TestCheck_RecoveryBoundIsInclusive(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2350, 3000))
+	if r := Check(h, testLimits); !r.OK() {
+		t.Fatalf("gap of exactly the bound failed:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_OutageGapCountsFromHeal(t *testing.T) {
+	// Redis down 800..2600; r1.1 leads 200ms after it is back.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2800, 3000))
+	h.Faults = []Fault{{Seq: 1, Kind: FaultRedisDown, Target: -1, Start: at(800), Heal: at(2600), LostState: true, Unavailable: true}}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("recovery 200ms after heal failed:\n%s", r.Summary())
+	}
+	if r.MaxCountedGap.Counted != 200*time.Millisecond || r.MaxGap.To.Sub(r.MaxGap.From) != 1800*time.Millisecond {
+		t.Errorf("gaps: counted %v (want 200ms), raw %v (want 1.8s)", r.MaxCountedGap.Counted, r.MaxGap.To.Sub(r.MaxGap.From))
+	}
+}
+
+func TestCheck_RoleNeverLedFails(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 3000))
+	h.Roles = []string{"a", "b"}
+	r := Check(h, testLimits)
+	if len(r.SlowRecovery) != 1 || r.SlowRecovery[0].Role != "b" {
+		t.Fatalf("role b never led, slow recoveries = %v", r.SlowRecovery)
+	}
+}
+
+func TestCheck_ProcessOutcomes(t *testing.T) {
+	tests := []struct {
+		name  string
+		inc   Incarnation
+		exit  *Record
+		crash bool
+		leak  bool
+	}{
+		{"killed by the harness", Incarnation{Identity: "x", Killed: true, Exit: "signal: killed"}, nil, false, false},
+		{"clean stop", Incarnation{Identity: "x", Stopped: true, OK: true}, &Record{Kind: KindExit, Identity: "x", Goroutines: 4, Baseline: 4}, false, false},
+		{"exited on its own", Incarnation{Identity: "x", OK: true, Exit: "exit status 0"}, nil, true, false},
+		{"panicked", Incarnation{Identity: "x", Exit: "exit status 2"}, nil, true, false},
+		{"failed to stop", Incarnation{Identity: "x", Stopped: true, Exit: "exit status 1"}, nil, true, false},
+		{"leaked goroutines", Incarnation{Identity: "x", Stopped: true, OK: true}, &Record{Kind: KindExit, Identity: "x", Goroutines: 9, Baseline: 4, Leaked: "goroutine 7 [select]"}, false, true},
+		{"no exit record", Incarnation{Identity: "x", Stopped: true, OK: true}, nil, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := History{Incarnations: []Incarnation{tt.inc}}
+			if tt.exit != nil {
+				h.Records = []Record{*tt.exit}
+			}
+			r := Check(h, testLimits)
+			if (len(r.Crashes) > 0) != tt.crash || (len(r.Leaks) > 0) != tt.leak {
+				t.Fatalf("crashes %v leaks %v; want crash=%v leak=%v", r.Crashes, r.Leaks, tt.crash, tt.leak)
+			}
+			if r.OK() == (tt.crash || tt.leak) {
+				t.Errorf("OK() = %v with problems %v", r.OK(), r.Problems())
+			}
+		})
+	}
+}
+
+func TestCheck_WallClockJumpFails(t *testing.T) {
+	rec := work("r0.1", "a", 1, 0, 3000)
+	rec.MonoEnd -= int64(50 * time.Millisecond)
+	r := Check(history([]Record{rec}), testLimits)
+	if len(r.ClockIssues) != 1 || r.OK() {
+		t.Fatalf("50ms wall/monotonic disagreement not reported:\n%s", r.Summary())
+	}
+}
+
+func TestReadRecords_TornLastLineIgnored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r0.jsonl")
+	data := `{"kind":"start","replica":0,"id":"r0.1","pid":7}` + "\n" +
+		`{"kind":"work","id":"r0.1","role":"a","term":1,"start":10,"end":20}` + "\n" +
+		`{"kind":"work","id":"r0.1","ro`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[1].Role != "a" || recs[1].End != 20 || recs[0].PID != 7 {
+		t.Fatalf("records = %+v", recs)
+	}
+}
+
+func TestReadRecords_MalformedLineNamesFileAndLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r1.jsonl")
+	if err := os.WriteFile(path, []byte("{}\nnot json\n{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadRecords(path)
+	if err == nil || !strings.Contains(err.Error(), "r1.jsonl line 2") {
+		t.Fatalf("err = %v, want one naming r1.jsonl line 2", err)
+	}
+}
