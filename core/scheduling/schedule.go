@@ -25,6 +25,16 @@ type Schedule interface {
 	String() string
 }
 
+// InLocation returns s with loc as the time zone of a cron expression that
+// does not name one, which is what Scheduler.Add does with WithLocation.
+// Other schedules, and a nil loc, return s unchanged.
+func InLocation(s Schedule, loc *time.Location) Schedule {
+	if b, ok := s.(locator); ok && loc != nil {
+		return b.in(loc)
+	}
+	return s
+}
+
 // checker is implemented by this package's schedules: Add calls it so that
 // an invalid schedule is rejected when the job is added, never at run time.
 type checker interface {
