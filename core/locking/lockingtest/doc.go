@@ -1,0 +1,36 @@
+// Package lockingtest is the conformance suite for lock providers: one set
+// of checks, cited by DESIGN.md rule (L1–L8), run against every backend
+// (memlock and redislock) so they keep the same semantics.
+//
+// # Use
+//
+// A backend's test supplies a Config whose New returns a fresh Backend for
+// every check, and calls Run:
+//
+//	func TestConformance(t *testing.T) {
+//		lockingtest.Run(t, lockingtest.Config{
+//			New:      func(t *testing.T) lockingtest.Backend { return newBackend(t) },
+//			Synctest: true, // in-process backends only
+//		})
+//	}
+//
+// # Checks
+//
+// Exclusivity (also under concurrent attempts), the holder's remaining TTL
+// on refusal, expiry, stale-token extension and release refused with
+// ErrLeaseLost, extension after expiry refused, cancelled contexts leaving
+// no lease, odd keys (quotes, brackets, "]]--", unicode, braces) stored
+// verbatim, invalid keys refused with ErrInvalidKey naming the key, leases
+// capped at MaxLease, zero or negative leases refused, disabled mode writing
+// nothing, release notifications, holder lookup, monotonic state, Acquire
+// waiting and waking on release, and automatic extension stopping at
+// MaxHold.
+//
+// # Time
+//
+// With Config.Synctest every check runs in a testing/synctest bubble: the
+// expiry checks then take no real time. Network backends run on real time
+// with short leases (Config.Short, 50ms by default); no check asserts on how
+// fast anything is, only on what happens, with generous timeouts that fail
+// a broken backend instead of hanging.
+package lockingtest

@@ -1,0 +1,678 @@
+package lockingtest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// Backend is one lock backend under test: a fresh, empty store shared by the
+// locks of one check.
+type Backend interface {
+	// NewLock returns a lock with options o over the backend. Locks from
+	// two calls must exclude each other like two replicas would (for
+	// Redis: separate providers over the same server).
+	NewLock(t *testing.T, o locking.Options) *locking.DistributedLock
+	// Exists reports whether the backend stores providerKey, byte for byte.
+	Exists(t *testing.T, providerKey string) bool
+	// Size reports how many keys the backend stores (lock and state keys).
+	Size(t *testing.T) int
+}
+
+// Config describes the backend to check.
+type Config struct {
+	// New returns a fresh, empty backend for one check. With Synctest it is
+	// called inside the check's bubble.
+	New func(t *testing.T) Backend
+
+	// Synctest runs every check inside a testing/synctest bubble, on fake
+	// time. Set it for in-process backends only: network I/O does not
+	// advance fake time. With it the suite also checks that a waiter is
+	// woken by the release notification itself (no fake time passes).
+	Synctest bool
+
+	// Short is the lease used by the expiry checks (default 50ms); the
+	// checks wait 2×Short+50ms for it to run out.
+	Short time.Duration
+}
+
+// failTimeout bounds every wait for something that must happen, so a
+// broken backend fails instead of hanging. It is not a performance
+// assertion: with fake time it passes in no real time.
+const failTimeout = 10 * time.Second
+
+// check is one conformance check.
+type check struct {
+	name string
+	run  func(t *testing.T, c Config, b Backend)
+}
+
+// checks are run in this order; names cite the DESIGN.md rules they cover.
+var checks = []check{
+	{"L3_Exclusivity", testExclusivity},
+	{"L3_ConcurrentTryAcquireOneWinner", testConcurrentOneWinner},
+	{"L3_HeldErrorRemaining", testHeldErrorRemaining},
+	{"L3_ExpiryFreesKey", testExpiry},
+	{"L3_StaleTokenExtendAndReleaseRefused", testStaleToken},
+	{"L3_ExtendAfterExpiryRefused", testExtendAfterExpiry},
+	{"L3_ReleaseTwiceRefused", testReleaseTwice},
+	{"L3_CancelledContextLeavesNoLease", testCancelledContext},
+	{"L2_OddKeysStoredVerbatim", testOddKeys},
+	{"L1_InvalidKeysRefused", testInvalidKeys},
+	{"L1_KeyAtMaxKeyLengthAccepted", testMaxKeyLength},
+	{"L5_LeaseCappedAtMaxLease", testLeaseCap},
+	{"L5_ZeroOrNegativeLeaseRefused", testInvalidLease},
+	{"L4_DisabledWritesNothing", testDisabled},
+	{"L7_NotificationOnRelease", testNotification},
+	{"L7_HolderLookup", testHolder},
+	{"L8_AdvanceMonotonic", testAdvance},
+	{"L6_AcquireWaitsAndWakesOnRelease", testAcquireWaits},
+	{"L6_AcquireCancelledLeavesHolder", testAcquireCancelled},
+	{"L6_HeldExtendsAndStopsAtMaxHold", testHeldMaxHold},
+}
+
+// Run runs the conformance suite against the backend c describes, one
+// subtest per check.
+func Run(t *testing.T, c Config) {
+	t.Helper()
+	if c.New == nil {
+		t.Fatal("lockingtest: Config.New is nil")
+	}
+	if c.Short <= 0 {
+		c.Short = 50 * time.Millisecond
+	}
+	for _, ch := range checks {
+		t.Run(ch.name, func(t *testing.T) {
+			if c.Synctest {
+				synctest.Test(t, func(t *testing.T) { ch.run(t, c, c.New(t)) })
+				return
+			}
+			ch.run(t, c, c.New(t))
+		})
+	}
+}
+
+// opts returns DefaultOptions with namespace ns.
+func opts(ns string) locking.Options {
+	o := locking.DefaultOptions()
+	o.Namespace = ns
+	return o
+}
+
+// acquire takes key or fails t.
+func acquire(t *testing.T, l *locking.DistributedLock, key string, lease time.Duration) locking.Lease {
+	t.Helper()
+	ls, err := l.TryAcquire(context.Background(), key, lease)
+	if err != nil {
+		t.Fatalf("TryAcquire(%q, %v): %v", key, lease, err)
+	}
+	return ls
+}
+
+// expire waits until a lease of c.Short has run out.
+func expire(c Config) { time.Sleep(2*c.Short + 50*time.Millisecond) }
+
+func wantLost(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, locking.ErrLeaseLost) {
+		t.Fatalf("%s = %v, want ErrLeaseLost", what, err)
+	}
+}
+
+func wantHeld(t *testing.T, err error, key string) *locking.HeldError {
+	t.Helper()
+	if !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquire(%q) = %v, want ErrNotAcquired", key, err)
+	}
+	var held *locking.HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("TryAcquire(%q) error %T is not a *HeldError", key, err)
+	}
+	if held.Key != key {
+		t.Fatalf("HeldError.Key = %q, want %q", held.Key, key)
+	}
+	return held
+}
+
+func testExclusivity(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	a, other := b.NewLock(t, opts("ex")), b.NewLock(t, opts("ex"))
+	la := acquire(t, a, "job", time.Minute)
+	_, err := other.TryAcquire(ctx, "job", time.Minute)
+	wantHeld(t, err, "job")
+	// The holder itself cannot take it twice either.
+	_, err = a.TryAcquire(ctx, "job", time.Minute)
+	wantHeld(t, err, "job")
+	// Another key is independent; another namespace too.
+	acquire(t, other, "job2", time.Minute)
+	acquire(t, b.NewLock(t, opts("ex2")), "job", time.Minute)
+	if err := la.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	acquire(t, other, "job", time.Minute)
+}
+
+func testConcurrentOneWinner(t *testing.T, _ Config, b Backend) {
+	const n = 8
+	locks := make([]*locking.DistributedLock, n)
+	for i := range locks {
+		locks[i] = b.NewLock(t, opts("race"))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, refusals := 0, 0
+	for _, l := range locks {
+		wg.Go(func() {
+			_, err := l.TryAcquire(context.Background(), "job", time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, locking.ErrNotAcquired):
+				refusals++
+			default:
+				t.Errorf("TryAcquire: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || refusals != n-1 {
+		t.Fatalf("wins = %d, refusals = %d; want 1 and %d", wins, refusals, n-1)
+	}
+}
+
+func testHeldErrorRemaining(t *testing.T, _ Config, b Backend) {
+	const lease = 10 * time.Second
+	acquire(t, b.NewLock(t, opts("rem")), "job", lease)
+	_, err := b.NewLock(t, opts("rem")).TryAcquire(context.Background(), "job", time.Second)
+	held := wantHeld(t, err, "job")
+	if held.Remaining <= lease-2*time.Second || held.Remaining > lease {
+		t.Fatalf("HeldError.Remaining = %v, want within (%v, %v]", held.Remaining, lease-2*time.Second, lease)
+	}
+	if !strings.Contains(err.Error(), `"job"`) {
+		t.Fatalf("error %q does not name the key", err)
+	}
+}
+
+func testExpiry(t *testing.T, c Config, b Backend) {
+	a, other := b.NewLock(t, opts("exp")), b.NewLock(t, opts("exp"))
+	acquire(t, a, "job", c.Short)
+	expire(c)
+	if _, ok, err := other.Holder(context.Background(), "job"); err != nil || ok {
+		t.Fatalf("Holder after expiry = ok %v, err %v; want nobody", ok, err)
+	}
+	acquire(t, other, "job", time.Minute)
+}
+
+func testStaleToken(t *testing.T, c Config, b Backend) {
+	ctx := context.Background()
+	a, other := b.NewLock(t, opts("stale")), b.NewLock(t, opts("stale"))
+	stale := acquire(t, a, "job", c.Short)
+	expire(c)
+	fresh := acquire(t, other, "job", time.Minute)
+	wantLost(t, "stale Extend", stale.Extend(ctx, time.Minute))
+	wantLost(t, "stale Release", stale.Release(ctx))
+	// The new holder is untouched.
+	if err := fresh.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("fresh Extend after stale attempts: %v", err)
+	}
+	_, err := a.TryAcquire(ctx, "job", time.Minute)
+	wantHeld(t, err, "job")
+}
+
+func testExtendAfterExpiry(t *testing.T, c Config, b Backend) {
+	ctx := context.Background()
+	l := b.NewLock(t, opts("extexp"))
+	ls := acquire(t, l, "job", c.Short)
+	if err := ls.Extend(ctx, c.Short); err != nil {
+		t.Fatalf("Extend while held: %v", err)
+	}
+	expire(c)
+	wantLost(t, "Extend after expiry", ls.Extend(ctx, time.Minute))
+	// A refused extension does not recreate the key.
+	if n := b.Size(t); n != 0 {
+		t.Fatalf("backend stores %d keys after a refused extension, want 0", n)
+	}
+}
+
+func testReleaseTwice(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	ls := acquire(t, b.NewLock(t, opts("twice")), "job", time.Minute)
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	wantLost(t, "second Release", ls.Release(ctx))
+	wantLost(t, "Extend after Release", ls.Extend(ctx, time.Minute))
+}
+
+func testCancelledContext(t *testing.T, _ Config, b Backend) {
+	l := b.NewLock(t, opts("ctx"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.TryAcquire(ctx, "job", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryAcquire with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if n := b.Size(t); n != 0 {
+		t.Fatalf("backend stores %d keys after a cancelled acquisition, want 0", n)
+	}
+	ls := acquire(t, l, "job", time.Minute)
+	if err := ls.Extend(ctx, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Extend with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if err := ls.Release(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if err := ls.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// oddKeys are valid keys with characters that break naive quoting or
+// scripting, and braces that must not be taken for hash tags of ours.
+var oddKeys = []string{
+	`quote"d`, `it's`, `[x]`, `]]--`, `--[[`, `ключ`, `日本語`, `emoji😀`,
+	`{braces}`, `a{b}c`, `}{`, `back\slash`, `100%d`, `a:b:c`, `*?`,
+}
+
+func testOddKeys(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	hashed := opts("odd")
+	hashed.UseHashTags = true
+	for _, o := range []locking.Options{opts(""), opts("odd"), hashed} {
+		l := b.NewLock(t, o)
+		for _, key := range oddKeys {
+			pkey, err := l.ProviderKey(key)
+			if err != nil {
+				t.Fatalf("ProviderKey(%q): %v", key, err)
+			}
+			prefix := ""
+			switch {
+			case o.UseHashTags:
+				prefix = "{" + o.Namespace + "}:"
+			case o.Namespace != "":
+				prefix = o.Namespace + ":"
+			}
+			if want := prefix + "lock:" + key; pkey != want {
+				t.Fatalf("ProviderKey(%q) = %q, want %q", key, pkey, want)
+			}
+			ls := acquire(t, l, key, time.Minute)
+			if ls.Key() != key {
+				t.Fatalf("Lease.Key = %q, want %q", ls.Key(), key)
+			}
+			if !b.Exists(t, pkey) {
+				t.Fatalf("backend does not store %q verbatim after acquiring %q", pkey, key)
+			}
+			if err := ls.Release(ctx); err != nil {
+				t.Fatalf("Release(%q): %v", key, err)
+			}
+			if b.Exists(t, pkey) {
+				t.Fatalf("backend still stores %q after release", pkey)
+			}
+		}
+	}
+}
+
+func testInvalidKeys(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	l := b.NewLock(t, opts("inv"))
+	long := strings.Repeat("k", l.MaxKeyLength()+1)
+	for _, key := range []string{"", " ", "a b", " lead", "trail ", "tab\tkey", "new\nline", "nul\x00", "del\x7f", "bell\a", "nbsp\u00a0x", "bad\xffutf8", long} {
+		_, err := l.TryAcquire(ctx, key, time.Minute)
+		if !errors.Is(err, locking.ErrInvalidKey) {
+			t.Fatalf("TryAcquire(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		var ke *locking.KeyError
+		if !errors.As(err, &ke) || ke.Key != key {
+			t.Fatalf("TryAcquire(%q) error %v does not carry the key as a *KeyError", key, err)
+		}
+		if !strings.Contains(err.Error(), strconv.Quote(key)) {
+			t.Fatalf("error %q does not name the key %q", err, key)
+		}
+		if _, err := l.ProviderKey(key); !errors.Is(err, locking.ErrInvalidKey) {
+			t.Fatalf("ProviderKey(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		if _, _, err := l.Holder(ctx, key); !errors.Is(err, locking.ErrInvalidKey) {
+			t.Fatalf("Holder(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		if _, _, err := l.Advance(ctx, key, 1); !errors.Is(err, locking.ErrInvalidKey) {
+			t.Fatalf("Advance(%q) = %v, want ErrInvalidKey", key, err)
+		}
+	}
+	if n := b.Size(t); n != 0 {
+		t.Fatalf("backend stores %d keys after invalid keys, want 0", n)
+	}
+}
+
+func testMaxKeyLength(t *testing.T, _ Config, b Backend) {
+	l := b.NewLock(t, opts("max"))
+	key := strings.Repeat("k", l.MaxKeyLength())
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		t.Fatalf("ProviderKey(%d bytes): %v", len(key), err)
+	}
+	acquire(t, l, key, time.Minute)
+	if !b.Exists(t, pkey) {
+		t.Fatalf("backend does not store the %d-byte key", len(key))
+	}
+}
+
+func testLeaseCap(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	o := opts("cap")
+	o.MaxLease = 2 * time.Second
+	l := b.NewLock(t, o)
+	ls := acquire(t, l, "job", time.Hour)
+	g, ok := ls.(locking.GrantedLease)
+	if !ok {
+		t.Fatalf("lease %T is not a GrantedLease", ls)
+	}
+	if g.Granted() != o.MaxLease {
+		t.Fatalf("Granted = %v, want MaxLease %v", g.Granted(), o.MaxLease)
+	}
+	h, ok, err := l.Holder(ctx, "job")
+	if err != nil || !ok || h.TTL > o.MaxLease || h.TTL <= 0 {
+		t.Fatalf("Holder = %+v, %v, %v; want a TTL within (0, %v]", h, ok, err, o.MaxLease)
+	}
+	if err := ls.Extend(ctx, 24*time.Hour); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if g.Granted() != o.MaxLease {
+		t.Fatalf("Granted after Extend = %v, want %v", g.Granted(), o.MaxLease)
+	}
+	if h, _, _ := l.Holder(ctx, "job"); h.TTL > o.MaxLease {
+		t.Fatalf("TTL after Extend = %v, want at most %v", h.TTL, o.MaxLease)
+	}
+	// Below the cap the lease is granted as asked.
+	if g2 := acquire(t, l, "short", time.Second).(locking.GrantedLease); g2.Granted() != time.Second {
+		t.Fatalf("Granted = %v, want 1s", g2.Granted())
+	}
+}
+
+func testInvalidLease(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	l := b.NewLock(t, opts("lease"))
+	for _, d := range []time.Duration{0, -time.Nanosecond, -time.Minute} {
+		_, err := l.TryAcquire(ctx, "job", d)
+		if !errors.Is(err, locking.ErrInvalidLease) {
+			t.Fatalf("TryAcquire(lease %v) = %v, want ErrInvalidLease", d, err)
+		}
+		if !strings.Contains(err.Error(), d.String()) {
+			t.Fatalf("error %q does not name the lease %v", err, d)
+		}
+	}
+	if n := b.Size(t); n != 0 {
+		t.Fatalf("backend stores %d keys after invalid leases, want 0", n)
+	}
+	ls := acquire(t, l, "job", time.Minute)
+	if err := ls.Extend(ctx, 0); !errors.Is(err, locking.ErrInvalidLease) {
+		t.Fatalf("Extend(0) = %v, want ErrInvalidLease", err)
+	}
+}
+
+func testDisabled(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	o := opts("off")
+	o.Enabled = false
+	l := b.NewLock(t, o)
+	if l.Coordinated() {
+		t.Fatal("Coordinated = true for a disabled lock")
+	}
+	a := acquire(t, l, "job", time.Minute)
+	bl := acquire(t, b.NewLock(t, o), "job", time.Minute) // everyone is granted
+	if err := a.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("placeholder Extend: %v", err)
+	}
+	if err := bl.Release(ctx); err != nil {
+		t.Fatalf("placeholder Release: %v", err)
+	}
+	if _, ok, err := l.Holder(ctx, "job"); ok || err != nil {
+		t.Fatalf("Holder on a disabled lock = %v, %v; want nobody", ok, err)
+	}
+	if n := b.Size(t); n != 0 {
+		t.Fatalf("disabled lock wrote %d keys, want 0", n)
+	}
+	// Invalid input is still refused.
+	if _, err := l.TryAcquire(ctx, "bad key", time.Minute); !errors.Is(err, locking.ErrInvalidKey) {
+		t.Fatalf("disabled TryAcquire(bad key) = %v, want ErrInvalidKey", err)
+	}
+}
+
+func testNotification(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	waiter, holder := b.NewLock(t, opts("note")), b.NewLock(t, opts("note"))
+	released, stop := waiter.Watch("job")
+	defer stop()
+	other, stopOther := waiter.Watch("other")
+	defer stopOther()
+	ls := acquire(t, holder, "job", time.Minute)
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	select {
+	case <-released:
+	case <-time.After(failTimeout):
+		t.Fatalf("no release notification within %v", failTimeout)
+	}
+	// A second release is delivered too (the watch lasts until stop).
+	ls = acquire(t, holder, "job", time.Minute)
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	select {
+	case <-released:
+	case <-time.After(failTimeout):
+		t.Fatalf("no second release notification within %v", failTimeout)
+	}
+	// Releases of "job" did not reach the watcher of "other".
+	select {
+	case <-other:
+		t.Fatal("the watcher of another key was notified")
+	default:
+	}
+}
+
+func testHolder(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	const lease = 10 * time.Second
+	l := b.NewLock(t, opts("who"))
+	ls, err := l.TryAcquireAs(ctx, "job", lease, "replica-a:42")
+	if err != nil {
+		t.Fatalf("TryAcquireAs: %v", err)
+	}
+	if g := ls.(locking.GrantedLease); g.Owner() != "replica-a:42" {
+		t.Fatalf("Owner = %q, want replica-a:42", g.Owner())
+	}
+	h, ok, err := b.NewLock(t, opts("who")).Holder(ctx, "job")
+	if err != nil || !ok {
+		t.Fatalf("Holder = %v, %v; want found", ok, err)
+	}
+	if h.Owner != "replica-a:42" {
+		t.Fatalf("Holder.Owner = %q, want replica-a:42", h.Owner)
+	}
+	if h.TTL <= lease-2*time.Second || h.TTL > lease {
+		t.Fatalf("Holder.TTL = %v, want within (%v, %v]", h.TTL, lease-2*time.Second, lease)
+	}
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, ok, err := l.Holder(ctx, "job"); ok || err != nil {
+		t.Fatalf("Holder after release = %v, %v; want nobody", ok, err)
+	}
+	// The default owner is stored when none is named.
+	acquire(t, l, "job", lease)
+	if h, _, _ := l.Holder(ctx, "job"); h.Owner != locking.DefaultOwner() {
+		t.Fatalf("Holder.Owner = %q, want the default %q", h.Owner, locking.DefaultOwner())
+	}
+}
+
+func testAdvance(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	l := b.NewLock(t, opts("state"))
+	if _, ok, err := l.State(ctx, "slot"); ok || err != nil {
+		t.Fatalf("State on an empty key = %v, %v; want not found", ok, err)
+	}
+	steps := []struct {
+		key     string
+		value   int64
+		wantAdv bool
+		wantCur int64
+	}{
+		{"slot", 5, true, 5},
+		{"slot", 3, false, 5},
+		{"slot", 5, false, 5},
+		{"slot", 6, true, 6},
+		{"slot", math.MaxInt64 - 1, true, math.MaxInt64 - 1},
+		{"slot", math.MaxInt64 - 2, false, math.MaxInt64 - 1}, // beyond float precision
+		{"slot", math.MaxInt64, true, math.MaxInt64},
+		{"neg", -10, true, -10},
+		{"neg", -11, false, -10},
+		{"neg", -9, true, -9},
+		{"neg", 0, true, 0},
+		{"neg", -1, false, 0},
+		{"min", math.MinInt64, true, math.MinInt64},
+		{"min", math.MinInt64 + 1, true, math.MinInt64 + 1},
+	}
+	for _, s := range steps {
+		adv, cur, err := l.Advance(ctx, s.key, s.value)
+		if err != nil || adv != s.wantAdv || cur != s.wantCur {
+			t.Fatalf("Advance(%q, %d) = %v, %d, %v; want %v, %d", s.key, s.value, adv, cur, err, s.wantAdv, s.wantCur)
+		}
+	}
+	if v, ok, err := b.NewLock(t, opts("state")).State(ctx, "slot"); err != nil || !ok || v != math.MaxInt64 {
+		t.Fatalf("State = %d, %v, %v; want %d", v, ok, err, int64(math.MaxInt64))
+	}
+	// State lives beside locks without clashing with them.
+	acquire(t, l, "slot", time.Minute)
+	if v, _, _ := l.State(ctx, "slot"); v != math.MaxInt64 {
+		t.Fatalf("State after locking the same key = %d", v)
+	}
+}
+
+func testAcquireWaits(t *testing.T, c Config, b Backend) {
+	ctx := context.Background()
+	holder, waiter := b.NewLock(t, opts("wait")), b.NewLock(t, opts("wait"))
+	ls := acquire(t, holder, "job", time.Minute)
+	type result struct {
+		h   *locking.Held
+		err error
+		at  time.Time
+	}
+	got := make(chan result, 1)
+	go func() {
+		h, err := waiter.Acquire(ctx, "job", time.Minute)
+		got <- result{h, err, time.Now()}
+	}()
+	if c.Synctest {
+		synctest.Wait()
+	} else {
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned while the key was held: %v", r.err)
+	default:
+	}
+	releasedAt := time.Now()
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(failTimeout):
+		t.Fatalf("Acquire did not return within %v of the release", failTimeout)
+	}
+	if r.err != nil {
+		t.Fatalf("Acquire: %v", r.err)
+	}
+	defer r.h.Release(ctx)
+	if c.Synctest && r.at.Sub(releasedAt) != 0 {
+		// On fake time only a notification wakes the waiter without time
+		// passing; polling would have cost a poll period.
+		t.Fatalf("Acquire returned %v after the release, want at once (woken by the notification)", r.at.Sub(releasedAt))
+	}
+	if h, ok, _ := holder.Holder(ctx, "job"); !ok || h.Owner != locking.DefaultOwner() {
+		t.Fatalf("Holder after Acquire = %+v, %v", h, ok)
+	}
+	if r.h.Key() != "job" {
+		t.Fatalf("Held.Key = %q", r.h.Key())
+	}
+}
+
+func testAcquireCancelled(t *testing.T, _ Config, b Backend) {
+	holder, waiter := b.NewLock(t, opts("cancel")), b.NewLock(t, opts("cancel"))
+	ls, err := holder.TryAcquireAs(context.Background(), "job", time.Minute, "first")
+	if err != nil {
+		t.Fatalf("TryAcquireAs: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := waiter.Acquire(ctx, "job", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire past its deadline = %v, want DeadlineExceeded", err)
+	}
+	if h, ok, err := holder.Holder(context.Background(), "job"); err != nil || !ok || h.Owner != "first" {
+		t.Fatalf("Holder after a cancelled Acquire = %+v, %v, %v; want the first holder", h, ok, err)
+	}
+	if err := ls.Release(context.Background()); err != nil {
+		t.Fatalf("first holder's Release: %v", err)
+	}
+	// Invalid input is refused at once, not waited on.
+	if _, err := waiter.Acquire(context.Background(), "", time.Minute); !errors.Is(err, locking.ErrInvalidKey) {
+		t.Fatalf("Acquire(\"\") = %v, want ErrInvalidKey", err)
+	}
+	if _, err := waiter.Acquire(context.Background(), "job", 0); !errors.Is(err, locking.ErrInvalidLease) {
+		t.Fatalf("Acquire(lease 0) = %v, want ErrInvalidLease", err)
+	}
+}
+
+func testHeldMaxHold(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	o := opts("hold")
+	o.MaxHold = 1200 * time.Millisecond
+	l := b.NewLock(t, o)
+	h, err := l.Acquire(ctx, "job", lease)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	// Past two leases, the lock is still held thanks to extension.
+	time.Sleep(2*lease + 100*time.Millisecond)
+	select {
+	case <-h.Done():
+		t.Fatalf("Held ended before MaxHold: %v", h.Err())
+	default:
+	}
+	if _, ok, err := l.Holder(ctx, "job"); err != nil || !ok {
+		t.Fatalf("Holder after two leases = %v, %v; want held (extended)", ok, err)
+	}
+	select {
+	case <-h.Done():
+	case <-time.After(failTimeout):
+		t.Fatalf("Held still running %v past MaxHold %v", failTimeout, o.MaxHold)
+	}
+	if err := h.Err(); !errors.Is(err, locking.ErrLeaseLost) || !strings.Contains(err.Error(), "max_hold") {
+		t.Fatalf("Held.Err = %v, want ErrLeaseLost naming max_hold", err)
+	}
+	// The lease runs out: another caller gets the key.
+	wctx, cancel := context.WithTimeout(ctx, failTimeout)
+	defer cancel()
+	h2, err := b.NewLock(t, o).Acquire(wctx, "job", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after MaxHold: %v", err)
+	}
+	if err := h2.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := h.Release(ctx); !errors.Is(err, locking.ErrLeaseLost) {
+		t.Fatalf("Release after MaxHold = %v, want the loss", err)
+	}
+}
