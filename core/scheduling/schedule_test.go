@@ -73,7 +73,7 @@ func TestEvery_ExactAndAligned(t *testing.T) {
 	}
 	// The zone of the input does not move the slots.
 	berlin := mustLoad(t, "Europe/Berlin")
-	if n := scheduling.Every(15*time.Minute).Next(at.In(berlin)); !n.Equal(time.Date(2026, 5, 1, 10, 15, 0, 0, time.UTC)) {
+	if n := scheduling.Every(15 * time.Minute).Next(at.In(berlin)); !n.Equal(time.Date(2026, 5, 1, 10, 15, 0, 0, time.UTC)) {
 		t.Errorf("Every in Berlin = %v", n)
 	}
 }

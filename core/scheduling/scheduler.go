@@ -219,6 +219,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.state = stateStarted
 	s.active++
+	// Slots between Add and Start are not the scheduler's: start from now.
+	now := time.Now()
+	for _, j := range s.order {
+		j.next = j.sched.Next(now)
+		if j.next.IsZero() {
+			heap.Remove(&s.queue, j.index)
+		}
+	}
+	heap.Init(&s.queue)
 	s.mu.Unlock()
 
 	unsubscribe := s.l.OnChange(func(leadership.Change) { s.poke() })
