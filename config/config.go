@@ -1,0 +1,271 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"go.uber.org/zap/zapcore"
+)
+
+// Config is the whole HostLoom configuration. Every field carries the koanf
+// key it is loaded from; Defaults returns the documented defaults.
+type Config struct {
+	Locking       Locking       `koanf:"locking"`
+	Leadership    Leadership    `koanf:"leadership"`
+	LeaderChannel LeaderChannel `koanf:"leader_channel"`
+	Scheduling    Scheduling    `koanf:"scheduling"`
+}
+
+// Locking is the locking section: which backend, and the limits of
+// locking.Options.
+type Locking struct {
+	// Enabled turns coordination on; false grants every caller a
+	// placeholder lease, like provider disabled. Default true.
+	Enabled bool `koanf:"enabled"`
+	// Provider is memory, redis or disabled. Default memory.
+	Provider Provider `koanf:"provider"`
+	// Namespace prefixes every provider key. Default "".
+	Namespace string `koanf:"namespace"`
+	// UseHashTags wraps the namespace in braces for Redis Cluster.
+	// Default false.
+	UseHashTags bool `koanf:"use_hash_tags"`
+	// MaxKeyLength bounds consumer keys, in bytes. Default 512.
+	MaxKeyLength int `koanf:"max_key_length"`
+	// MaxLease caps every lease. Default 5m.
+	MaxLease time.Duration `koanf:"max_lease"`
+	// MaxHold bounds automatic extension by locking.Acquire. Default 1h.
+	MaxHold time.Duration `koanf:"max_hold"`
+	// Redis configures the client built for provider redis.
+	Redis Redis `koanf:"redis"`
+}
+
+// Coordinated reports whether the section selects a lock that coordinates:
+// enabled and a provider other than disabled.
+func (l Locking) Coordinated() bool {
+	return l.Enabled && l.Provider != ProviderDisabled
+}
+
+// Options returns the locking.Options the section describes. Provider
+// disabled yields Enabled false.
+func (l Locking) Options() locking.Options {
+	return locking.Options{
+		Enabled:      l.Coordinated(),
+		Namespace:    l.Namespace,
+		UseHashTags:  l.UseHashTags,
+		MaxKeyLength: l.MaxKeyLength,
+		MaxLease:     l.MaxLease,
+		MaxHold:      l.MaxHold,
+	}
+}
+
+// Redis is locking.redis: the client for provider redis. One address with
+// neither master_name nor cluster is a standalone server; master_name
+// selects Sentinel (addrs are the sentinels); cluster selects Redis
+// Cluster (addrs are seed nodes).
+//
+// Password and SentinelPassword are Secrets: String, MarshalLogObject,
+// JSON and errors never show them.
+type Redis struct {
+	// Addrs are host:port addresses. Required for provider redis.
+	Addrs []string `koanf:"addrs"`
+	// Username for Redis ACLs. Default "".
+	Username string `koanf:"username"`
+	// Password for AUTH. Default "". Never logged.
+	Password Secret `koanf:"password"`
+	// DB selects the database (standalone and Sentinel only). Default 0.
+	DB int `koanf:"db"`
+	// MasterName is the Sentinel master set; nonempty selects Sentinel.
+	MasterName string `koanf:"master_name"`
+	// SentinelUsername authenticates to the sentinels. Default "".
+	SentinelUsername string `koanf:"sentinel_username"`
+	// SentinelPassword authenticates to the sentinels. Never logged.
+	SentinelPassword Secret `koanf:"sentinel_password"`
+	// Cluster selects Redis Cluster. Default false.
+	Cluster bool `koanf:"cluster"`
+	// DialTimeout bounds connecting. Default 5s.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// ReadTimeout bounds each reply. Default 3s.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// WriteTimeout bounds each write. Default 3s.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// TLS configures TLS to the servers.
+	TLS TLS `koanf:"tls"`
+}
+
+// TLS is locking.redis.tls.
+type TLS struct {
+	// Enabled turns TLS on. Default false.
+	Enabled bool `koanf:"enabled"`
+	// InsecureSkipVerify disables server certificate checks (tests only).
+	// Default false.
+	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
+	// ServerName overrides the name checked in the server certificate.
+	ServerName string `koanf:"server_name"`
+	// CAFile is a PEM file of CAs to trust instead of the system pool.
+	CAFile string `koanf:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and key (mutual
+	// TLS); set both or neither.
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// String describes the section with the passwords redacted.
+func (r Redis) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "addrs=%v username=%q password=%s db=%d", r.Addrs, r.Username, r.Password.String(), r.DB)
+	if r.MasterName != "" {
+		fmt.Fprintf(&b, " master_name=%q sentinel_username=%q sentinel_password=%s", r.MasterName, r.SentinelUsername, r.SentinelPassword.String())
+	}
+	fmt.Fprintf(&b, " cluster=%t tls=%t", r.Cluster, r.TLS.Enabled)
+	return b.String()
+}
+
+// GoString keeps %#v as safe as %v.
+func (r Redis) GoString() string { return "config.Redis{" + r.String() + "}" }
+
+// MarshalLogObject logs the section with the passwords redacted.
+func (r Redis) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	if err := enc.AddArray("addrs", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
+		for _, s := range r.Addrs {
+			a.AppendString(s)
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	enc.AddString("username", r.Username)
+	enc.AddString("password", r.Password.String())
+	enc.AddInt("db", r.DB)
+	enc.AddString("master_name", r.MasterName)
+	enc.AddString("sentinel_username", r.SentinelUsername)
+	enc.AddString("sentinel_password", r.SentinelPassword.String())
+	enc.AddBool("cluster", r.Cluster)
+	enc.AddBool("tls", r.TLS.Enabled)
+	return nil
+}
+
+// Leadership is the leadership section: the election timing and keys for
+// every role, with per-role overrides under roles.<role>.
+type Leadership struct {
+	// Lease is how long an acquisition or renewal holds. Default 15s.
+	Lease time.Duration `koanf:"lease"`
+	// RenewInterval is the leader's renewal cadence, at most Lease/2.
+	// Default 5s.
+	RenewInterval time.Duration `koanf:"renew_interval"`
+	// RetryInterval is the candidate's cadence. Default 2s.
+	RetryInterval time.Duration `koanf:"retry_interval"`
+	// WhenUncoordinated is follow or lead. Default follow.
+	WhenUncoordinated WhenUncoordinated `koanf:"when_uncoordinated"`
+	// LockKeyFormat names the key, with {role}. Default "leader:{role}".
+	LockKeyFormat string `koanf:"lock_key_format"`
+	// LockKey, when set, is the exact key (no expansion). Default "".
+	LockKey string `koanf:"lock_key"`
+	// Identity is stored with the lease and reported as the holder.
+	// Default "" (hostname:pid).
+	Identity string `koanf:"identity"`
+	// Roles holds per-role overrides, keyed by role name.
+	Roles map[string]RoleOverrides `koanf:"roles" mapkey:"role"`
+}
+
+// RoleOverrides are leadership.roles.<role>: each set field replaces the
+// section-wide value for that role.
+type RoleOverrides struct {
+	Lease             *time.Duration     `koanf:"lease"`
+	RenewInterval     *time.Duration     `koanf:"renew_interval"`
+	RetryInterval     *time.Duration     `koanf:"retry_interval"`
+	WhenUncoordinated *WhenUncoordinated `koanf:"when_uncoordinated"`
+	LockKeyFormat     *string            `koanf:"lock_key_format"`
+	LockKey           *string            `koanf:"lock_key"`
+}
+
+// For returns the settings for role: the section-wide values with the
+// role's overrides applied. The result has no Roles.
+func (l Leadership) For(role string) Leadership {
+	r := l
+	r.Roles = nil
+	o, ok := l.Roles[role]
+	if !ok {
+		return r
+	}
+	if o.Lease != nil {
+		r.Lease = *o.Lease
+	}
+	if o.RenewInterval != nil {
+		r.RenewInterval = *o.RenewInterval
+	}
+	if o.RetryInterval != nil {
+		r.RetryInterval = *o.RetryInterval
+	}
+	if o.WhenUncoordinated != nil {
+		r.WhenUncoordinated = *o.WhenUncoordinated
+	}
+	if o.LockKeyFormat != nil {
+		r.LockKeyFormat = *o.LockKeyFormat
+	}
+	if o.LockKey != nil {
+		r.LockKey = *o.LockKey
+	}
+	return r
+}
+
+// LeaderChannel is the leader_channel section: defaults for every
+// leadership.Channel built from config.
+type LeaderChannel struct {
+	// Capacity is the buffer size. Default 1024.
+	Capacity int `koanf:"capacity"`
+	// FullMode is wait, drop_write, drop_newest or drop_oldest. Default wait.
+	FullMode FullMode `koanf:"full_mode"`
+	// DrainOnLoss discards buffered items when leadership ends. Default false.
+	DrainOnLoss bool `koanf:"drain_on_loss"`
+	// DropReportInterval spaces the drop summaries in the log. Default 30s.
+	DropReportInterval time.Duration `koanf:"drop_report_interval"`
+}
+
+// Scheduling is the scheduling section: settings shared by the schedulers
+// built from config.
+type Scheduling struct {
+	// Location is the time zone of cron expressions. Default Local.
+	Location Location `koanf:"location"`
+	// DefaultTimeout bounds each run of a job that sets no Timeout; 0
+	// means runs end only with leadership or Stop. Default 0.
+	DefaultTimeout time.Duration `koanf:"default_timeout"`
+}
+
+// Defaults returns the configuration used when nothing is set: the
+// defaults of the core packages, and the memory provider.
+func Defaults() *Config {
+	lo := locking.DefaultOptions()
+	return &Config{
+		Locking: Locking{
+			Enabled:      lo.Enabled,
+			Provider:     ProviderMemory,
+			Namespace:    lo.Namespace,
+			UseHashTags:  lo.UseHashTags,
+			MaxKeyLength: lo.MaxKeyLength,
+			MaxLease:     lo.MaxLease,
+			MaxHold:      lo.MaxHold,
+			Redis: Redis{
+				DialTimeout:  5 * time.Second,
+				ReadTimeout:  3 * time.Second,
+				WriteTimeout: 3 * time.Second,
+			},
+		},
+		Leadership: Leadership{
+			Lease:             15 * time.Second,
+			RenewInterval:     5 * time.Second,
+			RetryInterval:     2 * time.Second,
+			WhenUncoordinated: Follow,
+			LockKeyFormat:     "leader:{role}",
+		},
+		LeaderChannel: LeaderChannel{
+			Capacity:           1024,
+			FullMode:           FullWait,
+			DropReportInterval: 30 * time.Second,
+		},
+		Scheduling: Scheduling{
+			Location: "Local",
+		},
+	}
+}

@@ -1,0 +1,41 @@
+package config_test
+
+import (
+	"fmt"
+
+	"github.com/hostloom/hostloom/config"
+)
+
+func ExampleLoad() {
+	c, err := config.Load("", // no file: defaults, then the environment
+		config.WithYAML("embedded", []byte("leadership:\n  lease: 20s\n  roles:\n    billing:\n      lease: 30s\n")),
+		config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=6s"}),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	billing := c.Leadership.For("billing")
+	fmt.Println(c.Locking.Provider, c.Leadership.Lease, c.Leadership.RenewInterval, billing.Lease)
+	// Output: memory 20s 6s 30s
+}
+
+func ExampleLoad_errors() {
+	_, err := config.Load("", config.WithEnviron([]string{
+		"HOSTLOOM_LEADERSHIP__LEASE=banana",
+		"HOSTLOOM_LOCKING__PROVIDER=etcd",
+	}))
+	fmt.Println(err)
+	// Output:
+	// config: leadership.lease: invalid duration "banana" (use a unit, e.g. 15s, 500ms, 1m30s) (env HOSTLOOM_LEADERSHIP__LEASE)
+	// config: locking.provider: "etcd" is not one of memory, redis, disabled (env HOSTLOOM_LOCKING__PROVIDER)
+}
+
+func ExampleSecret() {
+	r := config.Redis{Addrs: []string{"127.0.0.1:6379"}, Password: "hunter2"}
+	fmt.Println(r)
+	fmt.Println(r.Password.Value())
+	// Output:
+	// addrs=[127.0.0.1:6379] username="" password=[redacted] db=0 cluster=false tls=false
+	// hunter2
+}

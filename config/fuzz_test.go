@@ -1,0 +1,65 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hostloom/hostloom/config"
+)
+
+// FuzzLoad feeds arbitrary YAML to Load: it must never panic, must return
+// either a config or an error (not both), and every problem must name its
+// key (or be a YAML error of the document); the password set through the
+// environment never shows in an error.
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{
+		fullYAML,
+		"",
+		"leadership:\n  lease: 20s\n",
+		"leadership:\n  roles:\n    billing:\n      lease: 1m\n",
+		"leadership:\n  roles:\n",
+		"locking:\n  redis:\n    addrs: a:1,b:2\n",
+		"locking: 3\n",
+		"- a\n- b\n",
+		"a: {1: 2}\n",
+		"leadership.lease: 3s\n",
+		"locking:\n  max_key_length: 99999999999999999999\n",
+		"scheduling:\n  location: \"\"\n",
+	} {
+		f.Add([]byte(s))
+	}
+	const pw = "Fz-pw-7c1d0e"
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c, err := config.Load("", config.WithYAML("fuzz", doc), config.WithEnviron([]string{"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw}))
+		if (c == nil) == (err == nil) {
+			t.Fatalf("Load returned config %v and error %v", c, err)
+		}
+		if err == nil {
+			if verr := c.Validate(); verr != nil {
+				t.Fatalf("loaded config fails Validate: %v", verr)
+			}
+			return
+		}
+		if !bytes.Contains(doc, []byte(pw)) && strings.Contains(err.Error(), pw) {
+			t.Fatalf("error shows the password: %v", err)
+		}
+		parts := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			parts = j.Unwrap()
+		}
+		for _, p := range parts {
+			var ke *config.KeyError
+			switch {
+			case errors.As(p, &ke):
+				if ke.Reason == "" {
+					t.Fatalf("KeyError without a reason: %#v", ke)
+				}
+			case strings.HasPrefix(p.Error(), "config: yaml fuzz: "), strings.HasPrefix(p.Error(), "config: locking: "):
+			default:
+				t.Fatalf("error names no key: %q", p)
+			}
+		}
+	})
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Key describes one configuration key, for documentation and tooling.
+type Key struct {
+	// Name is the dotted koanf key; a map level shows as <role>.
+	Name string
+	// Type is duration, string, secret, bool, int, list, or the allowed
+	// values of an enum separated by " | ".
+	Type string
+	// Default is the default value as written in YAML; for a per-role
+	// override, the key it defaults to.
+	Default string
+	// Env is the environment variable that sets the key.
+	Env string
+}
+
+// Keys lists every configuration key in declaration order, with its type,
+// default and environment variable.
+func Keys() []Key {
+	var out []Key
+	walkKeys(reflect.ValueOf(*Defaults()), nil, "", &out)
+	return out
+}
+
+func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("koanf")
+		p := append(path[:len(path):len(path)], name)
+		fv := v.Field(i)
+		switch {
+		case isLeaf(f.Type):
+			def := ""
+			if inherit != "" {
+				def = inherit + "." + name
+			} else {
+				def = yamlValue(fv)
+			}
+			*out = append(*out, Key{
+				Name:    strings.Join(p, "."),
+				Type:    typeName(f.Type),
+				Default: def,
+				Env:     envName(p),
+			})
+		case f.Type.Kind() == reflect.Struct:
+			walkKeys(fv, p, inherit, out)
+		case f.Type.Kind() == reflect.Map:
+			mp := append(p, "<"+f.Tag.Get("mapkey")+">")
+			walkKeys(reflect.New(f.Type.Elem()).Elem(), mp, strings.Join(path, "."), out)
+		}
+	}
+}
+
+// envName is the environment variable of a key path.
+func envName(path []string) string {
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = strings.ToUpper(p)
+	}
+	return EnvPrefix + strings.Join(parts, envSeparator)
+}
+
+func typeName(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if e, ok := reflect.Zero(t).Interface().(enum); ok {
+		return strings.Join(e.allowed(), " | ")
+	}
+	switch {
+	case t == durationType:
+		return "duration"
+	case t == secretType:
+		return "secret"
+	case t == stringsType:
+		return "list"
+	case t == reflect.TypeFor[Location]():
+		return "time zone"
+	}
+	return t.Kind().String()
+}
+
+// yamlValue formats a default as it would be written in YAML.
+func yamlValue(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return x.String()
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	}
+	if v.Kind() == reflect.String {
+		if v.String() == "" {
+			return `""`
+		}
+		return v.String()
+	}
+	return fmt.Sprint(v.Interface())
+}

@@ -1,0 +1,51 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostloom/hostloom/config"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+)
+
+func TestModule_ProvidesSections(t *testing.T) {
+	path := writeFile(t, "leadership:\n  lease: 20s\nleader_channel:\n  capacity: 7\n")
+	var (
+		c  *config.Config
+		ld config.Leadership
+		lc config.LeaderChannel
+		lk config.Locking
+		sc config.Scheduling
+	)
+	fxtest.New(t,
+		config.Module(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__NAMESPACE=ns"})),
+		fx.Populate(&c, &ld, &lc, &lk, &sc),
+	).RequireStart().RequireStop()
+	if ld.Lease != 20*time.Second || lc.Capacity != 7 || lk.Namespace != "ns" || c.Leadership.Lease != ld.Lease || sc.Location != "Local" {
+		t.Fatalf("sections: %+v %+v %+v %+v", ld, lc, lk, sc)
+	}
+}
+
+func TestModule_LoadErrorFailsTheApp(t *testing.T) {
+	app := fx.New(
+		fx.NopLogger,
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"})),
+		fx.Invoke(func(config.Leadership) {}),
+	)
+	err := app.Err()
+	if err == nil || !strings.Contains(err.Error(), `leadership.lease: invalid duration "banana"`) {
+		t.Fatalf("app.Err() = %v", err)
+	}
+}
+
+func TestSupply(t *testing.T) {
+	in := config.Defaults()
+	in.Locking.Namespace = "supplied"
+	var lk config.Locking
+	fxtest.New(t, config.Supply(in), fx.Populate(&lk)).RequireStart().RequireStop()
+	if lk.Namespace != "supplied" {
+		t.Fatalf("namespace %q", lk.Namespace)
+	}
+}

@@ -1,0 +1,130 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Validate reports every problem with c at once, each naming its key:
+// the checks of the core packages' options plus those of the Redis
+// client. Load calls it; call it again after changing a Config in code.
+func (c *Config) Validate() error {
+	var errs []error
+	errs = append(errs, prefixed("", c.Locking.Options().Validate())...)
+	if c.Locking.Provider == ProviderRedis && c.Locking.Coordinated() {
+		errs = append(errs, c.Locking.Redis.validate()...)
+	}
+	errs = append(errs, c.Leadership.validate()...)
+	errs = append(errs, c.LeaderChannel.validate()...)
+	if c.Scheduling.DefaultTimeout < 0 {
+		errs = append(errs, &KeyError{Key: "scheduling.default_timeout",
+			Reason: fmt.Sprintf("%v must not be negative", c.Scheduling.DefaultTimeout)})
+	}
+	return errors.Join(errs...)
+}
+
+func (r Redis) validate() []error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, &KeyError{Key: "locking.redis." + key, Reason: fmt.Sprintf(format, a...)})
+	}
+	if len(r.Addrs) == 0 {
+		bad("addrs", "provider redis needs at least one host:port address")
+	}
+	for _, a := range r.Addrs {
+		if i := strings.LastIndexByte(a, ':'); i <= 0 || i == len(a)-1 {
+			bad("addrs", "%q is not host:port", a)
+		}
+	}
+	if r.Cluster && r.MasterName != "" {
+		bad("cluster", "true and master_name %q select both Cluster and Sentinel; choose one", r.MasterName)
+	}
+	if r.Cluster && r.DB != 0 {
+		bad("db", "%d: Redis Cluster has database 0 only", r.DB)
+	}
+	if r.DB < 0 {
+		bad("db", "%d must not be negative", r.DB)
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"dial_timeout", r.DialTimeout}, {"read_timeout", r.ReadTimeout}, {"write_timeout", r.WriteTimeout}} {
+		if t.d <= 0 {
+			bad(t.key, "%v must be positive", t.d)
+		}
+	}
+	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
+		bad("tls.cert_file", "cert_file %q and key_file %q: set both or neither", r.TLS.CertFile, r.TLS.KeyFile)
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errs
+}
+
+func (l Leadership) validate() []error {
+	var errs []error
+	errs = append(errs, l.For("").check("leadership")...)
+	roles := make([]string, 0, len(l.Roles))
+	for r := range l.Roles {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	for _, r := range roles {
+		errs = append(errs, l.For(r).check("leadership.roles."+r)...)
+	}
+	return errs
+}
+
+// check validates one role's effective settings; key prefixes the keys.
+func (l Leadership) check(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, &KeyError{Key: key + "." + k, Reason: fmt.Sprintf(format, a...)})
+	}
+	if l.Lease <= 0 {
+		bad("lease", "%v must be positive", l.Lease)
+	}
+	if l.RenewInterval <= 0 {
+		bad("renew_interval", "%v must be positive", l.RenewInterval)
+	} else if l.Lease > 0 && l.RenewInterval > l.Lease/2 {
+		bad("renew_interval", "%v exceeds half the lease %v", l.RenewInterval, l.Lease)
+	}
+	if l.RetryInterval <= 0 {
+		bad("retry_interval", "%v must be positive", l.RetryInterval)
+	}
+	if l.LockKey == "" && !strings.Contains(l.LockKeyFormat, "{role}") {
+		bad("lock_key_format", "%q must contain {role}", l.LockKeyFormat)
+	}
+	return errs
+}
+
+func (c LeaderChannel) validate() []error {
+	var errs []error
+	if c.Capacity <= 0 {
+		errs = append(errs, &KeyError{Key: "leader_channel.capacity", Reason: fmt.Sprintf("%d must be positive", c.Capacity)})
+	}
+	if c.DropReportInterval <= 0 {
+		errs = append(errs, &KeyError{Key: "leader_channel.drop_report_interval", Reason: fmt.Sprintf("%v must be positive", c.DropReportInterval)})
+	}
+	return errs
+}
+
+// prefixed splits a joined error and prefixes each part with "config: ".
+func prefixed(_ string, err error) []error {
+	if err == nil {
+		return nil
+	}
+	var parts []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	} else {
+		parts = []error{err}
+	}
+	out := make([]error, len(parts))
+	for i, p := range parts {
+		out[i] = fmt.Errorf("config: %w", p)
+	}
+	return out
+}
