@@ -345,6 +345,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 	}
 	held, term := e.endTerm(Resigned)
 	e.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+	e.kick()
 	e.mu.Unlock()
 	e.log.Info("LeadershipResigned", zap.Uint64("term", term))
 	err := e.release(ctx, held)
@@ -380,8 +381,8 @@ func (e *Elector) release(ctx context.Context, l locking.Lease) (err error) {
 
 // endTerm ends the current term with reason, if any: Token is cancelled,
 // the state becomes follower, the expiry timer stops, the in-flight lock
-// call is cancelled, the Change is queued and the loop is woken. It
-// returns the lease the term held (nil when not leading). e.mu is held.
+// call is cancelled and the Change is queued. Callers outside the loop
+// wake it with kick. It returns the lease the term held (nil when not leading). e.mu is held.
 func (e *Elector) endTerm(reason Reason) (locking.Lease, uint64) {
 	s := e.state.Load()
 	if !s.leader {
@@ -403,7 +404,6 @@ func (e *Elector) endTerm(reason Reason) (locking.Lease, uint64) {
 	e.tel.leader(false)
 	e.tel.transition(reason)
 	e.enqueue(Change{Role: e.role, IsLeader: false, Term: s.term, Reason: reason, At: time.Now()})
-	e.kick()
 	return held, s.term
 }
 
@@ -435,6 +435,7 @@ func (e *Elector) expire(epoch uint64) {
 		return
 	}
 	_, term := e.endTerm(Expired)
+	e.kick()
 	e.mu.Unlock()
 	e.log.Warn("LeadershipLost", zap.Stringer("reason", Expired), zap.Uint64("term", term))
 }
