@@ -20,8 +20,9 @@ import (
 // stream.
 var ErrChannelClosed = errors.New("leadership: channel closed")
 
-// ErrInvalidChannelOptions is wrapped by every error NewChannel returns for
-// bad input; the message names the field and its value.
+// ErrInvalidChannelOptions is wrapped by every error NewChannel,
+// ChannelOptions.Validate and ParseFullMode return for bad input; the
+// message names the field and its value.
 var ErrInvalidChannelOptions = errors.New("leadership: invalid channel options")
 
 // FullMode says what a Channel does with a write while this instance leads
@@ -132,20 +133,27 @@ func DefaultChannelOptions() ChannelOptions {
 	}
 }
 
-// Validate reports every invalid field at once; each error names the field
-// and its value and wraps ErrInvalidChannelOptions.
+// Validate reports every invalid field at once; each problem names the
+// field and its value, and the error wraps ErrInvalidChannelOptions.
 func (o ChannelOptions) Validate() error {
+	if errs := o.problems(); len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidChannelOptions, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (o ChannelOptions) problems() []error {
 	var errs []error
 	if o.Capacity <= 0 {
-		errs = append(errs, fmt.Errorf("%w: Capacity %d: must be > 0", ErrInvalidChannelOptions, o.Capacity))
+		errs = append(errs, fmt.Errorf("Capacity %d: must be > 0", o.Capacity))
 	}
 	if o.FullMode < Wait || o.FullMode > DropOldest {
-		errs = append(errs, fmt.Errorf("%w: FullMode %d: want Wait, DropWrite, DropNewest or DropOldest", ErrInvalidChannelOptions, int(o.FullMode)))
+		errs = append(errs, fmt.Errorf("FullMode %d: want Wait, DropWrite, DropNewest or DropOldest", int(o.FullMode)))
 	}
 	if o.DropReportInterval < 0 {
-		errs = append(errs, fmt.Errorf("%w: DropReportInterval %s: must be ≥ 0", ErrInvalidChannelOptions, o.DropReportInterval))
+		errs = append(errs, fmt.Errorf("DropReportInterval %s: must be ≥ 0", o.DropReportInterval))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Drop reasons, as reported in the "reason" metric attribute and the log.
@@ -238,16 +246,14 @@ type Channel[T any] struct {
 func NewChannel[T any](name string, l Leadership, o ChannelOptions, opts ...Option) (*Channel[T], error) {
 	var errs []error
 	if name == "" {
-		errs = append(errs, fmt.Errorf("%w: name %q: must not be empty", ErrInvalidChannelOptions, name))
+		errs = append(errs, fmt.Errorf("name %q: must not be empty", name))
 	}
 	if l == nil {
-		errs = append(errs, fmt.Errorf("%w: Leadership <nil>: must not be nil", ErrInvalidChannelOptions))
+		errs = append(errs, errors.New("Leadership <nil>: must not be nil"))
 	}
-	if err := o.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("leadership: channel %q: %w", name, err)
+	errs = append(errs, o.problems()...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidChannelOptions, name, errors.Join(errs...))
 	}
 	s := newSettings(opts)
 	counter, err := s.meters.Meter(instrumentationScope).Int64Counter(chanDropMetric,

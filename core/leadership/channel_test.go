@@ -156,6 +156,16 @@ func TestNewChannel_BadInput(t *testing.T) {
 			if !errors.Is(err, leadership.ErrInvalidChannelOptions) {
 				t.Errorf("errors.Is(%v, ErrInvalidChannelOptions) = false", err)
 			}
+			optionsBad := slices.ContainsFunc(tt.want, func(w string) bool {
+				return !strings.HasPrefix(w, "name") && !strings.HasPrefix(w, "Leadership")
+			})
+			verr := o.Validate()
+			if (verr != nil) != optionsBad {
+				t.Errorf("Validate() = %v, want an error: %v", verr, optionsBad)
+			}
+			if verr != nil && !errors.Is(verr, leadership.ErrInvalidChannelOptions) {
+				t.Errorf("Validate() = %v, not ErrInvalidChannelOptions", verr)
+			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
