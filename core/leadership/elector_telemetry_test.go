@@ -1,0 +1,150 @@
+package leadership_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
+)
+
+const electorScope = "github.com/hostloom/hostloom/core/leadership"
+
+// electorMetrics collects the elector's metrics by name.
+func electorMetrics(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != electorScope {
+			continue
+		}
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// sumBy returns a counter's value per value of attribute key.
+func sumBy(t *testing.T, a metricdata.Aggregation, key string) map[string]int64 {
+	t.Helper()
+	s, ok := a.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("not an int64 sum: %T", a)
+	}
+	out := map[string]int64{}
+	for _, dp := range s.DataPoints {
+		if role, _ := dp.Attributes.Value("role"); role.AsString() != "billing" {
+			t.Fatalf("data point without role billing: %v", dp.Attributes)
+		}
+		v, _ := dp.Attributes.Value(attribute.Key(key))
+		out[v.AsString()] += dp.Value
+	}
+	return out
+}
+
+func gaugeValue(t *testing.T, a metricdata.Aggregation) int64 {
+	t.Helper()
+	g, ok := a.(metricdata.Gauge[int64])
+	if !ok || len(g.DataPoints) != 1 {
+		t.Fatalf("is_leader: %#v", a)
+	}
+	return g.DataPoints[0].Value
+}
+
+func TestElector_Telemetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		fl := leadershiptest.NewFaultLock(memLock(t))
+		e := mustElector(t, "billing", fl, fastOpts(), leadership.WithMeterProvider(mp), leadership.WithTracerProvider(tp))
+		if got := gaugeValue(t, electorMetrics(t, reader)[leadership.MetricIsLeader]); got != 0 {
+			t.Fatalf("is_leader before start = %d", got)
+		}
+		mustStart(t, e)
+		defer mustStop(t, e)
+		time.Sleep(2500 * time.Millisecond) // renewals at 1s and 2s succeed
+		synctest.Wait()
+		m := electorMetrics(t, reader)
+		if got := gaugeValue(t, m[leadership.MetricIsLeader]); got != 1 {
+			t.Fatalf("is_leader = %d, want 1", got)
+		}
+		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultError)
+		time.Sleep(time.Second) // 3s: error, keeps leadership
+		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultRefuse)
+		time.Sleep(time.Second) // 4s: refused, loses
+		synctest.Wait()
+		fl.Clear()
+		if err := e.Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m = electorMetrics(t, reader)
+		if got := gaugeValue(t, m[leadership.MetricIsLeader]); got != 0 {
+			t.Fatalf("is_leader after loss = %d, want 0", got)
+		}
+		if got := sumBy(t, m[leadership.MetricTransitions], "reason"); got["acquired"] != 1 || got["refused"] != 1 {
+			t.Fatalf("transitions = %v", got)
+		}
+		if got := sumBy(t, m[leadership.MetricRenewals], "outcome"); got["ok"] != 2 || got["error"] != 1 || got["refused"] != 1 {
+			t.Fatalf("renewals = %v", got)
+		}
+		if got := sumBy(t, m[leadership.MetricAcquireAttempts], "outcome"); got["acquired"] != 1 || got["held"] < 1 {
+			t.Fatalf("acquire attempts = %v", got)
+		}
+		h, ok := m[leadership.MetricRenewalDuration].(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("renewal duration: %T", m[leadership.MetricRenewalDuration])
+		}
+		var n uint64
+		for _, dp := range h.DataPoints {
+			n += dp.Count
+		}
+		if n != 4 {
+			t.Fatalf("renewal latency observations = %d, want 4", n)
+		}
+		names := map[string]int{}
+		for _, s := range spans.Ended() {
+			if s.InstrumentationScope().Name != electorScope {
+				t.Fatalf("span scope %q", s.InstrumentationScope().Name)
+			}
+			names[s.Name()]++
+		}
+		if names[leadership.SpanAcquire] < 2 || names[leadership.SpanRenew] != 4 {
+			t.Fatalf("spans = %v", names)
+		}
+	})
+}
+
+func TestElector_Telemetry_ReleaseSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		e := mustElector(t, "billing", memLock(t), fastOpts(), leadership.WithTracerProvider(tp))
+		mustStart(t, e)
+		synctest.Wait()
+		mustStop(t, e)
+		n := 0
+		for _, s := range spans.Ended() {
+			if s.Name() == leadership.SpanRelease {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("release spans = %d, want 1", n)
+		}
+	})
+}

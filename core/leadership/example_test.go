@@ -1,0 +1,95 @@
+package leadership_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
+)
+
+// An elector composes without a container: a lock, a role, options.
+func ExampleNewElector() {
+	lock, err := locking.New(memlock.New(), locking.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	e, err := leadership.NewElector("billing", lock, leadership.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	if err := e.WaitForLeadership(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("leader:", e.IsLeader(), "term:", e.Term())
+
+	token := e.Token() // leader-only work honours it
+	if err := e.Stop(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("leader:", e.IsLeader(), "token:", token.Err())
+	// Output:
+	// leader: true term: 1
+	// leader: false token: context canceled
+}
+
+// ResolveLockKey shows the consumer key without starting an election.
+func ExampleOptions_ResolveLockKey() {
+	o := leadership.DefaultOptions()
+	key, _ := o.ResolveLockKey("scheduler", locking.DefaultMaxKeyLength)
+	fmt.Println(key)
+
+	o.LockKeyFormat = "{elections}:{role}"
+	key, _ = o.ResolveLockKey("scheduler", locking.DefaultMaxKeyLength)
+	fmt.Println(key)
+
+	o.LockKey = "exact-{role}" // used literally
+	key, _ = o.ResolveLockKey("scheduler", locking.DefaultMaxKeyLength)
+	fmt.Println(key)
+
+	o.RenewInterval = 9 * time.Second
+	fmt.Println(o.Validate())
+	// Output:
+	// leader:scheduler
+	// {elections}:scheduler
+	// exact-{role}
+	// leadership: renew_interval 9s exceeds half of lease 15s
+}
+
+// Describe reports the composition without I/O.
+func ExampleDescribe() {
+	lo := locking.DefaultOptions()
+	lo.Namespace = "billing"
+	lock, _ := locking.New(memlock.New(), lo)
+	o := leadership.DefaultOptions()
+	o.LockKeyFormat = "election:eu:{role}"
+	e, _ := leadership.NewElector("scheduler", lock, o, leadership.WithIdentity("node-1"))
+	d := leadership.Describe(e)
+	fmt.Println(d.LockKey)
+	fmt.Println(d.ProviderKey)
+	fmt.Println(d.Coordinated, d.WhenUncoordinated, d.Lease, d.RenewInterval, d.RetryInterval)
+	fmt.Println(d.Identity, d.LockType)
+	// Output:
+	// election:eu:scheduler
+	// billing:lock:election:eu:scheduler
+	// true follow 15s 5s 2s
+	// node-1 *locking.DistributedLock
+}
+
+// CheckLease is the strict T2 check a composition runs before starting.
+func ExampleCheckLease() {
+	lo := locking.DefaultOptions()
+	lo.MaxLease = time.Minute
+	lock, _ := locking.New(memlock.New(), lo)
+	o := leadership.DefaultOptions()
+	o.Lease = 10 * time.Minute
+	fmt.Println(leadership.CheckLease("billing", o, lock))
+	// Output:
+	// leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s
+}
