@@ -1,0 +1,299 @@
+package redislock
+
+import (
+	"context"
+	_ "embed" // the Lua scripts
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// The scripts, embedded at build time (a missing file fails the build).
+var (
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed extend.lua
+	extendLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed get.lua
+	getLua string
+	//go:embed advance.lua
+	advanceLua string
+)
+
+// ErrNilClient is returned by every operation of a Provider built with a nil
+// client.
+var ErrNilClient = errors.New("redislock: nil client")
+
+// releaseSuffix turns a provider key into its release channel.
+const releaseSuffix = ":released"
+
+// cleanupTimeout bounds the best-effort release of an acquisition whose
+// reply was lost (L3: a cancelled context leaves no lease behind).
+const cleanupTimeout = time.Second
+
+// acquired is the acquire script's reply when it took the key.
+const acquired = -3
+
+// scripts are the provider's Lua scripts, run with EVALSHA and, when the
+// server does not know them yet (NOSCRIPT), EVAL.
+type scripts struct {
+	acquire, extend, release, get, advance *redis.Script
+}
+
+func newScripts() scripts {
+	return scripts{
+		acquire: redis.NewScript(acquireLua),
+		extend:  redis.NewScript(extendLua),
+		release: redis.NewScript(releaseLua),
+		get:     redis.NewScript(getLua),
+		advance: redis.NewScript(advanceLua),
+	}
+}
+
+// Provider is a locking.Provider over Redis or Valkey. It is safe for
+// concurrent use. Close ends its release subscription.
+type Provider struct {
+	c       redis.UniversalClient
+	cluster bool
+	publish string // PUBLISH, or SPUBLISH on Redis Cluster
+	s       scripts
+
+	mu     sync.Mutex
+	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
+	closed bool
+}
+
+var (
+	_ locking.Provider        = (*Provider)(nil)
+	_ locking.ProviderWatcher = (*Provider)(nil)
+	_ locking.ProviderHolder  = (*Provider)(nil)
+	_ locking.ProviderState   = (*Provider)(nil)
+)
+
+// New returns a provider over c: a *redis.Client (standalone or Sentinel
+// failover client) or a *redis.ClusterClient. It does not talk to Redis.
+//
+// A nil c does not panic: every operation of the provider then returns
+// ErrNilClient, and Watch returns a channel that never receives. Call Close
+// when done to end the release subscription; Close does not close c.
+func New(c redis.UniversalClient) *Provider {
+	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
+	switch v := c.(type) {
+	case *redis.Client:
+		if v == nil {
+			p.c = nil
+		}
+	case *redis.ClusterClient:
+		if v == nil {
+			p.c = nil
+		} else {
+			p.cluster = true
+			p.publish = "SPUBLISH"
+		}
+	case *redis.Ring:
+		if v == nil {
+			p.c = nil
+		}
+	}
+	return p
+}
+
+// NewLock is a shorthand for locking.New(New(c), o). Close the returned
+// provider when done.
+func NewLock(c redis.UniversalClient, o locking.Options) (*locking.DistributedLock, *Provider, error) {
+	p := New(c)
+	l, err := locking.New(p, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, p, nil
+}
+
+// millis converts a time to live to whole milliseconds, rounding up so the
+// backend never expires a lease before its holder believes it ends.
+func millis(ttl time.Duration) (int64, error) {
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("redislock: ttl %v is below Redis' 1ms resolution", ttl)
+	}
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return ms, nil
+}
+
+// ready reports ErrNilClient for a provider without a client.
+func (p *Provider) ready() error {
+	if p.c == nil {
+		return ErrNilClient
+	}
+	return nil
+}
+
+// Acquire implements locking.Provider: SET key value NX PX ttl, and on
+// refusal the holder's PTTL, in one script. When the reply is lost because
+// ctx ended or the connection failed after the command was sent, Acquire
+// makes a best-effort release of value (compare-and-delete, bounded by one
+// second) so that no lease is left behind, and returns the error.
+func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
+	if err := p.ready(); err != nil {
+		return false, 0, err
+	}
+	ms, err := millis(ttl)
+	if err != nil {
+		return false, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, 0, opError("acquire", ctx, err)
+	}
+	n, err := p.s.acquire.Run(ctx, p.c, []string{key}, value, ms).Int64()
+	if err != nil {
+		if !isServerError(err) {
+			p.cleanup(ctx, key, value)
+		}
+		return false, 0, opError("acquire", ctx, err)
+	}
+	if n == acquired {
+		return true, 0, nil
+	}
+	switch {
+	case n > 0:
+		return false, time.Duration(n) * time.Millisecond, nil
+	case n == 0: // expires within the millisecond
+		return false, time.Millisecond, nil
+	default: // -1: held without expiry (written by someone else); unknown
+		return false, 0, nil
+	}
+}
+
+// cleanup deletes key if it stores value, on a context detached from the
+// caller's (which may have ended) and bounded by cleanupTimeout. The outcome
+// is not reported: the acquisition already failed.
+func (p *Provider) cleanup(ctx context.Context, key, value string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = p.s.release.Run(ctx, p.c, []string{key}, value, "", p.publish).Err()
+}
+
+// opError wraps the error of operation op. When ctx has ended, its error is
+// wrapped too: go-redis may report a deadline as an i/o timeout.
+func opError(op string, ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("redislock: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("redislock: %s: %w", op, err)
+}
+
+// isServerError reports whether err is a reply from Redis (the command ran
+// and failed, so nothing was written) rather than a transport failure or an
+// ended context (the outcome is unknown).
+func isServerError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && err != redis.Nil
+}
+
+// Extend implements locking.Provider: PEXPIRE when key still stores value,
+// in one script.
+func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if err := p.ready(); err != nil {
+		return false, err
+	}
+	ms, err := millis(ttl)
+	if err != nil {
+		return false, err
+	}
+	n, err := p.s.extend.Run(ctx, p.c, []string{key}, value, ms).Int64()
+	if err != nil {
+		return false, opError("extend", ctx, err)
+	}
+	return n == 1, nil
+}
+
+// Release implements locking.Provider: DEL when key still stores value,
+// then a notification on key's release channel (PUBLISH, or SPUBLISH on
+// Redis Cluster), in one script.
+func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
+	if err := p.ready(); err != nil {
+		return false, err
+	}
+	n, err := p.s.release.Run(ctx, p.c, []string{key}, value, p.channel(key), p.publish).Int64()
+	if err != nil {
+		return false, opError("release", ctx, err)
+	}
+	return n == 1, nil
+}
+
+// Get implements locking.ProviderHolder: GET and PTTL in one script.
+func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
+	if err := p.ready(); err != nil {
+		return "", 0, false, err
+	}
+	r, err := p.s.get.Run(ctx, p.c, []string{key}).Slice()
+	if errors.Is(err, redis.Nil) {
+		return "", 0, false, nil
+	}
+	if err != nil {
+		return "", 0, false, opError("get", ctx, err)
+	}
+	if len(r) != 2 {
+		return "", 0, false, fmt.Errorf("redislock: get: unexpected reply %v", r)
+	}
+	v, ok1 := r[0].(string)
+	ms, ok2 := r[1].(int64)
+	if !ok1 || !ok2 {
+		return "", 0, false, fmt.Errorf("redislock: get: unexpected reply %v", r)
+	}
+	return v, time.Duration(max(ms, 0)) * time.Millisecond, true, nil
+}
+
+// Advance implements locking.ProviderState in one script; values are
+// compared as int64 without loss of precision.
+func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
+	if err := p.ready(); err != nil {
+		return false, 0, err
+	}
+	r, err := p.s.advance.Run(ctx, p.c, []string{key}, strconv.FormatInt(value, 10)).Slice()
+	if err != nil {
+		return false, 0, opError("advance", ctx, err)
+	}
+	if len(r) != 2 {
+		return false, 0, fmt.Errorf("redislock: advance: unexpected reply %v", r)
+	}
+	set, ok1 := r[0].(int64)
+	cur, ok2 := r[1].(string)
+	if !ok1 || !ok2 {
+		return false, 0, fmt.Errorf("redislock: advance: unexpected reply %v", r)
+	}
+	n, err := strconv.ParseInt(cur, 10, 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("redislock: advance: stored value %q: %w", cur, err)
+	}
+	return set == 1, n, nil
+}
+
+// State implements locking.ProviderState with one GET.
+func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
+	if err := p.ready(); err != nil {
+		return 0, false, err
+	}
+	s, err := p.c.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, opError("state", ctx, err)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("redislock: state: stored value %q: %w", s, err)
+	}
+	return n, true, nil
+}

@@ -1,0 +1,467 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// backend is one Redis deployment shared by the locks of a check; every
+// lock gets its own provider (and so its own subscription), like replicas.
+type backend struct {
+	c redis.UniversalClient
+}
+
+func (b backend) NewLock(t *testing.T, o locking.Options) *locking.DistributedLock {
+	t.Helper()
+	p := redislock.New(b.c)
+	t.Cleanup(func() { _ = p.Close() })
+	l, err := locking.New(p, o)
+	if err != nil {
+		t.Fatalf("locking.New: %v", err)
+	}
+	return l
+}
+
+func (b backend) Exists(t *testing.T, providerKey string) bool {
+	t.Helper()
+	n, err := b.c.Exists(context.Background(), providerKey).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %q: %v", providerKey, err)
+	}
+	return n == 1
+}
+
+func (b backend) Size(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	if cc, ok := b.c.(*redis.ClusterClient); ok {
+		total := 0
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			n, err := m.DBSize(ctx).Result()
+			total += int(n)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("DBSIZE: %v", err)
+		}
+		return total
+	}
+	n, err := b.c.DBSize(ctx).Result()
+	if err != nil {
+		t.Fatalf("DBSIZE: %v", err)
+	}
+	return int(n)
+}
+
+// TestConformance runs the provider conformance suite (L1–L8) against a
+// real redis-server, emptied before every check.
+func TestConformance(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	lockingtest.Run(t, lockingtest.Config{
+		New: func(t *testing.T) lockingtest.Backend {
+			if err := c.FlushAll(context.Background()).Err(); err != nil {
+				t.Fatalf("FLUSHALL: %v", err)
+			}
+			return backend{c}
+		},
+	})
+}
+
+func TestNew_L0_NilClientErrorsWithoutPanic(t *testing.T) {
+	ctx := context.Background()
+	var typedNil *redis.Client
+	for name, c := range map[string]redis.UniversalClient{"nil": nil, "typed nil *redis.Client": typedNil, "typed nil *redis.ClusterClient": (*redis.ClusterClient)(nil)} {
+		t.Run(name, func(t *testing.T) {
+			p := redislock.New(c)
+			defer p.Close()
+			if _, _, err := p.Acquire(ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("Acquire = %v, want ErrNilClient", err)
+			}
+			if _, err := p.Extend(ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("Extend = %v, want ErrNilClient", err)
+			}
+			if _, err := p.Release(ctx, "k", "v"); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("Release = %v, want ErrNilClient", err)
+			}
+			if _, _, _, err := p.Get(ctx, "k"); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("Get = %v, want ErrNilClient", err)
+			}
+			if _, _, err := p.Advance(ctx, "k", 1); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("Advance = %v, want ErrNilClient", err)
+			}
+			if _, _, err := p.State(ctx, "k"); !errors.Is(err, redislock.ErrNilClient) {
+				t.Fatalf("State = %v, want ErrNilClient", err)
+			}
+			ch, stop := p.Watch("k")
+			stop()
+			select {
+			case <-ch:
+				t.Fatal("Watch on a nil client received")
+			default:
+			}
+			// Through a DistributedLock the error keeps the package prefix.
+			l, err := locking.New(p, locking.DefaultOptions())
+			if err != nil {
+				t.Fatalf("locking.New: %v", err)
+			}
+			_, err = l.TryAcquire(ctx, "k", time.Second)
+			if !errors.Is(err, redislock.ErrNilClient) || !strings.Contains(err.Error(), "redislock: nil client") {
+				t.Fatalf("TryAcquire = %v, want the nil client error", err)
+			}
+		})
+	}
+}
+
+func TestProvider_L3_TTLBelowOneMillisecondRefused(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	for _, ttl := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond, -time.Second} {
+		_, _, err := p.Acquire(ctx, "k", "v", ttl)
+		if err == nil || !strings.HasPrefix(err.Error(), "redislock: ") || !strings.Contains(err.Error(), ttl.String()) {
+			t.Fatalf("Acquire(ttl %v) = %v, want a redislock error naming the ttl", ttl, err)
+		}
+		if _, err := p.Extend(ctx, "k", "v", ttl); err == nil || !strings.Contains(err.Error(), ttl.String()) {
+			t.Fatalf("Extend(ttl %v) = %v, want an error naming the ttl", ttl, err)
+		}
+	}
+	if n, _ := c.DBSize(ctx).Result(); n != 0 {
+		t.Fatalf("DBSIZE = %d after refused ttls, want 0", n)
+	}
+}
+
+func TestProvider_L3_MillisecondTTLRoundedUp(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	ok, _, err := p.Acquire(ctx, "k", "v", 10*time.Second+time.Microsecond)
+	if err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	// PX got 10001 ms, not 10000: the server never expires it early.
+	ms, err := c.PTTL(ctx, "k").Result()
+	if err != nil || ms <= 10*time.Second-time.Second || ms > 10*time.Second+time.Millisecond {
+		t.Fatalf("PTTL = %v, %v; want about 10.001s", ms, err)
+	}
+	ok, remaining, err := p.Acquire(ctx, "k", "w", time.Second)
+	if err != nil || ok || remaining <= 9*time.Second || remaining > 10*time.Second+time.Millisecond {
+		t.Fatalf("refused Acquire = %v, %v, %v; want refused with about 10s remaining", ok, remaining, err)
+	}
+}
+
+func TestProvider_L3_ValueStoredVerbatimAndCompared(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	value := "0123456789abcdef0123456789abcdef:host \"a\" ]]-- ключ"
+	if ok, _, err := p.Acquire(ctx, "k", value, time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if got, _ := c.Get(ctx, "k").Result(); got != value {
+		t.Fatalf("stored %q, want %q", got, value)
+	}
+	// A prefix or a near miss of the value is not ownership.
+	for _, v := range []string{value[:32], value + " ", strings.ToUpper(value), ""} {
+		if ok, err := p.Extend(ctx, "k", v, time.Minute); ok || err != nil {
+			t.Fatalf("Extend with %q = %v, %v; want refused", v, ok, err)
+		}
+		if ok, err := p.Release(ctx, "k", v); ok || err != nil {
+			t.Fatalf("Release with %q = %v, %v; want refused", v, ok, err)
+		}
+	}
+	if ok, err := p.Release(ctx, "k", value); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+}
+
+func TestProvider_L3_HolderWithoutExpiryReportsUnknownTTL(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	// Someone else wrote the key without a TTL.
+	if err := c.Set(ctx, "k", "foreign", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ok, remaining, err := p.Acquire(ctx, "k", "v", time.Second)
+	if ok || err != nil || remaining != 0 {
+		t.Fatalf("Acquire = %v, %v, %v; want refused with unknown (0) remaining", ok, remaining, err)
+	}
+}
+
+func TestProvider_L3_ScriptCacheFlushedFallsBackToEval(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Release(ctx, "k", "v"); !ok || err != nil {
+		t.Fatalf("Release after SCRIPT FLUSH = %v, %v; want released (NOSCRIPT → EVAL)", ok, err)
+	}
+}
+
+func TestProvider_L3_ReplyLostLeavesNoLease(t *testing.T) {
+	s := redistest.Start(t)
+	direct := s.Client(t)
+	px := startProxy(t, s.Addr())
+	// go-redis honours context deadlines mid-command only with
+	// ContextTimeoutEnabled; otherwise it waits for the reply.
+	c := redis.NewClient(&redis.Options{Addr: px.addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	// Load the scripts, so that the acquisition below runs at once.
+	if ok, _, err := p.Acquire(ctx, "warm", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if ok, err := p.Release(ctx, "warm", "v"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+
+	// The server runs the acquisition, but its reply never comes back: the
+	// context ends first and the outcome is unknown to the caller. The
+	// cleanup runs on a new connection, which works.
+	px.loseReplies()
+	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	ok, _, err := p.Acquire(actx, "k", "v", time.Minute)
+	if err == nil || ok {
+		t.Fatalf("Acquire without reply = %v, %v; want an error", ok, err)
+	}
+	if !strings.HasPrefix(err.Error(), "redislock: acquire") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %q: want the redislock prefix and the context's error", err)
+	}
+	// The best-effort cleanup deleted what the acquisition stored.
+	if n, err := direct.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS k after the lost reply = %d, %v; want 0 (cleaned up)", n, err)
+	}
+	if n := px.lostRequests(); n != 1 {
+		t.Fatalf("%d requests lost their replies, want 1 (the acquisition)", n)
+	}
+}
+
+// proxy forwards TCP connections to a server and can lose the replies of
+// the connections open at a given moment, like a network failing after the
+// requests went out.
+type proxy struct {
+	addr string
+	mu   sync.Mutex
+	cons []*proxyConn
+	wg   sync.WaitGroup
+}
+
+type proxyConn struct {
+	down, up net.Conn
+	drop     atomic.Bool  // replies are lost
+	sent     atomic.Int64 // requests forwarded while replies are lost
+}
+
+func startProxy(t *testing.T, upstream string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &proxy{addr: ln.Addr().String()}
+	px.wg.Go(func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				_ = down.Close()
+				continue
+			}
+			pc := &proxyConn{down: down, up: up}
+			px.mu.Lock()
+			px.cons = append(px.cons, pc)
+			px.mu.Unlock()
+			px.wg.Go(func() { pc.pipe(up, down, false) })
+			px.wg.Go(func() { pc.pipe(down, up, true) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		px.mu.Lock()
+		for _, pc := range px.cons {
+			_ = pc.down.Close()
+			_ = pc.up.Close()
+		}
+		px.mu.Unlock()
+		px.wg.Wait()
+	})
+	return px
+}
+
+// pipe copies src to dst; replies are dropped once drop is set.
+func (pc *proxyConn) pipe(dst, src net.Conn, replies bool) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !(replies && pc.drop.Load()) {
+			if !replies && pc.drop.Load() {
+				pc.sent.Add(1)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// loseReplies makes every connection open now lose its replies from here
+// on; later connections work normally.
+func (px *proxy) loseReplies() {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	for _, pc := range px.cons {
+		pc.drop.Store(true)
+	}
+}
+
+// lostRequests counts requests forwarded whose replies were lost.
+func (px *proxy) lostRequests() int64 {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	var n int64
+	for _, pc := range px.cons {
+		n += pc.sent.Load()
+	}
+	return n
+}
+
+func TestProvider_L7_SubscriptionSurvivesRestart(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	released, stop := p.Watch("k")
+	defer stop()
+	s.Restart(t)
+	// After the reconnection every watcher is woken once (a release may
+	// have been lost meanwhile).
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up after the subscription reconnected")
+	}
+	// And releases are delivered again.
+	holder := redislock.New(c)
+	defer holder.Close()
+	if ok, _, err := holder.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire after restart = %v, %v", ok, err)
+	}
+	if ok, err := holder.Release(ctx, "k", "v"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no release notification after the restart")
+	}
+}
+
+func TestProvider_L7_OneSubscriptionConnectionForManyWatches(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	var stops []func()
+	for _, k := range []string{"a", "b", "c", "d", "a"} {
+		_, stop := p.Watch(k)
+		stops = append(stops, stop)
+	}
+	if n := pubsubClients(t, c); n != 1 {
+		t.Fatalf("%d pub/sub connections for 5 watches, want 1", n)
+	}
+	chans, err := c.PubSubChannels(ctx, "*").Result()
+	if err != nil || len(chans) != 4 {
+		t.Fatalf("PUBSUB CHANNELS = %v, %v; want the 4 keys' channels", chans, err)
+	}
+	for _, stop := range stops {
+		stop()
+		stop() // idempotent
+	}
+	// Unsubscribed as the watchers left (UNSUBSCRIBE is sent before stop
+	// returns; give the server a moment to process it).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		chans, err = c.PubSubChannels(ctx, "*").Result()
+		if err == nil && len(chans) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PUBSUB CHANNELS after every stop = %v, %v; want none", chans, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// After Close, Watch still answers, with a channel that never receives.
+	ch, stop := p.Watch("a")
+	stop()
+	select {
+	case <-ch:
+		t.Fatal("Watch after Close received")
+	default:
+	}
+}
+
+// pubsubClients counts the server's connections in subscriber mode.
+func pubsubClients(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("CLIENT LIST: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " sub=") && !strings.Contains(line, " sub=0 ") {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,270 @@
+package redislock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// watchTimeout bounds the SUBSCRIBE (or UNSUBSCRIBE) a Watch or its stop
+// sends. A failure is not reported: go-redis remembers the channel and
+// subscribes it again when it reconnects.
+const watchTimeout = 2 * time.Second
+
+// Receive loop backoff while the subscription cannot reconnect.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// subscription is one pub/sub connection and the local watchers it serves.
+// On standalone and Sentinel the provider has one, for all keys; on Redis
+// Cluster one per hash slot in use (with UseHashTags: one per namespace),
+// because a shard channel can only be subscribed on its slot's node.
+type subscription struct {
+	slot int
+	ps   *redis.PubSub
+	quit chan struct{} // closed when the subscription is retired
+	done chan struct{} // closed when the receive loop has returned
+
+	// op serialises SUBSCRIBE/UNSUBSCRIBE with the watcher counts they
+	// follow, and retirement. It is never held by the receive loop.
+	op      sync.Mutex
+	started bool // receive loop running; guarded by op
+	gone    bool // retired; guarded by op
+
+	// watchers by channel; guarded by Provider.mu (read by the loop).
+	watchers map[string]map[chan struct{}]struct{}
+}
+
+// Watch implements locking.ProviderWatcher: the returned channel receives
+// (coalesced, never blocking the publisher) after key is released through
+// any provider on the same Redis deployment.
+//
+// All watches of a provider share one pub/sub connection (one per hash slot
+// in use on Redis Cluster), created with the first watch; channels are
+// subscribed as watchers come and unsubscribed when the last one of a key
+// stops. Delivery is best effort: a release published while the
+// subscription reconnects is lost, so after every reconnection all
+// watchers are woken once, and a waiter must retry on its own cadence
+// anyway. Watch on a provider without client, or after Close, returns a
+// channel that never receives.
+func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	name := p.channel(key)
+	if p.c == nil || name == "" {
+		return ch, func() {}
+	}
+	slot := -1
+	if p.cluster {
+		slot = keySlot(name)
+	}
+	var s *subscription
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return ch, func() {}
+		}
+		s = p.subs[slot]
+		if s == nil {
+			s = p.newSubscription(slot)
+			p.subs[slot] = s
+		}
+		p.mu.Unlock()
+
+		s.op.Lock()
+		if !s.gone {
+			break
+		}
+		s.op.Unlock() // retired meanwhile: look again
+	}
+	p.mu.Lock()
+	set := s.watchers[name]
+	first := set == nil
+	if first {
+		set = make(map[chan struct{}]struct{})
+		s.watchers[name] = set
+	}
+	set[ch] = struct{}{}
+	p.mu.Unlock()
+	if first {
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		if p.cluster {
+			_ = s.ps.SSubscribe(ctx, name)
+		} else {
+			_ = s.ps.Subscribe(ctx, name)
+		}
+		cancel()
+	}
+	if !s.started {
+		// Started after the first SUBSCRIBE so that on Cluster the
+		// connection is made to the slot's node, not a random one.
+		s.started = true
+		go p.receive(s)
+	}
+	s.op.Unlock()
+
+	var once sync.Once
+	return ch, func() { once.Do(func() { p.unwatch(s, name, ch) }) }
+}
+
+// newSubscription creates an idle subscription; p.mu must be held.
+func (p *Provider) newSubscription(slot int) *subscription {
+	var ps *redis.PubSub
+	if p.cluster {
+		ps = p.c.SSubscribe(context.Background())
+	} else {
+		ps = p.c.Subscribe(context.Background())
+	}
+	return &subscription{
+		slot:     slot,
+		ps:       ps,
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		watchers: make(map[string]map[chan struct{}]struct{}),
+	}
+}
+
+// unwatch removes one watcher; the last watcher of a channel unsubscribes
+// it, and on Cluster the last watcher of a slot retires its connection.
+func (p *Provider) unwatch(s *subscription, name string, ch chan struct{}) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	if s.gone {
+		return
+	}
+	p.mu.Lock()
+	set := s.watchers[name]
+	delete(set, ch)
+	last := len(set) == 0
+	if last {
+		delete(s.watchers, name)
+	}
+	retire := p.cluster && len(s.watchers) == 0
+	if retire && p.subs[s.slot] == s {
+		delete(p.subs, s.slot)
+	}
+	p.mu.Unlock()
+	switch {
+	case retire:
+		s.retire()
+	case last:
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		if p.cluster {
+			_ = s.ps.SUnsubscribe(ctx, name)
+		} else {
+			_ = s.ps.Unsubscribe(ctx, name)
+		}
+		cancel()
+	}
+}
+
+// retire closes the connection and waits for the receive loop; s.op must
+// be held.
+func (s *subscription) retire() {
+	s.gone = true
+	close(s.quit)
+	_ = s.ps.Close()
+	if s.started {
+		<-s.done
+	}
+}
+
+// receive dispatches messages until the subscription is retired. After a
+// receive error (go-redis reconnects on the next call) it backs off, and
+// once the channels are subscribed again it wakes every watcher, since a
+// release may have been published meanwhile.
+func (p *Provider) receive(s *subscription) {
+	defer close(s.done)
+	ctx := context.Background()
+	lost := false
+	backoff := minBackoff
+	for {
+		msg, err := s.ps.Receive(ctx)
+		if err != nil {
+			select {
+			case <-s.quit:
+				return
+			default:
+			}
+			lost = true
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.quit:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		switch m := msg.(type) {
+		case *redis.Message:
+			p.notify(s, m.Channel)
+		case *redis.Subscription:
+			if lost {
+				lost = false
+				p.notifyAll(s)
+			}
+		}
+	}
+}
+
+// notify wakes the watchers of channel name.
+func (p *Provider) notify(s *subscription, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ch := range s.watchers[name] {
+		wake(ch)
+	}
+}
+
+// notifyAll wakes every watcher of s.
+func (p *Provider) notifyAll(s *subscription) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, set := range s.watchers {
+		for ch := range set {
+			wake(ch)
+		}
+	}
+}
+
+// wake sends on ch unless a notification is already pending (coalesced).
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the provider's release subscriptions and waits for their
+// goroutines. Watches still open stop receiving; later Watch calls return a
+// channel that never receives. Lock operations keep working. Close does
+// not close the client. It is safe to call more than once and returns nil.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	subs := make([]*subscription, 0, len(p.subs))
+	for slot, s := range p.subs {
+		subs = append(subs, s)
+		delete(p.subs, slot)
+	}
+	p.mu.Unlock()
+	for _, s := range subs {
+		s.op.Lock()
+		if !s.gone {
+			s.retire()
+		}
+		s.op.Unlock()
+	}
+	return nil
+}
