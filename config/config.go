@@ -5,7 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -210,33 +212,79 @@ func (l Leadership) For(role string) Leadership {
 	return r
 }
 
+// Options returns the leadership.Options for role: For(role) in the
+// leadership package's terms.
+func (l Leadership) Options(role string) leadership.Options {
+	r := l.For(role)
+	return leadership.Options{
+		Lease:             r.Lease,
+		RenewInterval:     r.RenewInterval,
+		RetryInterval:     r.RetryInterval,
+		WhenUncoordinated: r.WhenUncoordinated.Policy(),
+		LockKeyFormat:     r.LockKeyFormat,
+		LockKey:           r.LockKey,
+	}
+}
+
 // LeaderChannel is the leader_channel section: defaults for every
 // leadership.Channel built from config.
 type LeaderChannel struct {
-	// Capacity is the buffer size. Default 1024.
+	// Capacity is the buffer size, in items. Default 1024.
 	Capacity int `koanf:"capacity"`
 	// FullMode is wait, drop_write, drop_newest or drop_oldest. Default wait.
 	FullMode FullMode `koanf:"full_mode"`
 	// DrainOnLoss discards buffered items when leadership ends. Default false.
 	DrainOnLoss bool `koanf:"drain_on_loss"`
-	// DropReportInterval spaces the drop summaries in the log. Default 30s.
+	// DropReportInterval is the least time between two drop summaries in
+	// the log; 0 logs every drop. Default 1m.
 	DropReportInterval time.Duration `koanf:"drop_report_interval"`
 }
 
-// Scheduling is the scheduling section: settings shared by the schedulers
-// built from config.
+// Options returns the leadership.ChannelOptions the section describes.
+func (c LeaderChannel) Options() leadership.ChannelOptions {
+	m, err := leadership.ParseFullMode(string(c.FullMode))
+	if err != nil {
+		m = 0 // left for ChannelOptions.Validate to name
+	}
+	return leadership.ChannelOptions{
+		Capacity:           c.Capacity,
+		FullMode:           m,
+		DrainOnLoss:        c.DrainOnLoss,
+		DropReportInterval: c.DropReportInterval,
+	}
+}
+
+// Scheduling is the scheduling section: settings of the schedulers built
+// from config (scheduling.Option values).
 type Scheduling struct {
-	// Location is the time zone of cron expressions. Default Local.
+	// Location is the time zone of cron expressions that name none.
+	// Default UTC, so replicas in different zones agree on every slot.
 	Location Location `koanf:"location"`
-	// DefaultTimeout bounds each run of a job that sets no Timeout; 0
-	// means runs end only with leadership or Stop. Default 0.
-	DefaultTimeout time.Duration `koanf:"default_timeout"`
+	// MisfireWindow is how old a slot nobody started may be for a new
+	// leader to still run it; 0 disables catching up. Needs SlotStore.
+	// Default 1m.
+	MisfireWindow time.Duration `koanf:"misfire_window"`
+	// SlotStore records each started slot in the lock's state store so a
+	// slot starts at most once across replicas (L8). Default true.
+	SlotStore bool `koanf:"slot_store"`
+}
+
+// Options returns the scheduling options the section describes, without
+// the slot store (the composition supplies the lock).
+func (s Scheduling) Options() ([]scheduling.Option, error) {
+	loc, err := s.Location.Load()
+	if err != nil {
+		return nil, err
+	}
+	return []scheduling.Option{scheduling.WithLocation(loc), scheduling.WithMisfireWindow(s.MisfireWindow)}, nil
 }
 
 // Defaults returns the configuration used when nothing is set: the
 // defaults of the core packages, and the memory provider.
 func Defaults() *Config {
 	lo := locking.DefaultOptions()
+	ld := leadership.DefaultOptions()
+	co := leadership.DefaultChannelOptions()
 	return &Config{
 		Locking: Locking{
 			Enabled:      lo.Enabled,
@@ -253,19 +301,23 @@ func Defaults() *Config {
 			},
 		},
 		Leadership: Leadership{
-			Lease:             15 * time.Second,
-			RenewInterval:     5 * time.Second,
-			RetryInterval:     2 * time.Second,
+			Lease:             ld.Lease,
+			RenewInterval:     ld.RenewInterval,
+			RetryInterval:     ld.RetryInterval,
 			WhenUncoordinated: Follow,
-			LockKeyFormat:     "leader:{role}",
+			LockKeyFormat:     ld.LockKeyFormat,
+			LockKey:           ld.LockKey,
 		},
 		LeaderChannel: LeaderChannel{
-			Capacity:           1024,
-			FullMode:           FullWait,
-			DropReportInterval: 30 * time.Second,
+			Capacity:           co.Capacity,
+			FullMode:           FullMode(co.FullMode.String()),
+			DrainOnLoss:        co.DrainOnLoss,
+			DropReportInterval: co.DropReportInterval,
 		},
 		Scheduling: Scheduling{
-			Location: "Local",
+			Location:      "UTC",
+			MisfireWindow: scheduling.DefaultMisfireWindow,
+			SlotStore:     true,
 		},
 	}
 }

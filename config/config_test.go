@@ -116,8 +116,9 @@ leader_channel:
   drain_on_loss: true
   drop_report_interval: 1m
 scheduling:
-  location: UTC
-  default_timeout: 2m
+  location: Europe/Paris
+  misfire_window: 2m
+  slot_store: false
 `
 
 func TestLoad_FileSetsEveryKey(t *testing.T) {
@@ -147,7 +148,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 			}},
 		},
 		LeaderChannel: config.LeaderChannel{Capacity: 8, FullMode: config.FullDropOldest, DrainOnLoss: true, DropReportInterval: time.Minute},
-		Scheduling:    config.Scheduling{Location: "UTC", DefaultTimeout: 2 * time.Minute},
+		Scheduling:    config.Scheduling{Location: "Europe/Paris", MisfireWindow: 2 * time.Minute, SlotStore: false},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("Load =\n%#v\nwant\n%#v", c, want)
@@ -291,22 +292,22 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "T1 renew interval over half the lease",
 			yaml: "leadership:\n  lease: 10s\n  renew_interval: 6s\n",
-			want: []string{"config: leadership.renew_interval: 6s exceeds half the lease 10s"},
+			want: []string{"config: leadership: renew_interval 6s exceeds half of lease 10s"},
 		},
 		{
 			name: "role override checked with the role's key",
 			yaml: "leadership:\n  roles:\n    billing:\n      lease: 4s\n",
-			want: []string{"config: leadership.roles.billing.renew_interval: 5s exceeds half the lease 4s"},
+			want: []string{"config: leadership.roles.billing: renew_interval 5s exceeds half of lease 4s"},
 		},
 		{
 			name: "K2 format without role",
 			env:  []string{"HOSTLOOM_LEADERSHIP__LOCK_KEY_FORMAT=leader"},
-			want: []string{`leadership.lock_key_format: "leader" must contain {role}`},
+			want: []string{`config: leadership: lock_key_format "leader" must contain {role}`},
 		},
 		{
 			name: "L2 hash tags without namespace",
 			yaml: "locking:\n  use_hash_tags: true\n",
-			want: []string{"use_hash_tags requires a namespace"},
+			want: []string{`config: locking: use_hash_tags requires a namespace, namespace is ""`},
 		},
 		{
 			name: "redis without addresses",
@@ -317,6 +318,16 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			name: "redis cluster and sentinel",
 			yaml: "locking:\n  provider: redis\n  redis:\n    addrs: [a:1]\n    cluster: true\n    master_name: mymaster\n",
 			want: []string{`locking.redis.cluster: true and master_name "mymaster" select both Cluster and Sentinel`},
+		},
+		{
+			name: "T3 cadence over the longest wait",
+			yaml: "leadership:\n  roles:\n    slow:\n      retry_interval: 48h\n",
+			want: []string{"config: leadership.roles.slow: retry_interval 48h0m0s exceeds the longest wait 24h0m0s"},
+		},
+		{
+			name: "negative durations",
+			yaml: "locking:\n  max_lease: -1s\nscheduling:\n  misfire_window: -1m\n",
+			want: []string{"config: locking: max_lease -1s must be positive", "config: scheduling.misfire_window: -1m0s must not be negative"},
 		},
 		{
 			name: "channel capacity",

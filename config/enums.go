@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hostloom/hostloom/core/leadership"
 )
 
 // enum is implemented by the string-valued settings with a fixed set of
@@ -68,6 +70,15 @@ func (w *WhenUncoordinated) UnmarshalText(text []byte) error {
 	return err
 }
 
+// Policy returns the leadership package's value; anything but lead is
+// Follow.
+func (w WhenUncoordinated) Policy() leadership.WhenUncoordinated {
+	if w == Lead {
+		return leadership.Lead
+	}
+	return leadership.Follow
+}
+
 // FullMode is leader_channel.full_mode: what a write does when the channel
 // is full.
 type FullMode string
@@ -97,7 +108,8 @@ func (m *FullMode) UnmarshalText(text []byte) error {
 }
 
 // Location is a time zone name for scheduling.location: "UTC", "Local", or
-// an IANA name such as "Europe/Paris". It is checked when loaded.
+// an IANA name such as "Europe/Paris". It is checked when loaded; "" means
+// UTC.
 type Location string
 
 // UnmarshalText accepts a name time.LoadLocation knows.
@@ -112,7 +124,7 @@ func (l *Location) UnmarshalText(text []byte) error {
 // Load returns the time zone.
 func (l Location) Load() (*time.Location, error) {
 	if l == "" {
-		return time.Local, nil
+		return time.UTC, nil
 	}
 	loc, err := time.LoadLocation(string(l))
 	if err != nil {

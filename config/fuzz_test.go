@@ -40,6 +40,21 @@ func FuzzLoad(f *testing.F) {
 			if verr := c.Validate(); verr != nil {
 				t.Fatalf("loaded config fails Validate: %v", verr)
 			}
+			// What Load accepts, the core packages accept.
+			if verr := c.LeaderChannel.Options().Validate(); verr != nil {
+				t.Fatalf("leader_channel accepted by Load, refused by the core: %v", verr)
+			}
+			if verr := c.Locking.Options().Validate(); verr != nil {
+				t.Fatalf("locking accepted by Load, refused by the core: %v", verr)
+			}
+			for role := range c.Leadership.Roles {
+				if verr := c.Leadership.Options(role).Validate(); verr != nil {
+					t.Fatalf("role %q accepted by Load, refused by the core: %v", role, verr)
+				}
+			}
+			if _, verr := c.Scheduling.Options(); verr != nil {
+				t.Fatalf("scheduling accepted by Load, refused: %v", verr)
+			}
 			return
 		}
 		if !bytes.Contains(doc, []byte(pw)) && strings.Contains(err.Error(), pw) {

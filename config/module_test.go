@@ -23,7 +23,7 @@ func TestModule_ProvidesSections(t *testing.T) {
 		config.Module(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__NAMESPACE=ns"})),
 		fx.Populate(&c, &ld, &lc, &lk, &sc),
 	).RequireStart().RequireStop()
-	if ld.Lease != 20*time.Second || lc.Capacity != 7 || lk.Namespace != "ns" || c.Leadership.Lease != ld.Lease || sc.Location != "Local" {
+	if ld.Lease != 20*time.Second || lc.Capacity != 7 || lk.Namespace != "ns" || c.Leadership.Lease != ld.Lease || sc.Location != "UTC" {
 		t.Fatalf("sections: %+v %+v %+v %+v", ld, lc, lk, sc)
 	}
 }

@@ -13,15 +13,15 @@ import (
 // client. Load calls it; call it again after changing a Config in code.
 func (c *Config) Validate() error {
 	var errs []error
-	errs = append(errs, prefixed("", c.Locking.Options().Validate())...)
+	errs = append(errs, coreErrors("locking", c.Locking.Options().Validate())...)
 	if c.Locking.Provider == ProviderRedis && c.Locking.Coordinated() {
 		errs = append(errs, c.Locking.Redis.validate()...)
 	}
 	errs = append(errs, c.Leadership.validate()...)
 	errs = append(errs, c.LeaderChannel.validate()...)
-	if c.Scheduling.DefaultTimeout < 0 {
-		errs = append(errs, &KeyError{Key: "scheduling.default_timeout",
-			Reason: fmt.Sprintf("%v must not be negative", c.Scheduling.DefaultTimeout)})
+	if c.Scheduling.MisfireWindow < 0 {
+		errs = append(errs, &KeyError{Key: "scheduling.misfire_window",
+			Reason: fmt.Sprintf("%v must not be negative", c.Scheduling.MisfireWindow)})
 	}
 	return errors.Join(errs...)
 }
@@ -64,40 +64,39 @@ func (r Redis) validate() []error {
 }
 
 func (l Leadership) validate() []error {
-	var errs []error
-	errs = append(errs, l.For("").check("leadership")...)
+	errs := coreErrors("leadership", l.Options("").Validate())
 	roles := make([]string, 0, len(l.Roles))
 	for r := range l.Roles {
 		roles = append(roles, r)
 	}
 	slices.Sort(roles)
 	for _, r := range roles {
-		errs = append(errs, l.For(r).check("leadership.roles."+r)...)
+		// The role's own key is checked when its elector is built (K4, K5);
+		// here its timing and format, under its config key.
+		errs = append(errs, coreErrors("leadership.roles."+r, l.Options(r).Validate())...)
 	}
 	return errs
 }
 
-// check validates one role's effective settings; key prefixes the keys.
-func (l Leadership) check(key string) []error {
-	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, &KeyError{Key: key + "." + k, Reason: fmt.Sprintf(format, a...)})
+// coreErrors turns the joined errors of a core Validate (each "pkg: what")
+// into KeyErrors under key.
+func coreErrors(key string, err error) []error {
+	if err == nil {
+		return nil
 	}
-	if l.Lease <= 0 {
-		bad("lease", "%v must be positive", l.Lease)
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
 	}
-	if l.RenewInterval <= 0 {
-		bad("renew_interval", "%v must be positive", l.RenewInterval)
-	} else if l.Lease > 0 && l.RenewInterval > l.Lease/2 {
-		bad("renew_interval", "%v exceeds half the lease %v", l.RenewInterval, l.Lease)
+	out := make([]error, len(parts))
+	for i, p := range parts {
+		msg := p.Error()
+		if pre, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pre, " ") {
+			msg = rest
+		}
+		out[i] = &KeyError{Key: key, Reason: msg}
 	}
-	if l.RetryInterval <= 0 {
-		bad("retry_interval", "%v must be positive", l.RetryInterval)
-	}
-	if l.LockKey == "" && !strings.Contains(l.LockKeyFormat, "{role}") {
-		bad("lock_key_format", "%q must contain {role}", l.LockKeyFormat)
-	}
-	return errs
+	return out
 }
 
 func (c LeaderChannel) validate() []error {
@@ -105,26 +104,8 @@ func (c LeaderChannel) validate() []error {
 	if c.Capacity <= 0 {
 		errs = append(errs, &KeyError{Key: "leader_channel.capacity", Reason: fmt.Sprintf("%d must be positive", c.Capacity)})
 	}
-	if c.DropReportInterval <= 0 {
-		errs = append(errs, &KeyError{Key: "leader_channel.drop_report_interval", Reason: fmt.Sprintf("%v must be positive", c.DropReportInterval)})
+	if c.DropReportInterval < 0 {
+		errs = append(errs, &KeyError{Key: "leader_channel.drop_report_interval", Reason: fmt.Sprintf("%v must not be negative", c.DropReportInterval)})
 	}
 	return errs
-}
-
-// prefixed splits a joined error and prefixes each part with "config: ".
-func prefixed(_ string, err error) []error {
-	if err == nil {
-		return nil
-	}
-	var parts []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		parts = j.Unwrap()
-	} else {
-		parts = []error{err}
-	}
-	out := make([]error, len(parts))
-	for i, p := range parts {
-		out[i] = fmt.Errorf("config: %w", p)
-	}
-	return out
 }
