@@ -167,6 +167,7 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 		"HOSTLOOM_LEADERSHIP__LEASE=30s",
 		"HOSTLOOM_LOCKING__PROVIDER=redis",
 		"HOSTLOOM_LOCKING__REDIS__ADDRS=a:6379, b:6379",
+		"HOSTLOOM_LOCKING__REDIS__CLUSTER=true",
 		"HOSTLOOM_LOCKING__USE_HASH_TAGS=true",
 		"HOSTLOOM_LOCKING__MAX_KEY_LENGTH=100",
 		"HOSTLOOM_LEADERSHIP__ROLES__BILLING__RETRY_INTERVAL=750ms",
@@ -313,6 +314,16 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			name: "redis without addresses",
 			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis"},
 			want: []string{"config: locking.redis.addrs: provider redis needs at least one host:port address"},
+		},
+		{
+			name: "several addresses without a mode",
+			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=a:1,b:2"},
+			want: []string{"config: locking.redis.addrs: 2 addresses need cluster: true (seed nodes) or master_name (sentinels)"},
+		},
+		{
+			name: "redis address without port",
+			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=localhost"},
+			want: []string{`config: locking.redis.addrs: "localhost" is not host:port`},
 		},
 		{
 			name: "redis cluster and sentinel",

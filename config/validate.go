@@ -39,6 +39,9 @@ func (r Redis) validate() []error {
 			bad("addrs", "%q is not host:port", a)
 		}
 	}
+	if len(r.Addrs) > 1 && !r.Cluster && r.MasterName == "" {
+		bad("addrs", "%d addresses need cluster: true (seed nodes) or master_name (sentinels)", len(r.Addrs))
+	}
 	if r.Cluster && r.MasterName != "" {
 		bad("cluster", "true and master_name %q select both Cluster and Sentinel; choose one", r.MasterName)
 	}
