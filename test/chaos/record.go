@@ -107,3 +107,6 @@ func ReadDir(dir string) ([]Record, error) {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Start < all[j].Start })
 	return all, nil
 }
+
+// RoleName is the name of the i-th role of a run: "role-00", "role-01"...
+func RoleName(i int) string { return fmt.Sprintf("role-%02d", i) }

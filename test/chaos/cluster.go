@@ -1,0 +1,260 @@
+//go:build unix
+
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterFaults are the fault kinds of a run over Redis Cluster.
+var ClusterFaults = []FaultKind{FaultFailover, FaultKillMaster, FaultKill, FaultPause}
+
+// ClusterStats measure what Redis Cluster failovers do to leases.
+// Replication is asynchronous: a master can acknowledge an acquisition or
+// an extension and fail before its replica has it, so the promoted replica
+// may not know a lease that a replica still relies on. Each such lost
+// write that lets a second replica lead shows as a lost-state overlap.
+type ClusterStats struct {
+	// Failovers and KilledMasters count the injected cluster faults.
+	Failovers, KilledMasters int
+	// FaultsWithOverlap counts the cluster faults after which two replicas
+	// led one role at once; Overlaps counts those overlaps (role pairs).
+	FaultsWithOverlap, Overlaps int
+	// LongestOverlap is the longest of them.
+	LongestOverlap time.Duration
+}
+
+func (s *ClusterStats) String() string {
+	return fmt.Sprintf("cluster: %d CLUSTER FAILOVER, %d masters killed; %d of %d faults lost a lease (%d role overlaps, longest %v)",
+		s.Failovers, s.KilledMasters, s.FaultsWithOverlap, s.Failovers+s.KilledMasters, s.Overlaps, s.LongestOverlap)
+}
+
+func (s *ClusterStats) fill(rep *Report) {
+	seen := map[string]bool{}
+	for _, o := range rep.LostStateOverlaps {
+		if !strings.Contains(o.Fault, string(FaultFailover)) && !strings.Contains(o.Fault, string(FaultKillMaster)) {
+			continue
+		}
+		s.Overlaps++
+		s.LongestOverlap = max(s.LongestOverlap, o.Length)
+		if !seen[o.Fault] {
+			seen[o.Fault] = true
+			s.FaultsWithOverlap++
+		}
+	}
+}
+
+// redisCluster is 3 masters with one replica each, on loopback.
+type redisCluster struct {
+	nodes []*RedisServer
+}
+
+// clusterNodeTimeout is cluster-node-timeout: how long a master may be
+// unreachable before its replica is promoted.
+const clusterNodeTimeout = 1000 * time.Millisecond
+
+func startCluster(dir string) (*redisCluster, error) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return nil, errors.New("chaos: redis-cli not found on PATH: install redis-tools for the cluster run")
+	}
+	c := &redisCluster{}
+	for range 6 {
+		s, err := StartRedis(dir, true, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())))
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, s)
+	}
+	args := append([]string{"--cluster", "create"}, c.addrs()...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("chaos: redis-cli --cluster create: %w\n%s", err, out)
+	}
+	if err := c.waitOK(context.Background(), 6, 30*time.Second); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *redisCluster) addrs() []string {
+	a := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		a[i] = n.Addr()
+	}
+	return a
+}
+
+func (c *redisCluster) stop() {
+	for _, n := range c.nodes {
+		n.Stop()
+	}
+}
+
+func (c *redisCluster) node(addr string) *RedisServer {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// waitOK waits until every running node reports cluster_state:ok and knows
+// want nodes.
+func (c *redisCluster) waitOK(ctx context.Context, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ok := true
+		for _, n := range c.nodes {
+			info, err := nodeCmd(ctx, n.Addr(), "CLUSTER", "INFO")
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(want)) {
+				ok = false
+				last = fmt.Sprintf("%s: %v %s", n.Addr(), err, firstLine(info))
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("chaos: cluster not ok after %v: %s", timeout, last)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// nodeCmd runs one command on one node and returns its reply as text.
+func nodeCmd(ctx context.Context, addr string, args ...any) (string, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := cl.Do(cctx, args...).Result()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(v), nil
+}
+
+// clusterNode is one line of CLUSTER NODES.
+type clusterNode struct {
+	id, addr, master string
+	isMaster, failed bool
+}
+
+func (c *redisCluster) topology(ctx context.Context, from string) ([]clusterNode, error) {
+	out, err := nodeCmd(ctx, from, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	var nodes []clusterNode
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		nodes = append(nodes, clusterNode{id: f[0], addr: addr, master: f[3],
+			isMaster: strings.Contains(f[2], "master"), failed: strings.Contains(f[2], "fail")})
+	}
+	return nodes, nil
+}
+
+// clusterFault fails over (or kills) the master that holds a random
+// role's key, and waits until its replica has taken over.
+func (r *run) clusterFault(ctx context.Context, f *Fault) error {
+	cc := r.client.(*redis.ClusterClient)
+	role := RoleName(r.rng.IntN(r.cfg.Roles))
+	m, err := cc.MasterForKey(ctx, LockKey(role))
+	if err != nil {
+		return fmt.Errorf("master for %s: %w", role, err)
+	}
+	masterAddr := m.Options().Addr
+	var topo []clusterNode
+	for _, n := range r.cluster.nodes {
+		if topo, err = r.cluster.topology(ctx, n.Addr()); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var masterID, replicaAddr string
+	for _, n := range topo {
+		if n.addr == masterAddr {
+			masterID = n.id
+		}
+	}
+	for _, n := range topo {
+		if n.master == masterID && !n.failed {
+			replicaAddr = n.addr
+		}
+	}
+	if masterID == "" || replicaAddr == "" {
+		return fmt.Errorf("no replica of master %s in the topology", masterAddr)
+	}
+	f.LostState, f.Unavailable = true, f.Kind == FaultKillMaster
+	f.Detail = fmt.Sprintf("master %s (holds %s) -> replica %s", masterAddr, role, replicaAddr)
+	f.Start = time.Now()
+	switch f.Kind {
+	case FaultFailover:
+		r.stats.Failovers++
+		if _, err := nodeCmd(ctx, replicaAddr, "CLUSTER", "FAILOVER"); err != nil {
+			return fmt.Errorf("CLUSTER FAILOVER on %s: %w", replicaAddr, err)
+		}
+	case FaultKillMaster:
+		r.stats.KilledMasters++
+		r.cluster.node(masterAddr).Kill()
+	}
+	// The fault heals when the replica has become a master.
+	deadline := time.Now().Add(10 * clusterNodeTimeout)
+	for {
+		role, err := nodeCmd(ctx, replicaAddr, "ROLE")
+		if err == nil && strings.HasPrefix(role, "[master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replica %s not promoted after %v", replicaAddr, 10*clusterNodeTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		info, err := nodeCmd(ctx, replicaAddr, "CLUSTER", "INFO")
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster not ok on %s after %v", replicaAddr, 10*clusterNodeTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.Heal = time.Now()
+	if f.Kind == FaultKillMaster {
+		// The old master comes back empty and rejoins as a replica.
+		if err := r.cluster.node(masterAddr).Restart(); err != nil {
+			return err
+		}
+		if err := r.cluster.waitOK(ctx, 6, 30*time.Second); err != nil {
+			return err
+		}
+		f.Detail += "; old master back as a replica"
+	}
+	return nil
+}

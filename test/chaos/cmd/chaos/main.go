@@ -1,0 +1,65 @@
+//go:build unix
+
+// Command chaos runs the HostLoom reliability harness (package
+// test/chaos) for as long as asked and prints the checker's summary:
+//
+//	go run ./test/chaos/cmd/chaos -duration 10m -seed 42
+//
+// It exits 1 when the history breaks the guarantee, 2 on a harness error.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hostloom/hostloom/test/chaos"
+)
+
+func main() {
+	cfg := chaos.DefaultConfig()
+	flag.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "how long to inject faults")
+	flag.Uint64Var(&cfg.Seed, "seed", 0, "fault schedule seed (0: random, printed)")
+	flag.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replica processes")
+	flag.IntVar(&cfg.Roles, "roles", cfg.Roles, "roles per replica")
+	flag.DurationVar(&cfg.Lease, "lease", cfg.Lease, "elector lease")
+	flag.DurationVar(&cfg.RenewInterval, "renew", cfg.RenewInterval, "elector renew interval")
+	flag.DurationVar(&cfg.RetryInterval, "retry", cfg.RetryInterval, "elector retry interval")
+	flag.BoolVar(&cfg.Race, "race", false, "build the replica with the race detector")
+	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
+	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
+	flag.Parse()
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64()
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "hostloom-chaos-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		cfg.Dir = d
+	}
+	cfg.Dir, _ = filepath.Abs(cfg.Dir)
+	cfg.Log = os.Stdout
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Printf("\nseed %d, %v, files in %s\n%s", cfg.Seed, cfg.Duration, cfg.Dir, res.Report.Summary())
+	if res.Cluster != nil {
+		fmt.Println(res.Cluster)
+	}
+	if !res.Report.OK() {
+		os.Exit(1)
+	}
+}

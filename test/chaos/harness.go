@@ -1,0 +1,425 @@
+//go:build unix
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a run. Start from DefaultConfig.
+type Config struct {
+	// Replicas is the number of replica processes. Default 5.
+	Replicas int
+	// Roles is the number of roles each replica elects. Default 20.
+	Roles int
+	// Lease, RenewInterval and RetryInterval are the elector's timing.
+	// Default 1s, 250ms, 250ms: sub-second cadences, so the machine's load
+	// matters.
+	Lease, RenewInterval, RetryInterval time.Duration
+	// Slice is the length of one work slice. Default 20ms.
+	Slice time.Duration
+	// Duration is how long faults are injected. Default 60s.
+	Duration time.Duration
+	// Seed seeds the fault schedule (math/rand/v2 PCG).
+	Seed uint64
+	// Faults are the kinds drawn from. Default StandaloneFaults, or
+	// ClusterFaults with Cluster.
+	Faults []FaultKind
+	// Dir receives the history files, logs and the fault log. Required.
+	Dir string
+	// Race builds the replica with the race detector.
+	Race bool
+	// Cluster runs over a Redis Cluster of 3 masters with one replica
+	// each instead of one redis-server (no proxies: the cluster client
+	// dials the nodes it discovers).
+	Cluster bool
+	// Log receives the fault log as it happens. Default io.Discard.
+	Log io.Writer
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Replicas: 5, Roles: 20,
+		Lease: time.Second, RenewInterval: 250 * time.Millisecond, RetryInterval: 250 * time.Millisecond,
+		Slice: 20 * time.Millisecond, Duration: 60 * time.Second, Seed: 1,
+	}
+}
+
+// Namespace is the lock namespace of every run.
+const Namespace = "chaos"
+
+// LockKey is the provider key of a role with the default key format.
+func LockKey(role string) string { return Namespace + ":lock:leader:" + role }
+
+// Result is a run's outcome.
+type Result struct {
+	Config  Config
+	History History
+	Report  *Report
+	Cluster *ClusterStats // nil for a standalone run
+}
+
+// Limits returns the checker's limits for cfg.
+func (c Config) Limits() Limits {
+	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval}
+}
+
+// run is the state of one run.
+type run struct {
+	cfg     Config
+	rng     *rand.Rand
+	log     io.Writer
+	fleet   *fleet
+	redis   *RedisServer // standalone
+	cluster *redisCluster
+	proxies []*Proxy
+	client  redis.UniversalClient // direct, for leader lookups
+	faults  []Fault
+	stats   *ClusterStats
+}
+
+// Run builds the replica, starts the backend, the proxies and the
+// replicas, injects faults for cfg.Duration, shuts everything down and
+// checks the history. The error reports a harness failure (e.g. no
+// redis-server, wrapping redistest.ErrNoServer); the verdict is in
+// Result.Report.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("chaos: Config.Dir is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = StandaloneFaults
+		if cfg.Cluster {
+			cfg.Faults = ClusterFaults
+		}
+	}
+	if _, err := redisBinary(); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), log: cfg.Log}
+	r.logf("chaos: seed %d, %d replicas x %d roles, lease %v renew %v retry %v, %v of faults %v, dir %s",
+		cfg.Seed, cfg.Replicas, cfg.Roles, cfg.Lease, cfg.RenewInterval, cfg.RetryInterval, cfg.Duration, cfg.Faults, cfg.Dir)
+	bin, err := BuildReplica(ctx, cfg.Dir, cfg.Race)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.startBackend(); err != nil {
+		return nil, err
+	}
+	r.fleet = newFleet(bin, cfg.Dir, cfg, r.replicaAddrs)
+	for i := range cfg.Replicas {
+		if _, err := r.fleet.start(i); err != nil {
+			return nil, err
+		}
+	}
+	from, err := r.waitAllLed(ctx, 30*time.Second)
+	if err != nil {
+		r.fleet.stopAll(15 * time.Second)
+		return nil, err
+	}
+	r.logf("chaos: every role led at %s", from.UTC().Format("15:04:05.000"))
+	r.inject(ctx, from.Add(cfg.Duration))
+	// Let the last fault's recovery show before measuring ends.
+	sleep(ctx, cfg.Limits().RecoveryBound())
+	to := time.Now()
+	r.fleet.stopAll(15 * time.Second)
+	r.logf("chaos: replicas stopped")
+
+	recs, err := ReadDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	roles := make([]string, cfg.Roles)
+	for i := range roles {
+		roles[i] = RoleName(i)
+	}
+	h := History{Roles: roles, Records: recs, Faults: r.faults, Incarnations: r.fleet.incarnations(), From: from, To: to}
+	if err := writeJSON(filepath.Join(cfg.Dir, "faults.json"), h.Faults); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(cfg.Dir, "incarnations.json"), h.Incarnations); err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, History: h, Report: Check(h, cfg.Limits()), Cluster: r.stats}
+	if r.stats != nil {
+		r.stats.fill(res.Report)
+	}
+	return res, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
+}
+
+// startBackend starts redis-server (or the cluster) and the proxies.
+func (r *run) startBackend() error {
+	if r.cfg.Cluster {
+		c, err := startCluster(r.cfg.Dir)
+		if err != nil {
+			return err
+		}
+		r.cluster = c
+		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs(), ReadTimeout: time.Second, DialTimeout: time.Second})
+		r.stats = &ClusterStats{}
+		return nil
+	}
+	s, err := StartRedis(r.cfg.Dir, false)
+	if err != nil {
+		return err
+	}
+	r.redis = s
+	r.client = redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: time.Second, DialTimeout: time.Second, MaxRetries: -1})
+	for range r.cfg.Replicas {
+		p, err := NewProxy(s.Addr())
+		if err != nil {
+			return err
+		}
+		r.proxies = append(r.proxies, p)
+	}
+	return nil
+}
+
+func (r *run) replicaAddrs(i int) string {
+	if r.cluster != nil {
+		return strings.Join(r.cluster.addrs(), ",")
+	}
+	return r.proxies[i].Addr()
+}
+
+func (r *run) close() {
+	if r.client != nil {
+		_ = r.client.Close()
+	}
+	for _, p := range r.proxies {
+		_ = p.Close()
+	}
+	if r.redis != nil {
+		r.redis.Stop()
+	}
+	if r.cluster != nil {
+		r.cluster.stop()
+	}
+}
+
+// holder returns the replica leading role according to Redis.
+func (r *run) holder(ctx context.Context, role string) (int, string, bool) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	v, err := r.client.Get(cctx, LockKey(role)).Result()
+	if err != nil {
+		return 0, "", false
+	}
+	// The stored value is "<32 hex token>:<owner>".
+	_, owner, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, "", false
+	}
+	i, ok := replicaOf(owner)
+	return i, owner, ok && i < r.cfg.Replicas
+}
+
+// waitAllLed waits until every role has a holder.
+func (r *run) waitAllLed(ctx context.Context, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		missing := ""
+		for i := range r.cfg.Roles {
+			if _, _, ok := r.holder(ctx, RoleName(i)); !ok {
+				missing = RoleName(i)
+				break
+			}
+		}
+		if missing == "" {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("chaos: %s has no leader %v after the replicas started (see %s/r*.log)", missing, timeout, r.cfg.Dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leader picks a random replica that currently leads some role.
+func (r *run) leader(ctx context.Context) (int, bool) {
+	for _, k := range r.rng.Perm(r.cfg.Roles) {
+		if i, _, ok := r.holder(ctx, RoleName(k)); ok && r.fleet.current(i) != nil {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// inject injects faults until the deadline, with a quiet period of one
+// recovery bound plus up to a lease between faults. Kinds are drawn in
+// rounds: every kind once per round, in a seeded random order, so even a
+// short run covers every kind.
+func (r *run) inject(ctx context.Context, deadline time.Time) {
+	var round []int
+	for seq := 1; time.Now().Before(deadline) && ctx.Err() == nil; seq++ {
+		if len(round) == 0 {
+			round = r.rng.Perm(len(r.cfg.Faults))
+		}
+		kind := r.cfg.Faults[round[0]]
+		round = round[1:]
+		f, err := r.injectOne(ctx, seq, kind)
+		if err != nil {
+			r.logf("chaos: fault #%d %s not injected: %v", seq, kind, err)
+		} else {
+			r.faults = append(r.faults, f)
+			r.logf("chaos: fault %s", f)
+		}
+		sleep(ctx, r.cfg.Limits().RecoveryBound()+time.Duration(r.rng.Int64N(int64(r.cfg.Lease))))
+	}
+}
+
+// longerThanLease is a duration from 1.2 to 2 leases.
+func (r *run) longerThanLease() time.Duration {
+	l := r.cfg.Lease
+	return l + l/5 + time.Duration(r.rng.Int64N(int64(l*4/5)))
+}
+
+func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, error) {
+	f := Fault{Seq: seq, Kind: kind, Target: -1}
+	needLeader := kind == FaultKill || kind == FaultPause || kind == FaultBlackhole || kind == FaultDelay || kind == FaultReset
+	if needLeader {
+		i, ok := r.leader(ctx)
+		if !ok {
+			return f, errors.New("no replica leads a role")
+		}
+		f.Target = i
+		if p := r.fleet.current(i); p != nil {
+			f.Identity = p.inc.Identity
+		}
+	}
+	var err error
+	switch kind {
+	case FaultKill:
+		f.Start = time.Now()
+		if _, err = r.fleet.kill(f.Target); err != nil {
+			return f, err
+		}
+		// Let the others take over without the victim, then restart it.
+		sleep(ctx, r.cfg.Limits().RecoveryBound())
+		var id string
+		id, err = r.fleet.start(f.Target)
+		f.Heal = time.Now()
+		f.Detail = "restarted as " + id
+	case FaultPause:
+		d := r.longerThanLease()
+		f.Start = time.Now()
+		if _, err = r.fleet.signal(f.Target, syscall.SIGSTOP); err != nil {
+			return f, err
+		}
+		sleep(ctx, d)
+		_, err = r.fleet.signal(f.Target, syscall.SIGCONT)
+		f.Heal = time.Now()
+	case FaultRedisRestart:
+		f.Start = time.Now()
+		f.LostState, f.Unavailable = true, true
+		err = r.redis.Restart()
+		f.Heal = time.Now()
+	case FaultRedisDown:
+		d := r.longerThanLease()
+		f.Start = time.Now()
+		f.LostState, f.Unavailable = true, true
+		r.redis.Kill()
+		sleep(ctx, d)
+		err = r.redis.Restart()
+		f.Heal = time.Now()
+	case FaultBlackhole:
+		d := r.longerThanLease()
+		f.Start = time.Now()
+		r.proxies[f.Target].Set(Blackhole, 0)
+		sleep(ctx, d)
+		r.proxies[f.Target].Set(Pass, 0)
+		f.Heal = time.Now()
+	case FaultDelay:
+		delay := r.cfg.Lease/10 + time.Duration(r.rng.Int64N(int64(r.cfg.Lease/2)))
+		f.Detail = fmt.Sprintf("delay %v", delay)
+		f.Start = time.Now()
+		r.proxies[f.Target].Set(Delay, delay)
+		sleep(ctx, 2*r.cfg.Lease)
+		r.proxies[f.Target].Set(Pass, 0)
+		f.Heal = time.Now()
+	case FaultReset:
+		d := 100*time.Millisecond + time.Duration(r.rng.Int64N(int64(r.cfg.Lease)))
+		f.Start = time.Now()
+		r.proxies[f.Target].Set(Reset, 0)
+		sleep(ctx, d)
+		r.proxies[f.Target].Set(Pass, 0)
+		f.Heal = time.Now()
+	case FaultLoad:
+		f.Detail = fmt.Sprintf("%d spinning goroutines", runtime.NumCPU())
+		f.Start = time.Now()
+		burn(ctx, runtime.NumCPU(), 2*r.cfg.Lease)
+		f.Heal = time.Now()
+	case FaultFailover, FaultKillMaster:
+		err = r.clusterFault(ctx, &f)
+	default:
+		return f, fmt.Errorf("unknown fault kind %q", kind)
+	}
+	return f, err
+}
+
+// burn keeps n goroutines spinning for d.
+func burn(ctx context.Context, n int, d time.Duration) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for range 10000 {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+			}
+		}()
+	}
+	sleep(ctx, d)
+	close(stop)
+	wg.Wait()
+}

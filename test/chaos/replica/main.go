@@ -1,0 +1,272 @@
+// Command replica is one process of the chaos harness (package
+// test/chaos): it elects every role over Redis through its own proxy and,
+// while it leads a role, does work in short slices and appends one record
+// per slice to its history file. The harness builds it with go build,
+// starts several of them and injects faults.
+//
+// # Shutdown
+//
+// On SIGTERM or SIGINT it stops every elector (releasing its leases),
+// closes the Redis provider and client, waits for its goroutines, and
+// writes an exit record with runtime.NumGoroutine before and after, so the
+// harness can detect leaks. Any other exit is a crash.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/test/chaos"
+)
+
+type config struct {
+	replica   int
+	identity  string
+	addrs     string
+	cluster   bool
+	roles     int
+	lease     time.Duration
+	renew     time.Duration
+	retry     time.Duration
+	slice     time.Duration
+	out       string
+	namespace string
+	verbose   bool
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.replica, "replica", 0, "replica index")
+	flag.StringVar(&c.identity, "id", "", "incarnation identity, e.g. r2.3")
+	flag.StringVar(&c.addrs, "addrs", "", "comma-separated Redis addresses (the proxy)")
+	flag.BoolVar(&c.cluster, "cluster", false, "use a Redis Cluster client")
+	flag.IntVar(&c.roles, "roles", 20, "number of roles")
+	flag.DurationVar(&c.lease, "lease", time.Second, "elector lease")
+	flag.DurationVar(&c.renew, "renew", 250*time.Millisecond, "elector renew interval")
+	flag.DurationVar(&c.retry, "retry", 250*time.Millisecond, "elector retry interval")
+	flag.DurationVar(&c.slice, "slice", 20*time.Millisecond, "length of one work slice")
+	flag.StringVar(&c.out, "out", "", "history file (appended)")
+	flag.StringVar(&c.namespace, "namespace", "chaos", "lock namespace")
+	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		os.Exit(1)
+	}
+}
+
+// history appends records to the history file, one write per line so a
+// kill loses at most the line being written.
+type history struct {
+	mu    sync.Mutex
+	f     *os.File
+	start time.Time
+}
+
+func (h *history) write(r chaos.Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err = h.f.Write(b)
+	return err
+}
+
+// mono is t's offset from the incarnation's start on the monotonic clock.
+func (h *history) mono(t time.Time) int64 { return int64(t.Sub(h.start)) }
+
+func run(c config) error {
+	start := time.Now()
+	if c.identity == "" || c.addrs == "" || c.out == "" {
+		return errors.New("-id, -addrs and -out are required")
+	}
+	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := &history{f: f, start: start}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	baseline := runtime.NumGoroutine()
+	if err := h.write(chaos.Record{Kind: chaos.KindStart, Replica: c.replica, Identity: c.identity, PID: os.Getpid(), Start: start.UnixNano()}); err != nil {
+		return err
+	}
+
+	level := zapcore.WarnLevel
+	if c.verbose {
+		level = zapcore.InfoLevel
+	}
+	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level))
+
+	// Timeouts well under the lease: the elector's own deadlines govern
+	// (ContextTimeoutEnabled), these only bound what has no deadline.
+	timeout := c.lease / 2
+	var client redis.UniversalClient
+	addrs := strings.Split(c.addrs, ",")
+	if c.cluster {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout,
+			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	} else {
+		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
+			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	}
+	provider := redislock.New(client)
+	lo := locking.DefaultOptions()
+	lo.Namespace = c.namespace
+	lock, err := locking.New(provider, lo)
+	if err != nil {
+		return err
+	}
+	opts := leadership.DefaultOptions()
+	opts.Lease, opts.RenewInterval, opts.RetryInterval = c.lease, c.renew, c.retry
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var electors []*leadership.Elector
+	var workers sync.WaitGroup
+	workErr := make(chan error, c.roles)
+	for i := range c.roles {
+		role := chaos.RoleName(i)
+		e, err := leadership.NewElector(role, lock, opts, leadership.WithIdentity(c.identity), leadership.WithLogger(logger))
+		if err != nil {
+			return err
+		}
+		electors = append(electors, e)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if err := work(ctx, e, h, c); err != nil {
+				workErr <- err
+			}
+		}()
+	}
+	for _, e := range electors {
+		if err := e.Start(ctx); err != nil {
+			return err
+		}
+	}
+
+	var runErr error
+	select {
+	case <-sig:
+	case runErr = <-workErr:
+	}
+	// Stop every elector (cancels its token, releases its lease), then the
+	// workers, then the provider and the client.
+	var stops sync.WaitGroup
+	stopErrs := make(chan error, len(electors))
+	for _, e := range electors {
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			if err := e.Stop(sctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
+				stopErrs <- fmt.Errorf("stop %s: %w", e.Role(), err)
+			}
+		}()
+	}
+	stops.Wait()
+	close(stopErrs)
+	for err := range stopErrs {
+		// A release that fails because Redis is unreachable is not a
+		// crash: the lease then expires on its own (E8).
+		logger.Warn("ReplicaStopRelease", zap.Error(err))
+	}
+	cancel()
+	workers.Wait()
+	if err := provider.Close(); err != nil {
+		logger.Warn("ReplicaProviderClose", zap.Error(err))
+	}
+	if err := client.Close(); err != nil {
+		logger.Warn("ReplicaClientClose", zap.Error(err))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	// Goroutines wind down asynchronously (closed connections, timers):
+	// give them a moment before calling it a leak.
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(3 * time.Second); n > baseline && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	exit := chaos.Record{Kind: chaos.KindExit, Replica: c.replica, Identity: c.identity, PID: os.Getpid(), Goroutines: n, Baseline: baseline}
+	if n > baseline {
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+		exit.Leaked = buf.String()
+	}
+	return h.write(exit)
+}
+
+// work does slices of work for e's role while it leads, honouring the
+// token: it checks the token before each slice and ends a slice the moment
+// the token is done.
+func work(ctx context.Context, e *leadership.Elector, h *history, c config) error {
+	timer := time.NewTimer(c.slice)
+	defer timer.Stop()
+	for {
+		if err := e.WaitForLeadership(ctx); err != nil {
+			return nil // shutting down
+		}
+		tok := e.Token()
+		term := e.Term()
+		if tok != e.Token() { // a new term began in between: read again
+			continue
+		}
+		for {
+			// The slice starts before the check, so a record never claims
+			// less time than the work took.
+			s := time.Now()
+			if tok.Err() != nil || ctx.Err() != nil {
+				break
+			}
+			timer.Reset(c.slice)
+			select {
+			case <-tok.Done():
+			case <-ctx.Done():
+			case <-timer.C:
+			}
+			end := time.Now()
+			if !timer.Stop() {
+				select { // drain a fired timer before the next Reset
+				case <-timer.C:
+				default:
+				}
+			}
+			rec := chaos.Record{Kind: chaos.KindWork, Replica: c.replica, Identity: c.identity, Role: e.Role(), Term: term,
+				Start: s.UnixNano(), End: end.UnixNano(), MonoStart: h.mono(s), MonoEnd: h.mono(end)}
+			if err := h.write(rec); err != nil {
+				return fmt.Errorf("write history: %w", err)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}

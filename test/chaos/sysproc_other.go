@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package chaos
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
