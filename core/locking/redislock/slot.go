@@ -46,7 +46,8 @@ func keySlot(key string) int {
 // with SPUBLISH: a key with a hash tag keeps it (key + ":released"); a key
 // without one is wrapped so its whole text becomes the tag
 // ("{" + key + "}:released"), which is possible only when key holds no '}'.
-// For the remaining keys (no valid tag, yet a '}') there is no channel:
+// For the remaining keys (no valid tag, yet a '}'; or empty, which package
+// locking never passes) there is no channel:
 // their releases are not published and waiters rely on the holder's TTL.
 func (p *Provider) channel(key string) string {
 	if !p.cluster {
@@ -55,7 +56,7 @@ func (p *Provider) channel(key string) string {
 	if _, ok := hashTag(key); ok {
 		return key + releaseSuffix
 	}
-	if strings.IndexByte(key, '}') >= 0 {
+	if key == "" || strings.IndexByte(key, '}') >= 0 {
 		return ""
 	}
 	return "{" + key + "}" + releaseSuffix
