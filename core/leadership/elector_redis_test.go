@@ -1,0 +1,207 @@
+package leadership_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+// redisNode is one simulated process: its own client, provider and lock.
+type redisNode struct {
+	client *redis.Client
+	lock   *locking.DistributedLock
+	fault  *leadershiptest.FaultLock
+}
+
+func newRedisNode(tb testing.TB, srv *redistest.Server) *redisNode {
+	tb.Helper()
+	c := srv.Client(tb)
+	p := redislock.New(c)
+	tb.Cleanup(func() { _ = p.Close() }) // before the client closes (LIFO)
+	o := locking.DefaultOptions()
+	o.Namespace = "test"
+	lock, err := locking.New(p, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &redisNode{client: c, lock: lock, fault: leadershiptest.NewFaultLock(lock)}
+}
+
+// redisOpts: sub-second lease, for quick takeovers in real time.
+func redisOpts() leadership.Options {
+	o := leadership.DefaultOptions()
+	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 300*time.Millisecond, 500*time.Millisecond
+	return o
+}
+
+// leaderSampler samples IsLeader of every elector until stopped and keeps
+// the highest number of simultaneous leaders seen.
+type leaderSampler struct {
+	max     atomic.Int32
+	samples atomic.Int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func sampleLeaders(electors func() []*leadership.Elector) *leaderSampler {
+	s := &leaderSampler{stop: make(chan struct{})}
+	s.wg.Go(func() {
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			n := int32(0)
+			for _, e := range electors() {
+				if e.IsLeader() {
+					n++
+				}
+			}
+			if n > s.max.Load() {
+				s.max.Store(n)
+			}
+			s.samples.Add(1)
+			time.Sleep(200 * time.Microsecond)
+		}
+	})
+	return s
+}
+
+func (s *leaderSampler) end(t *testing.T) {
+	t.Helper()
+	close(s.stop)
+	s.wg.Wait()
+	if s.max.Load() > 1 {
+		t.Fatalf("%d leaders at once", s.max.Load())
+	}
+	if s.samples.Load() < 100 {
+		t.Fatalf("only %d samples", s.samples.Load())
+	}
+}
+
+// waitLeader waits (bounded by a generous liveness timeout) until exactly
+// one of electors leads and returns it.
+func waitLeader(t *testing.T, electors []*leadership.Elector, not *leadership.Elector) *leadership.Elector {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	won := make(chan *leadership.Elector, len(electors))
+	var wg sync.WaitGroup
+	for _, e := range electors {
+		if e == not {
+			continue
+		}
+		wg.Go(func() {
+			if e.WaitForLeadership(ctx) == nil {
+				won <- e
+			}
+		})
+	}
+	var leader *leadership.Elector
+	select {
+	case leader = <-won:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	if leader == nil {
+		t.Fatal("no leader within 10s")
+	}
+	return leader
+}
+
+func startRedisElectors(t *testing.T, srv *redistest.Server, n int) ([]*leadership.Elector, []*redisNode) {
+	t.Helper()
+	var electors []*leadership.Elector
+	var nodes []*redisNode
+	for i := range n {
+		node := newRedisNode(t, srv)
+		e := mustElector(t, "billing", node.fault, redisOpts(), leadership.WithIdentity("node-"+string(rune('a'+i))))
+		mustStart(t, e)
+		t.Cleanup(func() {
+			node.fault.Clear()
+			if err := e.Stop(context.Background()); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+		electors = append(electors, e)
+		nodes = append(nodes, node)
+	}
+	return electors, nodes
+}
+
+func TestElector_Redis_E8_StopHandsOver(t *testing.T) {
+	srv := redistest.Start(t)
+	electors, _ := startRedisElectors(t, srv, 3)
+	sampler := sampleLeaders(func() []*leadership.Elector { return electors })
+	first := waitLeader(t, electors, nil)
+	if h, ok, err := first.Leader(context.Background()); err != nil || !ok || h.Owner != leadership.Describe(first).Identity {
+		t.Fatalf("Leader() = %+v, %v, %v; want %s", h, ok, err, leadership.Describe(first).Identity)
+	}
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if first.IsLeader() || !tokenDone(first) {
+		t.Fatal("stopped leader still leads")
+	}
+	second := waitLeader(t, electors, first)
+	if second == first {
+		t.Fatal("the stopped elector leads")
+	}
+	if err := second.Resign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	third := waitLeader(t, electors, second)
+	if third == first || third == second {
+		t.Fatal("wrong elector leads after resignation")
+	}
+	time.Sleep(1500 * time.Millisecond) // renewals over more than one lease
+	if !third.IsLeader() || third.Term() != 1 {
+		t.Fatalf("leader lost its term: leader %v term %d", third.IsLeader(), third.Term())
+	}
+	sampler.end(t)
+}
+
+func TestElector_Redis_E8_AbandonedLeaderExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	electors, nodes := startRedisElectors(t, srv, 3)
+	sampler := sampleLeaders(func() []*leadership.Elector { return electors })
+	old := waitLeader(t, electors, nil)
+	var oldNode *redisNode
+	for i, e := range electors {
+		if e == old {
+			oldNode = nodes[i]
+		}
+	}
+	// The leader's process freezes: no renewal, no release, no attempt.
+	for _, op := range []leadershiptest.Op{leadershiptest.OpAcquire, leadershiptest.OpExtend, leadershiptest.OpRelease} {
+		oldNode.fault.Set(op, leadershiptest.FaultHang)
+	}
+	abandoned := time.Now()
+	tok := old.Token()
+	next := waitLeader(t, electors, old)
+	took := time.Since(abandoned)
+	if tok.Err() == nil {
+		t.Fatal("a successor leads while the abandoned leader's token is live")
+	}
+	// The successor waited for the lease to run out at the server, not for
+	// a release.
+	if took < 300*time.Millisecond {
+		t.Fatalf("took over %v after abandonment, before the lease could expire", took)
+	}
+	if next == old {
+		t.Fatal("the abandoned elector leads")
+	}
+	sampler.end(t)
+}
