@@ -43,6 +43,7 @@ type Server struct {
 	dir      string
 	ownDir   bool
 	extraArg []string
+	config   string // config file written before every launch (Sentinel)
 
 	mu   sync.Mutex
 	proc *process // nil once stopped
@@ -110,6 +111,12 @@ func StartMain() (s *Server, stop func(), err error) {
 // start picks a free port and launches a server on it, retrying when another
 // process took the port in between.
 func start(bin string, extra []string, clusterPort bool) (*Server, error) {
+	return startWith(bin, extra, clusterPort, nil)
+}
+
+// startWith is start with a function that returns the config file of the
+// server on a given port ("" for none).
+func startWith(bin string, extra []string, clusterPort bool, config func(port int) string) (*Server, error) {
 	var lastErr error
 	for range 5 {
 		port, err := freePort(clusterPort)
@@ -127,6 +134,9 @@ func start(bin string, extra []string, clusterPort bool) (*Server, error) {
 			dir:      dir,
 			ownDir:   true,
 			extraArg: extra,
+		}
+		if config != nil {
+			s.config = config(port)
 		}
 		p, err := s.launch()
 		if err == nil {
@@ -169,7 +179,16 @@ func freePort(cluster bool) (int, error) {
 
 // launch starts redis-server with s's settings and waits for PING.
 func (s *Server) launch() (*process, error) {
-	args := []string{
+	var args []string
+	if s.config != "" {
+		// Sentinel rewrites its config file: give it a fresh one.
+		path := filepath.Join(s.dir, "sentinel.conf")
+		if err := os.WriteFile(path, []byte(s.config), 0o600); err != nil {
+			return nil, fmt.Errorf("redistest: sentinel config: %w", err)
+		}
+		args = append(args, path, "--sentinel")
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -177,7 +196,7 @@ func (s *Server) launch() (*process, error) {
 		"--dir", s.dir,
 		"--daemonize", "no",
 		"--logfile", "",
-	}
+	)
 	args = append(args, s.extraArg...)
 	logFile, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -487,4 +506,52 @@ func (c *Cluster) Stop() {
 	for _, n := range c.nodes {
 		n.Stop()
 	}
+}
+
+// SentinelMaster is the master name StartSentinel monitors.
+const SentinelMaster = "hostloom"
+
+// StartSentinel launches a Redis Sentinel (redis-server --sentinel) on a
+// random free port monitoring master under the name SentinelMaster with a
+// quorum of 1, and waits until it reports master's address. It stops when
+// tb's test ends. Use it with redis.NewFailoverClient.
+func StartSentinel(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	bin := requireBinary(tb)
+	s, err := startWith(bin, nil, false, func(port int) string {
+		return fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n",
+			port, SentinelMaster, master.Port(), SentinelMaster)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+	defer sc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+		if err == nil && len(addr) == 2 && net.JoinHostPort(addr[0], addr[1]) == master.Addr() {
+			return s
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("redistest: sentinel on %s does not report master %s: %v %v", s.Addr(), master.Addr(), addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// FailoverClient returns a Sentinel-backed client (redis.NewFailoverClient)
+// for the master the sentinels monitor, closed when tb's test ends.
+func FailoverClient(tb testing.TB, sentinels ...*Server) *redis.Client {
+	tb.Helper()
+	addrs := make([]string, len(sentinels))
+	for i, s := range sentinels {
+		addrs[i] = s.Addr()
+	}
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: addrs})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -181,3 +181,16 @@ func TestStart_MissingServerFailsWhenRequired(t *testing.T) {
 		})
 	}
 }
+
+func TestStartSentinel_FailoverClientReachesMaster(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t)
+	sentinel := redistest.StartSentinel(t, master)
+	c := redistest.FailoverClient(t, sentinel)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through Sentinel: %v", err)
+	}
+	if got, err := master.Client(t).Get(ctx, "k").Result(); err != nil || got != "v" {
+		t.Fatalf("GET on the master = %q, %v; want the value written through Sentinel", got, err)
+	}
+}

@@ -1,0 +1,25 @@
+package redislock_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+// TestSentinel_Conformance runs the conformance suite through a Sentinel
+// failover client (redis.NewFailoverClient) monitoring a harness master.
+func TestSentinel_Conformance(t *testing.T) {
+	master := redistest.Start(t)
+	sentinel := redistest.StartSentinel(t, master)
+	c := redistest.FailoverClient(t, sentinel)
+	lockingtest.Run(t, lockingtest.Config{
+		New: func(t *testing.T) lockingtest.Backend {
+			if err := c.FlushAll(context.Background()).Err(); err != nil {
+				t.Fatalf("FLUSHALL: %v", err)
+			}
+			return backend{c}
+		},
+	})
+}
