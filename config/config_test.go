@@ -311,11 +311,6 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			want: []string{`config: locking: use_hash_tags requires a namespace, namespace is ""`},
 		},
 		{
-			name: "redis without addresses",
-			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis"},
-			want: []string{"config: locking.redis.addrs: provider redis needs at least one host:port address"},
-		},
-		{
 			name: "several addresses without a mode",
 			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=a:1,b:2"},
 			want: []string{"config: locking.redis.addrs: 2 addresses need cluster: true (seed nodes) or master_name (sentinels)"},

@@ -46,7 +46,11 @@ func (t TLS) TLSConfig() (*tls.Config, error) {
 // ContextTimeoutEnabled is on, so a caller's context deadline bounds each
 // command (the elector relies on it to give up a renewal in time).
 func (r Redis) UniversalOptions() (*redis.UniversalOptions, error) {
-	if errs := r.validate(); len(errs) > 0 {
+	errs := r.validate()
+	if len(r.Addrs) == 0 {
+		errs = append(errs, &KeyError{Key: "locking.redis.addrs", Reason: "provider redis needs at least one host:port address (or a redis.UniversalClient from the app)"})
+	}
+	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	tc, err := r.TLS.TLSConfig()

@@ -26,13 +26,13 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validate checks the section for provider redis. An empty addrs is not
+// an error here (the app may supply its own client); building a client
+// from the section checks it (needClient).
 func (r Redis) validate() []error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, &KeyError{Key: "locking.redis." + key, Reason: fmt.Sprintf(format, a...)})
-	}
-	if len(r.Addrs) == 0 {
-		bad("addrs", "provider redis needs at least one host:port address")
 	}
 	for _, a := range r.Addrs {
 		if i := strings.LastIndexByte(a, ':'); i <= 0 || i == len(a)-1 {
