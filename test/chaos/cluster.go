@@ -112,8 +112,9 @@ func (c *redisCluster) node(addr string) *RedisServer {
 	return nil
 }
 
-// waitOK waits until every running node reports cluster_state:ok and knows
-// want nodes.
+// waitOK waits until every node reports cluster_state:ok and knows want
+// nodes, and every replica's link to its master is up (a replica that has
+// not synced yet cannot be promoted).
 func (c *redisCluster) waitOK(ctx context.Context, want int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last string
@@ -124,6 +125,12 @@ func (c *redisCluster) waitOK(ctx context.Context, want int, timeout time.Durati
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(want)) {
 				ok = false
 				last = fmt.Sprintf("%s: %v %s", n.Addr(), err, firstLine(info))
+				break
+			}
+			repl, err := nodeCmd(ctx, n.Addr(), "INFO", "replication")
+			if err != nil || (strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up")) {
+				ok = false
+				last = fmt.Sprintf("%s: replica not in sync (%v)", n.Addr(), err)
 				break
 			}
 		}
@@ -221,7 +228,14 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 		}
 	case FaultKillMaster:
 		r.stats.KilledMasters++
-		r.cluster.node(masterAddr).Kill()
+		node := r.cluster.node(masterAddr)
+		node.Kill()
+		defer func() {
+			// The old master comes back empty and rejoins as a replica.
+			if err := node.Restart(); err != nil {
+				r.logf("chaos: restart %s: %v", masterAddr, err)
+			}
+		}()
 	}
 	// The fault heals when the replica has become a master.
 	deadline := time.Now().Add(10 * clusterNodeTimeout)
@@ -246,15 +260,16 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	f.Heal = time.Now()
-	if f.Kind == FaultKillMaster {
-		// The old master comes back empty and rejoins as a replica.
-		if err := r.cluster.node(masterAddr).Restart(); err != nil {
-			return err
-		}
-		if err := r.cluster.waitOK(ctx, 6, 30*time.Second); err != nil {
-			return err
-		}
-		f.Detail += "; old master back as a replica"
-	}
 	return nil
+}
+
+// settle waits, after a cluster fault, until the cluster is whole again
+// and every replica is in sync, so the next fault can fail over.
+func (r *run) settle(ctx context.Context) {
+	if r.cluster == nil {
+		return
+	}
+	if err := r.cluster.waitOK(ctx, 6, 30*time.Second); err != nil {
+		r.logf("chaos: %v", err)
+	}
 }

@@ -306,6 +306,7 @@ func (r *run) inject(ctx context.Context, deadline time.Time) {
 			r.logf("chaos: fault %s", f)
 		}
 		sleep(ctx, r.cfg.Limits().RecoveryBound()+time.Duration(r.rng.Int64N(int64(r.cfg.Lease))))
+		r.settle(ctx)
 	}
 }
 
@@ -348,8 +349,10 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 			return f, err
 		}
 		sleep(ctx, d)
-		_, err = r.fleet.signal(f.Target, syscall.SIGCONT)
+		// Heal is taken before SIGCONT: the process cannot run (and write a
+		// record) before it, so the paused window is never understated.
 		f.Heal = time.Now()
+		_, err = r.fleet.signal(f.Target, syscall.SIGCONT)
 	case FaultRedisRestart:
 		f.Start = time.Now()
 		f.LostState, f.Unavailable = true, true
