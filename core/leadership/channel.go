@@ -188,9 +188,10 @@ const chanDropMetric = "hostloom.leadership.channel.dropped"
 // Every accepted item is read, still buffered, or dropped and counted on
 // the counter hostloom.leadership.channel.dropped (scope: this package's
 // import path) with attributes reason (follower, full or loss) and channel
-// (the name) (C2). Drops are summarised in the log at most once per
-// DropReportInterval, on the write or transition that finds the interval
-// elapsed; the unsummarised tail is logged when the instance becomes leader
+// (the name) (C2). Drops are summarised in the log (message
+// LeaderChannelDropped, with the counts per reason and the start of the
+// period) at most once per DropReportInterval, on the write or transition
+// that finds the interval elapsed; the unsummarised tail is logged when the instance becomes leader
 // and at Close (C3). The channel starts no goroutine.
 //
 // # Waiting
@@ -615,7 +616,8 @@ func (c *Channel[T]) finish(reason int, rep *chanReport) {
 	}
 }
 
-// logReport logs a drop summary: at Info when only followers' items were
+// logReport logs a drop summary (message LeaderChannelDropped; fields
+// follower, full, loss, since, tail): at Info when only followers' items were
 // dropped (the expected cost of standing by), at Warn when a full buffer or
 // a loss dropped a leader's items.
 func (c *Channel[T]) logReport(rep *chanReport) {
@@ -630,10 +632,10 @@ func (c *Channel[T]) logReport(rep *chanReport) {
 		zap.Bool("tail", rep.tail),
 	}
 	if rep.counts[chanReasonFull] > 0 || rep.counts[chanReasonLoss] > 0 {
-		c.log.Warn("leader channel dropped items", fields...)
+		c.log.Warn("LeaderChannelDropped", fields...)
 		return
 	}
-	c.log.Info("leader channel dropped items", fields...)
+	c.log.Info("LeaderChannelDropped", fields...)
 }
 
 // onChange follows the Leadership's transitions. On acquisition it starts

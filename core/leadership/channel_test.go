@@ -22,7 +22,7 @@ import (
 
 const chanDropMetric = "hostloom.leadership.channel.dropped"
 const chanScope = "github.com/hostloom/hostloom/core/leadership"
-const chanSummaryMsg = "leader channel dropped items"
+const chanSummaryMsg = "LeaderChannelDropped"
 
 // chanTelemetry captures a channel's metrics and logs.
 type chanTelemetry struct {
