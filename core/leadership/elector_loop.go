@@ -274,8 +274,15 @@ func (e *Elector) renew(ctx context.Context, st *loopState) time.Duration {
 	e.mu.Lock()
 	e.opCancel = nil
 	if e.epoch != epoch {
+		running := e.phase == phaseRunning
 		e.mu.Unlock()
-		return 0 // the term ended meanwhile (Resign, expiry)
+		if outcome == outcomeOK && running {
+			// The term ended (expiry, Resign) while the extension was in
+			// flight, and the backend extended it after all: give the
+			// lease back so nobody waits a whole lease for it.
+			e.giveBack(ctx, l)
+		}
+		return 0
 	}
 	switch outcome {
 	case outcomeOK:
@@ -320,6 +327,16 @@ func (e *Elector) renew(ctx context.Context, st *loopState) time.Duration {
 	}
 	e.log.Debug("LeadershipRenewRetry", zap.Duration("next_attempt", wait), zap.Duration("lease_remaining", remaining), zap.Error(err))
 	return wait
+}
+
+// giveBack releases a lease whose term already ended, bounded like an
+// acquisition. The outcome is only logged: the term is over either way.
+func (e *Elector) giveBack(ctx context.Context, l locking.Lease) {
+	ctx, cancel := context.WithTimeout(ctx, min(e.opts.RetryInterval, e.opts.Lease))
+	defer cancel()
+	if err := e.release(ctx, l); err == nil {
+		e.log.Debug("LeadershipLateExtensionReleased")
+	}
 }
 
 // tryAcquire calls the lock, storing the identity when the lock supports

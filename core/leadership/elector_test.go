@@ -1128,3 +1128,65 @@ func TestElector_IsLeaderTokenZeroAllocs(t *testing.T) {
 		}
 	})
 }
+
+// lateReplyLock's leases extend at the backend at once but report success
+// only after replyAfter, ignoring the call's context, when slow is set.
+type lateReplyLock struct {
+	locking.Lock
+	slow       atomic.Bool
+	replyAfter time.Duration
+}
+
+func (l *lateReplyLock) TryAcquire(ctx context.Context, key string, d time.Duration) (locking.Lease, error) {
+	ls, err := l.Lock.TryAcquire(ctx, key, d)
+	if ls == nil {
+		return nil, err
+	}
+	return &lateReplyLease{Lease: ls, l: l}, err
+}
+
+type lateReplyLease struct {
+	locking.Lease
+	l *lateReplyLock
+}
+
+func (s *lateReplyLease) Extend(ctx context.Context, d time.Duration) error {
+	if !s.l.slow.Load() {
+		return s.Lease.Extend(ctx, d)
+	}
+	err := s.Lease.Extend(context.Background(), d)
+	time.Sleep(s.l.replyAfter)
+	return err
+}
+
+func TestElector_E5_LateExtensionGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		ll := &lateReplyLock{Lock: lock, replyAfter: 2500 * time.Millisecond}
+		e := mustElector(t, "r", ll, fastOpts())
+		changes := subscribe(e)
+		start := time.Now()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		synctest.Wait()
+		ll.slow.Store(true)
+		// The renewal at 1s extends the backend lease to 4s but replies at
+		// 3.5s; the term ends at its 3s deadline meanwhile.
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if e.IsLeader() {
+			t.Fatal("leading past the deadline")
+		}
+		ll.slow.Store(false)
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		// At 3.5s the late extension is given back, so the key is free
+		// before the backend's expiry at 4s and the candidate takes it.
+		if !e.IsLeader() || e.Term() != 2 {
+			t.Fatalf("leader %v term %d at %v; want term 2 at 3.5s", e.IsLeader(), e.Term(), time.Since(start))
+		}
+		if got := changes.reasons(); !slices.Equal(got, []leadership.Reason{leadership.Acquired, leadership.Expired, leadership.Acquired}) {
+			t.Fatalf("reasons = %v", got)
+		}
+	})
+}
