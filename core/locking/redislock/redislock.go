@@ -32,9 +32,6 @@ var (
 // client.
 var ErrNilClient = errors.New("redislock: nil client")
 
-// releaseSuffix turns a provider key into its release channel.
-const releaseSuffix = ":released"
-
 // cleanupTimeout bounds the best-effort release of an acquisition whose
 // reply was lost (L3: a cancelled context leaves no lease behind).
 const cleanupTimeout = time.Second
@@ -42,20 +39,44 @@ const cleanupTimeout = time.Second
 // acquired is the acquire script's reply when it took the key.
 const acquired = -3
 
-// scripts are the provider's Lua scripts, run with EVALSHA and, when the
-// server does not know them yet (NOSCRIPT), EVAL.
+// script is one Lua script: run with EVALSHA, and with EVAL when the server
+// does not know it yet (NOSCRIPT, e.g. after SCRIPT FLUSH or a restart).
+// The SHA1 and the source are boxed once, so a call allocates only for its
+// own arguments.
+type script struct {
+	sha, src any
+}
+
+func newScript(src string) script {
+	return script{sha: redis.NewScript(src).Hash(), src: src}
+}
+
+// scripts are the provider's Lua scripts.
 type scripts struct {
-	acquire, extend, release, get, advance *redis.Script
+	acquire, extend, release, get, advance script
 }
 
 func newScripts() scripts {
 	return scripts{
-		acquire: redis.NewScript(acquireLua),
-		extend:  redis.NewScript(extendLua),
-		release: redis.NewScript(releaseLua),
-		get:     redis.NewScript(getLua),
-		advance: redis.NewScript(advanceLua),
+		acquire: newScript(acquireLua),
+		extend:  newScript(extendLua),
+		release: newScript(releaseLua),
+		get:     newScript(getLua),
+		advance: newScript(advanceLua),
 	}
+}
+
+// run runs s with one key. args must be []any{nil, nil, "1", key, argv...}:
+// run fills in the command and the script. On Redis Cluster the client
+// routes the command by its key (the argument after numkeys).
+func (p *Provider) run(ctx context.Context, s script, args []any) *redis.Cmd {
+	args[0], args[1] = "evalsha", s.sha
+	cmd := p.c.Do(ctx, args...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		retry := append([]any{"eval", s.src}, args[2:]...)
+		cmd = p.c.Do(ctx, retry...)
+	}
+	return cmd
 }
 
 // Provider is a locking.Provider over Redis or Valkey. It is safe for
@@ -63,7 +84,7 @@ func newScripts() scripts {
 type Provider struct {
 	c       redis.UniversalClient
 	cluster bool
-	publish string // PUBLISH, or SPUBLISH on Redis Cluster
+	publish any // "PUBLISH", or "SPUBLISH" on Redis Cluster
 	s       scripts
 
 	mu     sync.Mutex
@@ -154,7 +175,7 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 	if err := ctx.Err(); err != nil {
 		return false, 0, opError("acquire", ctx, err)
 	}
-	n, err := p.s.acquire.Run(ctx, p.c, []string{key}, value, ms).Int64()
+	n, err := p.run(ctx, p.s.acquire, []any{nil, nil, "1", key, value, ms}).Int64()
 	if err != nil {
 		if !isServerError(err) {
 			p.cleanup(ctx, key, value)
@@ -180,7 +201,7 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = p.s.release.Run(ctx, p.c, []string{key}, value, "", p.publish).Err()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, noChannel, p.publish}).Err()
 }
 
 // opError wraps the error of operation op. When ctx has ended, its error is
@@ -210,7 +231,7 @@ func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Durat
 	if err != nil {
 		return false, err
 	}
-	n, err := p.s.extend.Run(ctx, p.c, []string{key}, value, ms).Int64()
+	n, err := p.run(ctx, p.s.extend, []any{nil, nil, "1", key, value, ms}).Int64()
 	if err != nil {
 		return false, opError("extend", ctx, err)
 	}
@@ -224,7 +245,7 @@ func (p *Provider) Release(ctx context.Context, key, value string) (bool, error)
 	if err := p.ready(); err != nil {
 		return false, err
 	}
-	n, err := p.s.release.Run(ctx, p.c, []string{key}, value, p.channel(key), p.publish).Int64()
+	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}
@@ -236,7 +257,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	if err := p.ready(); err != nil {
 		return "", 0, false, err
 	}
-	r, err := p.s.get.Run(ctx, p.c, []string{key}).Slice()
+	r, err := p.run(ctx, p.s.get, []any{nil, nil, "1", key}).Slice()
 	if errors.Is(err, redis.Nil) {
 		return "", 0, false, nil
 	}
@@ -260,7 +281,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	if err := p.ready(); err != nil {
 		return false, 0, err
 	}
-	r, err := p.s.advance.Run(ctx, p.c, []string{key}, strconv.FormatInt(value, 10)).Slice()
+	r, err := p.run(ctx, p.s.advance, []any{nil, nil, "1", key, strconv.FormatInt(value, 10)}).Slice()
 	if err != nil {
 		return false, 0, opError("advance", ctx, err)
 	}

@@ -1,11 +1,14 @@
 -- release: delete KEYS[1] when it still stores ARGV[1], then publish the
--- release on channel ARGV[2] with command ARGV[3] (PUBLISH, or SPUBLISH on
--- Redis Cluster) unless ARGV[2] is empty. Returns 1 when released, 0
+-- release with command ARGV[3] (PUBLISH, or SPUBLISH on Redis Cluster) on
+-- the channel ARGV[2] selects: 'k' for KEYS[1]..':released', 'w' for
+-- '{'..KEYS[1]..'}:released', '' for none. Returns 1 when released, 0
 -- otherwise.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= '' then
-    redis.call(ARGV[3], ARGV[2], '')
+  if ARGV[2] == 'k' then
+    redis.call(ARGV[3], KEYS[1] .. ':released', '')
+  elseif ARGV[2] == 'w' then
+    redis.call(ARGV[3], '{' .. KEYS[1] .. '}:released', '')
   end
   return 1
 end

@@ -38,8 +38,18 @@ func keySlot(key string) int {
 	return int(crc) % slots
 }
 
-// channel returns key's release channel, or "" when the provider cannot
-// publish releases of key.
+// releaseSuffix ends every release channel.
+const releaseSuffix = ":released"
+
+// Release channel modes, passed to the release script as ARGV[2] so that it
+// builds the channel itself (no allocation per release on this side).
+const (
+	noChannel      = ""  // releases of the key are not published
+	suffixChannel  = "k" // key + ":released"
+	wrappedChannel = "w" // "{" + key + "}:released"
+)
+
+// channelMode returns how key's release channel is formed.
 //
 // Standalone and Sentinel: key + ":released". Redis Cluster requires the
 // channel to hash to key's slot, because the release script publishes it
@@ -47,17 +57,30 @@ func keySlot(key string) int {
 // without one is wrapped so its whole text becomes the tag
 // ("{" + key + "}:released"), which is possible only when key holds no '}'.
 // For the remaining keys (no valid tag, yet a '}'; or empty, which package
-// locking never passes) there is no channel:
-// their releases are not published and waiters rely on the holder's TTL.
-func (p *Provider) channel(key string) string {
+// locking never passes) there is no channel: their releases are not
+// published and waiters rely on the holder's TTL.
+func (p *Provider) channelMode(key string) string {
 	if !p.cluster {
-		return key + releaseSuffix
+		return suffixChannel
 	}
 	if _, ok := hashTag(key); ok {
-		return key + releaseSuffix
+		return suffixChannel
 	}
 	if key == "" || strings.IndexByte(key, '}') >= 0 {
+		return noChannel
+	}
+	return wrappedChannel
+}
+
+// channel returns key's release channel, or "" when releases of key are
+// not published (see channelMode).
+func (p *Provider) channel(key string) string {
+	switch p.channelMode(key) {
+	case suffixChannel:
+		return key + releaseSuffix
+	case wrappedChannel:
+		return "{" + key + "}" + releaseSuffix
+	default:
 		return ""
 	}
-	return "{" + key + "}" + releaseSuffix
 }

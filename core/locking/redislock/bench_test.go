@@ -1,0 +1,179 @@
+package redislock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+// The baselines are what a careful user would write with go-redis alone:
+// SET NX PX with a random token, and compare-and-delete /
+// compare-and-pexpire in Lua (the simplest correct forms).
+var (
+	baselineDel = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	baselineExt = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
+)
+
+func token(b *testing.B) string {
+	var t [16]byte
+	if _, err := rand.Read(t[:]); err != nil {
+		b.Fatal(err)
+	}
+	return hex.EncodeToString(t[:])
+}
+
+// benchSetup starts a server and returns a client, a provider and a lock
+// over it.
+func benchSetup(b *testing.B) (*redis.Client, *redislock.Provider, *locking.DistributedLock) {
+	b.Helper()
+	s := redistest.Start(b)
+	c := s.Client(b)
+	p := redislock.New(c)
+	b.Cleanup(func() { _ = p.Close() })
+	o := locking.DefaultOptions()
+	o.Namespace = "bench"
+	l, err := locking.New(p, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	// Load the scripts so no iteration pays for NOSCRIPT.
+	for _, s := range []*redis.Script{baselineDel, baselineExt} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ls, err := l.TryAcquire(ctx, "warm", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ls.Extend(ctx, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	if err := ls.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return c, p, l
+}
+
+func BenchmarkTryAcquireRelease(b *testing.B) {
+	c, p, l := benchSetup(b)
+	ctx := context.Background()
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tok := token(b)
+			ok, err := c.SetNX(ctx, "bench:lock:job", tok, time.Minute).Result()
+			if err != nil || !ok {
+				b.Fatalf("SET NX = %v, %v", ok, err)
+			}
+			if n, err := baselineDel.Run(ctx, c, []string{"bench:lock:job"}, tok).Int(); err != nil || n != 1 {
+				b.Fatalf("compare-and-delete = %v, %v", n, err)
+			}
+		}
+	})
+	b.Run("provider", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tok := token(b)
+			if ok, _, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || !ok {
+				b.Fatalf("Acquire = %v, %v", ok, err)
+			}
+			if ok, err := p.Release(ctx, "bench:lock:job", tok); err != nil || !ok {
+				b.Fatalf("Release = %v, %v", ok, err)
+			}
+		}
+	})
+	b.Run("lock", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ls, err := l.TryAcquire(ctx, "job", time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := ls.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkExtend(b *testing.B) {
+	c, p, l := benchSetup(b)
+	ctx := context.Background()
+	ls, err := l.TryAcquire(ctx, "job", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := token(b)
+	if err := c.Set(ctx, "bench:lock:raw", tok, time.Minute).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := baselineExt.Run(ctx, c, []string{"bench:lock:raw"}, tok, int64(60000)).Int(); err != nil || n != 1 {
+				b.Fatalf("compare-and-pexpire = %v, %v", n, err)
+			}
+		}
+	})
+	b.Run("provider", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := p.Extend(ctx, "bench:lock:raw", tok, time.Minute); err != nil || !ok {
+				b.Fatalf("Extend = %v, %v", ok, err)
+			}
+		}
+	})
+	b.Run("lock", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := ls.Extend(ctx, time.Minute); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkRefusedAcquire(b *testing.B) {
+	c, p, l := benchSetup(b)
+	ctx := context.Background()
+	if _, err := l.TryAcquire(ctx, "job", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	tok := token(b)
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := c.SetNX(ctx, "bench:lock:job", tok, time.Minute).Result(); err != nil || ok {
+				b.Fatalf("SET NX = %v, %v; want refused", ok, err)
+			}
+		}
+	})
+	b.Run("provider", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, rem, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || ok || rem <= 0 {
+				b.Fatalf("Acquire = %v, %v, %v; want refused with the holder's TTL", ok, rem, err)
+			}
+		}
+	})
+	b.Run("lock", func(b *testing.B) {
+		b.ReportAllocs()
+		var held *locking.HeldError
+		for b.Loop() {
+			if _, err := l.TryAcquire(ctx, "job", time.Minute); !errors.As(err, &held) {
+				b.Fatalf("TryAcquire = %v, want *HeldError", err)
+			}
+		}
+	})
+}
