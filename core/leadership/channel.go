@@ -350,20 +350,7 @@ func (c *Channel[T]) Write(ctx context.Context, v T) error {
 		c.writers++
 		lost := c.lost
 		c.mu.Unlock()
-		token := c.l.Token().Done()
-		select {
-		case <-c.writable:
-		case <-lost:
-		case <-token:
-		case <-c.done:
-		case <-ctx.Done():
-		}
-		c.mu.Lock()
-		c.writers--
-		if c.writers > 0 && c.n < len(c.buf) {
-			c.wake(c.writable)
-		}
-		c.mu.Unlock()
+		c.waitWritable(ctx, lost)
 		// Loop: recheck the role, closure and room before enqueueing (C5).
 		// A ctx that ended is reported only if the write still cannot
 		// proceed.
@@ -409,21 +396,31 @@ func (c *Channel[T]) WaitToWrite(ctx context.Context) (bool, error) {
 		c.writers++
 		lost := c.lost
 		c.mu.Unlock()
-		token := c.l.Token().Done()
-		select {
-		case <-c.writable:
-		case <-lost:
-		case <-token:
-		case <-c.done:
-		case <-ctx.Done():
-		}
-		c.mu.Lock()
-		c.writers--
-		if c.writers > 0 && c.n < len(c.buf) {
-			c.wake(c.writable)
-		}
-		c.mu.Unlock()
+		c.waitWritable(ctx, lost)
 	}
+}
+
+// waitWritable blocks a writer, counted in c.writers under c.mu before the
+// call, until a read frees room, the leadership ends (the channel's loss
+// notification or the Leadership's Token, whichever comes first), the
+// channel closes or ctx ends. The caller then rechecks everything (C5).
+// A writer that leaves while others wait and there is room passes the
+// wake-up on, so none is lost.
+func (c *Channel[T]) waitWritable(ctx context.Context, lost <-chan struct{}) {
+	token := c.l.Token().Done()
+	select {
+	case <-c.writable:
+	case <-lost:
+	case <-token:
+	case <-c.done:
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	c.writers--
+	if c.writers > 0 && c.n < len(c.buf) {
+		c.wake(c.writable)
+	}
+	c.mu.Unlock()
 }
 
 // Read returns the oldest buffered item, waiting for one while the buffer
