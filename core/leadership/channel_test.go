@@ -3,15 +3,18 @@ package leadership_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -970,5 +973,50 @@ func TestChannel_LeaderPathZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Write+Read allocates %v times per op, want 0", allocs)
+	}
+}
+
+// The channel starts no goroutine: writes, reads, transitions and drop
+// summaries all run on the caller's goroutine.
+func TestChannel_StartsNoGoroutine(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	fake := leadershiptest.NewFake("r")
+	tel := newChanTelemetry()
+	o := chanOpts(2, leadership.DropOldest)
+	o.DropReportInterval = 0
+	o.DrainOnLoss = true
+	c, err := leadership.NewChannel[int]("test", fake, o, tel.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.TryWrite(1)
+	fake.SetLeader(true)
+	for i := range 5 {
+		c.TryWrite(i)
+	}
+	c.TryRead()
+	fake.SetLeader(false)
+	if len(summaries(tel.logs)) == 0 {
+		t.Fatal("no drop summary logged")
+	}
+	goleak.VerifyNone(t, ignore)
+}
+
+// A read item is no longer referenced by the buffer.
+func TestChannel_ReadItemsAreNotRetained(t *testing.T) {
+	fake := leadershiptest.NewFake("r")
+	fake.SetLeader(true)
+	c := newChan[*[1 << 16]byte](t, fake, chanOpts(4, leadership.Wait))
+	p := new([1 << 16]byte)
+	w := weak.Make(p)
+	c.TryWrite(p)
+	p = nil
+	if got, ok := c.TryRead(); !ok || got == nil {
+		t.Fatal("TryRead found nothing")
+	}
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the buffer still references an item after it was read")
 	}
 }
