@@ -3,6 +3,7 @@ package lockingfx
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -56,7 +57,7 @@ type Result struct {
 // the app running, and the electors apply their outage policy (E7).
 func New(p Params) (Result, error) {
 	cfg := p.Config
-	if cfg.Provider == "" {
+	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Locking
 	}
 	b, err := Build(cfg, p.Client)

@@ -1,0 +1,51 @@
+package leadershipfx_test
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/fx"
+
+	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/leadershipfx"
+	"github.com/hostloom/hostloom/lockingfx"
+)
+
+func ExampleRole() {
+	var billing leadership.Leadership
+	app := fx.New(
+		fx.NopLogger,
+		config.Module("", config.WithEnviron(nil)),
+		lockingfx.Module,
+		leadershipfx.Role("billing"),
+		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+	)
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = billing.WaitForLeadership(ctx)
+	fmt.Println(billing.Role(), billing.IsLeader(), billing.Term())
+	_ = app.Stop(ctx)
+	fmt.Println(billing.IsLeader())
+	// Output:
+	// billing true 1
+	// false
+}
+
+func ExampleRole_leaseOverMaxLease() {
+	app := fx.New(
+		fx.NopLogger,
+		config.Module("", config.WithEnviron([]string{
+			"HOSTLOOM_LEADERSHIP__LEASE=10m",
+			"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1m",
+			"HOSTLOOM_LOCKING__MAX_LEASE=1m",
+		})),
+		lockingfx.Module,
+		leadershipfx.Role("billing"),
+	)
+	fmt.Println(app.Start(context.Background()))
+	// Output: leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s
+}
