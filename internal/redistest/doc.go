@@ -11,11 +11,18 @@
 //
 // # Missing redis-server
 //
-// When redis-server is not on PATH, Start skips the test with a clear
+// When no server binary is found, Start skips the test with a clear
 // message, so a developer without Redis can still run the other tests.
 // When the environment variable CI is non-empty or HOSTLOOM_REQUIRE_REDIS
 // is 1 (Required reports it), the test fails instead: in CI the Redis tests
 // must run, never skip.
+//
+// # Valkey
+//
+// The binaries are redis-server and redis-cli, or valkey-server and
+// valkey-cli when Redis is not installed. HOSTLOOM_REDIS_SERVER and
+// HOSTLOOM_REDIS_CLI select others, for example to run the same tests
+// against Valkey on a machine that has both.
 //
 // # Processes
 //

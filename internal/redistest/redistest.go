@@ -56,19 +56,44 @@ type process struct {
 	done chan struct{} // closed when the process has exited and been reaped
 }
 
-// lookPath finds redis-server, honouring the CI rules through the caller.
+// ServerEnv names the environment variable that selects the server binary
+// (for example /usr/bin/valkey-server); by default redis-server, then
+// valkey-server, is looked up on PATH.
+const ServerEnv = "HOSTLOOM_REDIS_SERVER"
+
+// CLIEnv names the environment variable that selects the CLI used to create
+// clusters; by default redis-cli, then valkey-cli.
+const CLIEnv = "HOSTLOOM_REDIS_CLI"
+
+// lookPath finds the server binary.
 func lookPath() (string, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", ErrNoServer
+	return find(ServerEnv, ErrNoServer, "redis-server", "valkey-server")
+}
+
+// find returns the binary env names, or the first of names on PATH.
+func find(env string, notFound error, names ...string) (string, error) {
+	if v := os.Getenv(env); v != "" {
+		bin, err := exec.LookPath(v)
+		if err != nil {
+			return "", fmt.Errorf("redistest: %s=%q: %w", env, v, err)
+		}
+		return bin, nil
 	}
-	return bin, nil
+	for _, n := range names {
+		if bin, err := exec.LookPath(n); err == nil {
+			return bin, nil
+		}
+	}
+	return "", notFound
 }
 
 // requireBinary returns redis-server's path, or skips or fails tb.
 func requireBinary(tb testing.TB) string {
 	tb.Helper()
 	bin, err := lookPath()
+	if err != nil && !errors.Is(err, ErrNoServer) {
+		tb.Fatal(err) // a misconfigured HOSTLOOM_REDIS_SERVER is never skipped
+	}
 	if err != nil {
 		if Required() {
 			tb.Fatalf("%v (the Redis tests are required here: CI or HOSTLOOM_REQUIRE_REDIS=1 is set)", err)
@@ -399,10 +424,10 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 		tb.Fatalf("redistest: StartCluster needs at least 3 masters, got %d", masters)
 	}
 	bin := requireBinary(tb)
-	cli, err := exec.LookPath("redis-cli")
+	cli, err := find(CLIEnv, errors.New("redistest: redis-cli not found on PATH"), "redis-cli", "valkey-cli")
 	if err != nil {
 		if Required() {
-			tb.Fatalf("redistest: redis-cli not found on PATH (the Redis tests are required here)")
+			tb.Fatalf("%v (the Redis tests are required here)", err)
 		}
 		tb.Skip("redis-cli not found: install redis-tools to run the Redis Cluster tests")
 	}

@@ -148,6 +148,7 @@ func (r *recordingTB) Skip(args ...any) {
 // startWithout runs Start with an empty PATH in its own goroutine.
 func startWithout(t *testing.T) *recordingTB {
 	t.Setenv("PATH", t.TempDir())
+	t.Setenv(redistest.ServerEnv, "")
 	r := &recordingTB{TB: t}
 	done := make(chan struct{})
 	go func() {
@@ -192,5 +193,26 @@ func TestStartSentinel_FailoverClientReachesMaster(t *testing.T) {
 	}
 	if got, err := master.Client(t).Get(ctx, "k").Result(); err != nil || got != "v" {
 		t.Fatalf("GET on the master = %q, %v; want the value written through Sentinel", got, err)
+	}
+}
+
+func TestStart_MisconfiguredServerEnvFails(t *testing.T) {
+	t.Setenv("CI", "")
+	t.Setenv("HOSTLOOM_REQUIRE_REDIS", "")
+	t.Setenv(redistest.ServerEnv, "/nonexistent/valkey-server")
+	r := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		redistest.Start(r)
+		t.Error("Start returned with a missing server binary")
+	}()
+	<-done
+	if r.skip != "" || !strings.Contains(r.fatal, "/nonexistent/valkey-server") {
+		t.Fatalf("skip = %q, fatal = %q; want a failure naming the configured binary", r.skip, r.fatal)
+	}
+	_, _, err := redistest.StartMain()
+	if err == nil || !strings.Contains(err.Error(), redistest.ServerEnv) || !strings.Contains(err.Error(), "/nonexistent/valkey-server") {
+		t.Fatalf("StartMain = %v, want an error naming %s and its value", err, redistest.ServerEnv)
 	}
 }
