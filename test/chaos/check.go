@@ -182,6 +182,13 @@ func (r *Report) Summary() string {
 		maxLost = max(maxLost, o.Length)
 	}
 	fmt.Fprintf(&b, "lost-state overlaps (backend forgot a lease): %d, longest %v\n", len(r.LostStateOverlaps), maxLost)
+	for i, o := range r.LostStateOverlaps {
+		if i == 5 {
+			fmt.Fprintf(&b, "  ... %d more\n", len(r.LostStateOverlaps)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", o)
+	}
 	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v)\n",
 		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))

@@ -17,30 +17,34 @@ import (
 // ClusterFaults are the fault kinds of a run over Redis Cluster.
 var ClusterFaults = []FaultKind{FaultFailover, FaultKillMaster, FaultKill, FaultPause}
 
-// ClusterStats measure what Redis Cluster failovers do to leases.
-// Replication is asynchronous: a master can acknowledge an acquisition or
-// an extension and fail before its replica has it, so the promoted replica
-// may not know a lease that a replica still relies on. Each such lost
-// write that lets a second replica lead shows as a lost-state overlap.
-type ClusterStats struct {
-	// Failovers and KilledMasters count the injected cluster faults.
+// FailoverStats measure what failovers of a replicated backend (Redis
+// Cluster, Sentinel) do to leases. Replication is asynchronous: a master
+// can acknowledge an acquisition or an extension and fail before its
+// replica has it, so the promoted replica may not know a lease that a
+// replica still relies on. Each such lost write that lets a second replica
+// lead shows as a lost-state overlap.
+type FailoverStats struct {
+	// Backend is "cluster" or "sentinel".
+	Backend string
+	// Failovers and KilledMasters count the injected failover faults
+	// (a commanded failover; a master killed so its replica is promoted).
 	Failovers, KilledMasters int
-	// FaultsWithOverlap counts the cluster faults after which two replicas
-	// led one role at once; Overlaps counts those overlaps (role pairs).
+	// FaultsWithOverlap counts the failover faults after which two
+	// replicas led one role at once; Overlaps counts those overlaps.
 	FaultsWithOverlap, Overlaps int
 	// LongestOverlap is the longest of them.
 	LongestOverlap time.Duration
 }
 
-func (s *ClusterStats) String() string {
-	return fmt.Sprintf("cluster: %d CLUSTER FAILOVER, %d masters killed; %d of %d faults lost a lease (%d role overlaps, longest %v)",
-		s.Failovers, s.KilledMasters, s.FaultsWithOverlap, s.Failovers+s.KilledMasters, s.Overlaps, s.LongestOverlap)
+func (s *FailoverStats) String() string {
+	return fmt.Sprintf("%s: %d commanded failovers, %d masters killed; %d of %d failover faults lost a lease (%d role overlaps, longest %v)",
+		s.Backend, s.Failovers, s.KilledMasters, s.FaultsWithOverlap, s.Failovers+s.KilledMasters, s.Overlaps, s.LongestOverlap)
 }
 
-func (s *ClusterStats) fill(rep *Report) {
+func (s *FailoverStats) fill(rep *Report) {
 	seen := map[string]bool{}
 	for _, o := range rep.LostStateOverlaps {
-		if !strings.Contains(o.Fault, string(FaultFailover)) && !strings.Contains(o.Fault, string(FaultKillMaster)) {
+		if !strings.Contains(o.Fault, "failover") && !strings.Contains(o.Fault, "kill-master") {
 			continue
 		}
 		s.Overlaps++
@@ -266,10 +270,14 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 // settle waits, after a cluster fault, until the cluster is whole again
 // and every replica is in sync, so the next fault can fail over.
 func (r *run) settle(ctx context.Context) {
-	if r.cluster == nil {
-		return
+	var err error
+	switch {
+	case r.cluster != nil:
+		err = r.cluster.waitOK(ctx, 6, 30*time.Second)
+	case r.sentinel != nil:
+		err = r.sentinel.waitReady(ctx, 30*time.Second)
 	}
-	if err := r.cluster.waitOK(ctx, 6, 30*time.Second); err != nil {
+	if err != nil {
 		r.logf("chaos: %v", err)
 	}
 }

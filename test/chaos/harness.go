@@ -47,6 +47,9 @@ type Config struct {
 	// each instead of one redis-server (no proxies: the cluster client
 	// dials the nodes it discovers).
 	Cluster bool
+	// Sentinel runs over a master, one replica and three sentinels
+	// (go-redis failover client, no proxies).
+	Sentinel bool
 	// Log receives the fault log as it happens. Default io.Discard.
 	Log io.Writer
 }
@@ -68,10 +71,10 @@ func LockKey(role string) string { return Namespace + ":lock:leader:" + role }
 
 // Result is a run's outcome.
 type Result struct {
-	Config  Config
-	History History
-	Report  *Report
-	Cluster *ClusterStats // nil for a standalone run
+	Config   Config
+	History  History
+	Report   *Report
+	Failover *FailoverStats // nil for a standalone run
 }
 
 // Limits returns the checker's limits for cfg.
@@ -81,16 +84,17 @@ func (c Config) Limits() Limits {
 
 // run is the state of one run.
 type run struct {
-	cfg     Config
-	rng     *rand.Rand
-	log     io.Writer
-	fleet   *fleet
-	redis   *RedisServer // standalone
-	cluster *redisCluster
-	proxies []*Proxy
-	client  redis.UniversalClient // direct, for leader lookups
-	faults  []Fault
-	stats   *ClusterStats
+	cfg      Config
+	rng      *rand.Rand
+	log      io.Writer
+	fleet    *fleet
+	redis    *RedisServer // standalone
+	cluster  *redisCluster
+	sentinel *redisSentinel
+	proxies  []*Proxy
+	client   redis.UniversalClient // direct, for leader lookups
+	faults   []Fault
+	stats    *FailoverStats
 }
 
 // Run builds the replica, starts the backend, the proxies and the
@@ -109,6 +113,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Faults = StandaloneFaults
 		if cfg.Cluster {
 			cfg.Faults = ClusterFaults
+		}
+		if cfg.Sentinel {
+			cfg.Faults = SentinelFaults
 		}
 	}
 	if _, err := redisBinary(); err != nil {
@@ -159,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := writeJSON(filepath.Join(cfg.Dir, "incarnations.json"), h.Incarnations); err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, History: h, Report: Check(h, cfg.Limits()), Cluster: r.stats}
+	res := &Result{Config: cfg, History: h, Report: Check(h, cfg.Limits()), Failover: r.stats}
 	if r.stats != nil {
 		r.stats.fill(res.Report)
 	}
@@ -187,7 +194,18 @@ func (r *run) startBackend() error {
 		}
 		r.cluster = c
 		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs(), ReadTimeout: time.Second, DialTimeout: time.Second})
-		r.stats = &ClusterStats{}
+		r.stats = &FailoverStats{Backend: "cluster"}
+		return nil
+	}
+	if r.cfg.Sentinel {
+		rs, err := startSentinelSet(r.cfg.Dir)
+		if err != nil {
+			return err
+		}
+		r.sentinel = rs
+		r.client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: rs.sentinelAddrs(),
+			ReadTimeout: time.Second, DialTimeout: time.Second})
+		r.stats = &FailoverStats{Backend: "sentinel"}
 		return nil
 	}
 	s, err := StartRedis(r.cfg.Dir, false)
@@ -210,6 +228,9 @@ func (r *run) replicaAddrs(i int) string {
 	if r.cluster != nil {
 		return strings.Join(r.cluster.addrs(), ",")
 	}
+	if r.sentinel != nil {
+		return r.sentinel.replicaAddrs()
+	}
 	return r.proxies[i].Addr()
 }
 
@@ -225,6 +246,9 @@ func (r *run) close() {
 	}
 	if r.cluster != nil {
 		r.cluster.stop()
+	}
+	if r.sentinel != nil {
+		r.sentinel.stop()
 	}
 }
 
@@ -395,6 +419,8 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		f.Heal = time.Now()
 	case FaultFailover, FaultKillMaster:
 		err = r.clusterFault(ctx, &f)
+	case FaultSentinelFailover, FaultSentinelKillMaster:
+		err = r.sentinelFault(ctx, &f)
 	default:
 		return f, fmt.Errorf("unknown fault kind %q", kind)
 	}

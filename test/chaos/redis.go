@@ -27,6 +27,7 @@ type RedisServer struct {
 	port  int
 	dir   string
 	extra []string
+	conf  string // sentinel config file: run as a sentinel
 
 	mu   sync.Mutex
 	proc *exec.Cmd
@@ -68,6 +69,38 @@ func StartRedis(dir string, cluster bool, extra ...string) (*RedisServer, error)
 	return nil, last
 }
 
+// startSentinel starts a sentinel monitoring the master named name at
+// masterAddr, with a one-second down-after.
+func startSentinel(dir, name, masterAddr string) (*RedisServer, error) {
+	bin, err := redisBinary()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := strings.Cut(masterAddr, ":")
+	var last error
+	for range 5 {
+		p, err := freePort(false)
+		if err != nil {
+			return nil, err
+		}
+		sdir := filepath.Join(dir, "sentinel-"+strconv.Itoa(p))
+		if err := os.MkdirAll(sdir, 0o700); err != nil {
+			return nil, fmt.Errorf("chaos: sentinel dir: %w", err)
+		}
+		conf := filepath.Join(sdir, "sentinel.conf")
+		body := fmt.Sprintf("sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
+			name, host, port, name, sentinelDownAfter.Milliseconds(), name, name)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			return nil, fmt.Errorf("chaos: sentinel config: %w", err)
+		}
+		s := &RedisServer{bin: bin, port: p, dir: sdir, conf: conf}
+		if last = s.launch(); last == nil {
+			return s, nil
+		}
+	}
+	return nil, last
+}
+
 func freePort(cluster bool) (int, error) {
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -101,6 +134,9 @@ func (s *RedisServer) Addr() string { return net.JoinHostPort("127.0.0.1", strco
 func (s *RedisServer) launch() error {
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--daemonize", "no"}
+	if s.conf != "" {
+		args = []string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir, "--daemonize", "no"}
+	}
 	args = append(args, s.extra...)
 	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

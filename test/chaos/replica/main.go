@@ -43,6 +43,7 @@ type config struct {
 	identity  string
 	addrs     string
 	cluster   bool
+	sentinel  string
 	roles     int
 	lease     time.Duration
 	renew     time.Duration
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&c.identity, "id", "", "incarnation identity, e.g. r2.3")
 	flag.StringVar(&c.addrs, "addrs", "", "comma-separated Redis addresses (the proxy)")
 	flag.BoolVar(&c.cluster, "cluster", false, "use a Redis Cluster client")
+	flag.StringVar(&c.sentinel, "sentinel", "", "master name: -addrs are sentinels (go-redis failover client)")
 	flag.IntVar(&c.roles, "roles", 20, "number of roles")
 	flag.DurationVar(&c.lease, "lease", time.Second, "elector lease")
 	flag.DurationVar(&c.renew, "renew", 250*time.Millisecond, "elector renew interval")
@@ -128,10 +130,14 @@ func run(c config) error {
 	timeout := c.lease / 2
 	var client redis.UniversalClient
 	addrs := strings.Split(c.addrs, ",")
-	if c.cluster {
+	switch {
+	case c.sentinel != "":
+		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.sentinel, SentinelAddrs: addrs, DialTimeout: timeout,
+			ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	case c.cluster:
 		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout,
 			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
-	} else {
+	default:
 		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
 			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
 	}

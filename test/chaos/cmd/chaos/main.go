@@ -33,6 +33,7 @@ func main() {
 	flag.DurationVar(&cfg.RetryInterval, "retry", cfg.RetryInterval, "elector retry interval")
 	flag.BoolVar(&cfg.Race, "race", false, "build the replica with the race detector")
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
+	flag.BoolVar(&cfg.Sentinel, "sentinel", false, "run over Sentinel (master, replica, 3 sentinels) with failovers")
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
 	flag.Parse()
 	if cfg.Seed == 0 {
@@ -56,8 +57,8 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Printf("\nseed %d, %v, files in %s\n%s", cfg.Seed, cfg.Duration, cfg.Dir, res.Report.Summary())
-	if res.Cluster != nil {
-		fmt.Println(res.Cluster)
+	if res.Failover != nil {
+		fmt.Println(res.Failover)
 	}
 	if !res.Report.OK() {
 		os.Exit(1)
