@@ -39,8 +39,11 @@ type Config struct {
 	// woken by the release notification itself (no fake time passes).
 	Synctest bool
 
-	// Short is the lease used by the expiry checks (default 50ms); the
-	// checks wait 2×Short+50ms for it to run out.
+	// Short is the lease used by the expiry checks (default 50ms); they
+	// wait 2×Short+50ms for it to run out. The MaxHold check holds a lease
+	// of 6×Short, extended every third of it, for a MaxHold of 24×Short:
+	// raise Short on a loaded machine, where an extension delayed past its
+	// lease would (correctly) end the hold early.
 	Short time.Duration
 }
 
@@ -634,18 +637,18 @@ func testAcquireCancelled(t *testing.T, _ Config, b Backend) {
 	}
 }
 
-func testHeldMaxHold(t *testing.T, _ Config, b Backend) {
+func testHeldMaxHold(t *testing.T, c Config, b Backend) {
 	ctx := context.Background()
-	const lease = 300 * time.Millisecond
+	lease := 6 * c.Short
 	o := opts("hold")
-	o.MaxHold = 1200 * time.Millisecond
+	o.MaxHold = 4 * lease
 	l := b.NewLock(t, o)
 	h, err := l.Acquire(ctx, "job", lease)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
 	// Past two leases, the lock is still held thanks to extension.
-	time.Sleep(2*lease + 100*time.Millisecond)
+	time.Sleep(2*lease + c.Short)
 	select {
 	case <-h.Done():
 		t.Fatalf("Held ended before MaxHold: %v", h.Err())

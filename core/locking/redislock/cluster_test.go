@@ -39,6 +39,7 @@ func flushCluster(t *testing.T, c *redis.ClusterClient) {
 func testClusterConformance(t *testing.T, cl *redistest.Cluster) {
 	c := cl.Client(t)
 	lockingtest.Run(t, lockingtest.Config{
+		Short: redisShort,
 		New: func(t *testing.T) lockingtest.Backend {
 			flushCluster(t, c)
 			return backend{c}

@@ -15,6 +15,7 @@ func TestSentinel_Conformance(t *testing.T) {
 	sentinel := redistest.StartSentinel(t, master)
 	c := redistest.FailoverClient(t, sentinel)
 	lockingtest.Run(t, lockingtest.Config{
+		Short: redisShort,
 		New: func(t *testing.T) lockingtest.Backend {
 			if err := c.FlushAll(context.Background()).Err(); err != nil {
 				t.Fatalf("FLUSHALL: %v", err)
