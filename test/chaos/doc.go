@@ -39,4 +39,19 @@
 // loopback Proxy that blackholes, delays or resets one replica's
 // connections, and CPU load on sub-second leases. Every fault is logged
 // with its timestamps.
+//
+// # Replicated backends
+//
+// With Config.Cluster the replicas run over a Redis Cluster of three
+// masters with one replica each (CLUSTER FAILOVER, or SIGKILL of a master);
+// with Config.Sentinel over a master, a replica and three sentinels
+// (SENTINEL FAILOVER, or SIGKILL of the master). Replication is
+// asynchronous, so a failover can lose an acquisition or an extension the
+// old master acknowledged: FailoverStats counts how often that let two
+// replicas lead one role.
+//
+// # Running
+//
+// go test ./test/chaos runs a short smoke (skipped under -short);
+// go run ./test/chaos/cmd/chaos -duration 10m runs a soak. See README.md.
 package chaos

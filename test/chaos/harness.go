@@ -315,13 +315,9 @@ func sleep(ctx context.Context, d time.Duration) {
 // rounds: every kind once per round, in a seeded random order, so even a
 // short run covers every kind.
 func (r *run) inject(ctx context.Context, deadline time.Time) {
-	var round []int
+	order := &faultOrder{rng: r.rng, kinds: r.cfg.Faults}
 	for seq := 1; time.Now().Before(deadline) && ctx.Err() == nil; seq++ {
-		if len(round) == 0 {
-			round = r.rng.Perm(len(r.cfg.Faults))
-		}
-		kind := r.cfg.Faults[round[0]]
-		round = round[1:]
+		kind := order.next()
 		f, err := r.injectOne(ctx, seq, kind)
 		if err != nil {
 			r.logf("chaos: fault #%d %s not injected: %v", seq, kind, err)
@@ -332,6 +328,23 @@ func (r *run) inject(ctx context.Context, deadline time.Time) {
 		sleep(ctx, r.cfg.Limits().RecoveryBound()+time.Duration(r.rng.Int64N(int64(r.cfg.Lease))))
 		r.settle(ctx)
 	}
+}
+
+// faultOrder draws fault kinds in rounds: every kind once per round, in
+// an order drawn from rng.
+type faultOrder struct {
+	rng   *rand.Rand
+	kinds []FaultKind
+	round []int
+}
+
+func (o *faultOrder) next() FaultKind {
+	if len(o.round) == 0 {
+		o.round = o.rng.Perm(len(o.kinds))
+	}
+	k := o.kinds[o.round[0]]
+	o.round = o.round[1:]
+	return k
 }
 
 // longerThanLease is a duration from 1.2 to 2 leases.
