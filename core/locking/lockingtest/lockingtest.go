@@ -120,6 +120,16 @@ func acquire(t *testing.T, l *locking.DistributedLock, key string, lease time.Du
 	return ls
 }
 
+// held calls l.Acquire and releases what it returns when the check ends,
+// however it ends, so no extension goroutine outlives the check.
+func held(t *testing.T, l *locking.DistributedLock, ctx context.Context, key string, lease time.Duration) (*locking.Held, error) {
+	h, err := l.Acquire(ctx, key, lease)
+	if h != nil {
+		t.Cleanup(func() { _ = h.Release(context.Background()) })
+	}
+	return h, err
+}
+
 // expire waits until a lease of c.Short has run out.
 func expire(c Config) { time.Sleep(2*c.Short + 50*time.Millisecond) }
 
@@ -571,7 +581,7 @@ func testAcquireWaits(t *testing.T, c Config, b Backend) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		h, err := waiter.Acquire(ctx, "job", time.Minute)
+		h, err := held(t, waiter, ctx, "job", time.Minute)
 		got <- result{h, err, time.Now()}
 	}()
 	if c.Synctest {
@@ -597,7 +607,6 @@ func testAcquireWaits(t *testing.T, c Config, b Backend) {
 	if r.err != nil {
 		t.Fatalf("Acquire: %v", r.err)
 	}
-	defer r.h.Release(ctx)
 	if c.Synctest && r.at.Sub(releasedAt) != 0 {
 		// On fake time only a notification wakes the waiter without time
 		// passing; polling would have cost a poll period.
@@ -619,7 +628,7 @@ func testAcquireCancelled(t *testing.T, _ Config, b Backend) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := waiter.Acquire(ctx, "job", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := held(t, waiter, ctx, "job", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v, want DeadlineExceeded", err)
 	}
 	if h, ok, err := holder.Holder(context.Background(), "job"); err != nil || !ok || h.Owner != "first" {
@@ -629,10 +638,10 @@ func testAcquireCancelled(t *testing.T, _ Config, b Backend) {
 		t.Fatalf("first holder's Release: %v", err)
 	}
 	// Invalid input is refused at once, not waited on.
-	if _, err := waiter.Acquire(context.Background(), "", time.Minute); !errors.Is(err, locking.ErrInvalidKey) {
+	if _, err := held(t, waiter, context.Background(), "", time.Minute); !errors.Is(err, locking.ErrInvalidKey) {
 		t.Fatalf("Acquire(\"\") = %v, want ErrInvalidKey", err)
 	}
-	if _, err := waiter.Acquire(context.Background(), "job", 0); !errors.Is(err, locking.ErrInvalidLease) {
+	if _, err := held(t, waiter, context.Background(), "job", 0); !errors.Is(err, locking.ErrInvalidLease) {
 		t.Fatalf("Acquire(lease 0) = %v, want ErrInvalidLease", err)
 	}
 }
@@ -643,7 +652,7 @@ func testHeldMaxHold(t *testing.T, c Config, b Backend) {
 	o := opts("hold")
 	o.MaxHold = 4 * lease
 	l := b.NewLock(t, o)
-	h, err := l.Acquire(ctx, "job", lease)
+	h, err := held(t, l, ctx, "job", lease)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -668,7 +677,7 @@ func testHeldMaxHold(t *testing.T, c Config, b Backend) {
 	// The lease runs out: another caller gets the key.
 	wctx, cancel := context.WithTimeout(ctx, failTimeout)
 	defer cancel()
-	h2, err := b.NewLock(t, o).Acquire(wctx, "job", time.Minute)
+	h2, err := held(t, b.NewLock(t, o), wctx, "job", time.Minute)
 	if err != nil {
 		t.Fatalf("Acquire after MaxHold: %v", err)
 	}
