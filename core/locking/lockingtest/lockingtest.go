@@ -82,6 +82,16 @@ var checks = []check{
 	{"L6_HeldExtendsAndStopsAtMaxHold", testHeldMaxHold},
 }
 
+// Checks returns the names of the checks Run runs, in order: the names of
+// its subtests.
+func Checks() []string {
+	names := make([]string, len(checks))
+	for i, c := range checks {
+		names[i] = c.name
+	}
+	return names
+}
+
 // Run runs the conformance suite against the backend c describes, one
 // subtest per check.
 func Run(t *testing.T, c Config) {
@@ -580,8 +590,10 @@ func testAcquireWaits(t *testing.T, c Config, b Backend) {
 		at  time.Time
 	}
 	got := make(chan result, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel) // a waiter that never wakes ends with the check
 	go func() {
-		h, err := held(t, waiter, ctx, "job", time.Minute)
+		h, err := held(t, waiter, wctx, "job", time.Minute)
 		got <- result{h, err, time.Now()}
 	}()
 	if c.Synctest {

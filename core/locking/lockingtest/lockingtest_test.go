@@ -1,0 +1,139 @@
+package lockingtest_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
+	"github.com/hostloom/hostloom/core/locking/memlock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// mutantEnv selects the broken provider TestMutantProvider runs the suite on.
+const mutantEnv = "LOCKINGTEST_MUTANT"
+
+// mutant is memlock with one deliberate defect.
+type mutant struct {
+	*memlock.Provider
+	defect string
+}
+
+func (m mutant) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
+	ok, remaining, err := m.Provider.Acquire(ctx, key, value, ttl)
+	switch m.defect {
+	case "not-exclusive":
+		return true, 0, err
+	case "no-remaining":
+		return ok, 0, err
+	}
+	return ok, remaining, err
+}
+
+func (m mutant) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if m.defect == "extend-without-owner-check" {
+		return true, nil
+	}
+	return m.Provider.Extend(ctx, key, value, ttl)
+}
+
+func (m mutant) Release(ctx context.Context, key, value string) (bool, error) {
+	if m.defect == "release-without-owner-check" {
+		_, _, _, _ = m.Provider.Get(ctx, key)
+		return true, nil
+	}
+	return m.Provider.Release(ctx, key, value)
+}
+
+func (m mutant) Watch(key string) (<-chan struct{}, func()) {
+	if m.defect == "no-notification" {
+		return make(chan struct{}), func() {}
+	}
+	return m.Provider.Watch(key)
+}
+
+// backend serves locks over one provider.
+type backend struct {
+	mem *memlock.Provider
+	p   locking.Provider
+}
+
+func (b backend) NewLock(t *testing.T, o locking.Options) *locking.DistributedLock {
+	t.Helper()
+	l, err := locking.New(b.p, o)
+	if err != nil {
+		t.Fatalf("locking.New: %v", err)
+	}
+	return l
+}
+
+func (b backend) Exists(t *testing.T, key string) bool {
+	_, _, ok, err := b.mem.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func (b backend) Size(*testing.T) int { return b.mem.Len() }
+
+// TestMutantProvider runs the suite over the mutant named by mutantEnv; it
+// is a helper process of TestRun_FailsOnBrokenProviders.
+func TestMutantProvider(t *testing.T) {
+	defect := os.Getenv(mutantEnv)
+	if defect == "" {
+		t.Skip("helper process of TestRun_FailsOnBrokenProviders")
+	}
+	lockingtest.Run(t, lockingtest.Config{
+		Synctest: true,
+		New: func(*testing.T) lockingtest.Backend {
+			mem := memlock.New()
+			return backend{mem: mem, p: mutant{mem, defect}}
+		},
+	})
+}
+
+// TestRun_FailsOnBrokenProviders proves the checks can fail: each broken
+// provider fails the checks that cover its defect, and the suite ends
+// cleanly (no leaked goroutine panics a synctest bubble).
+func TestRun_FailsOnBrokenProviders(t *testing.T) {
+	if os.Getenv(mutantEnv) != "" {
+		t.Skip("inside a helper process")
+	}
+	for defect, want := range map[string][]string{
+		"not-exclusive":               {"L3_Exclusivity", "L3_ConcurrentTryAcquireOneWinner", "L6_AcquireWaitsAndWakesOnRelease"},
+		"no-remaining":                {"L3_HeldErrorRemaining"},
+		"extend-without-owner-check":  {"L3_StaleTokenExtendAndReleaseRefused", "L3_ExtendAfterExpiryRefused"},
+		"release-without-owner-check": {"L3_StaleTokenExtendAndReleaseRefused", "L3_ReleaseTwiceRefused"},
+		"no-notification":             {"L7_NotificationOnRelease", "L6_AcquireWaitsAndWakesOnRelease"},
+	} {
+		t.Run(defect, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestMutantProvider$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), mutantEnv+"="+defect)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed over a provider with defect %s:\n%s", defect, out)
+			}
+			if regexp.MustCompile(`(?m)^panic: `).Match(out) {
+				t.Fatalf("the suite panicked instead of failing:\n%s", out)
+			}
+			var failed []string
+			for _, m := range regexp.MustCompile(`--- FAIL: TestMutantProvider/(\S+)`).FindAllSubmatch(out, -1) {
+				failed = append(failed, string(m[1]))
+			}
+			for _, w := range want {
+				if !slices.Contains(failed, w) {
+					t.Errorf("check %s did not fail for defect %s; failed: %v", w, defect, failed)
+				}
+			}
+		})
+	}
+}
