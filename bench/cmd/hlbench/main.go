@@ -1,0 +1,316 @@
+// Command hlbench compares HostLoom with its peers on one private
+// redis-server and writes the results as Markdown.
+//
+//	go run ./cmd/hlbench          # full run, writes RESULTS.md (~7 min on 2 cores)
+//	go run ./cmd/hlbench -short   # seconds: checks the harness, writes a temp file
+//
+// It exits non-zero when the harness fails (a library errs, a leader never
+// appears, Redis does not start); a missed target is reported in the
+// results, not in the exit code.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hostloom/hostloom/bench/internal/redisproc"
+	"github.com/redis/go-redis/v9"
+	"k8s.io/klog/v2"
+)
+
+type config struct {
+	short           bool
+	repeats         int
+	lockWarm        time.Duration
+	lockTime        time.Duration
+	refusedOps      int
+	handovers       int
+	failovers       int
+	handoverDefault bool
+	steadyRoles     int
+	steadyWarm      time.Duration
+	steadyWindow    time.Duration
+	memRoles        int
+	memTimeout      time.Duration
+}
+
+func fullConfig() config {
+	return config{
+		repeats: 3, lockWarm: 300 * time.Millisecond, lockTime: 1500 * time.Millisecond,
+		refusedOps: 10000, handovers: 50, failovers: 20, handoverDefault: true,
+		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
+		memRoles: 10000, memTimeout: 120 * time.Second,
+	}
+}
+
+func shortConfig() config {
+	return config{
+		short: true, repeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
+		refusedOps: 200, handovers: 3, failovers: 2,
+		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
+		memRoles: 200, memTimeout: 30 * time.Second,
+	}
+}
+
+var logOut io.Writer = os.Stderr
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(logOut, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+func main() {
+	testing.Init()
+	short := flag.Bool("short", false, "run every measure briefly to check the harness (seconds); results go to a temp file unless -out is set")
+	out := flag.String("out", "", "where to write the Markdown results (default RESULTS.md, or a temp file with -short)")
+	server := flag.String("redis-server", "redis-server", "redis-server binary")
+	only := flag.String("only", "", "comma-separated sections to run (locks,refused,handover,failover,steady,memory,channel); default all")
+	flag.Parse()
+	if err := run(*short, *out, *server, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "hlbench: FAILED:", err)
+		os.Exit(1)
+	}
+}
+
+func run(short bool, out, server, only string) error {
+	want := func(section string) bool {
+		return only == "" || strings.Contains(","+only+",", ","+section+",")
+	}
+	if only != "" && out == "" {
+		out = filepath.Join(os.TempDir(), "hlbench-partial-RESULTS.md")
+	}
+	cfg := fullConfig()
+	if short {
+		cfg = shortConfig()
+		if err := flag.Set("test.benchtime", "20ms"); err != nil {
+			return err
+		}
+	}
+	if out == "" {
+		if short {
+			out = filepath.Join(os.TempDir(), "hlbench-short-RESULTS.md")
+		} else {
+			out = "RESULTS.md"
+		}
+	}
+	// client-go logs every acquisition through klog; keep the output readable.
+	klog.SetLogger(logr.Discard())
+
+	began := time.Now()
+	srv, err := redisproc.Start(server)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	rep := &report{cfg: cfg, started: began.UTC()}
+	if rep.redisVersion, err = redisproc.Version(ctx, admin); err != nil {
+		return err
+	}
+	logf("redis-server %s on %s", rep.redisVersion, srv.Addr())
+
+	libs := []electionLib{hostloomLib{}, clientGoLib{}}
+	settle := func() time.Duration { return 100*time.Millisecond + rand.N(500*time.Millisecond) }
+	sets := []settings{fastSettings}
+	if cfg.handoverDefault {
+		sets = []settings{defaultSettings, fastSettings}
+	}
+	sections := []struct {
+		name, title string
+		run         func() error
+	}{
+		{"locks", "lock round trips", func() (err error) {
+			rep.locks, err = runLocks(ctx, cfg, srv.Addr())
+			return err
+		}},
+		{"refused", "refused acquires", func() (err error) {
+			rep.refused, err = runRefused(ctx, cfg, srv.Addr(), admin)
+			return err
+		}},
+		{"handover", "graceful handover", func() error {
+			for _, s := range sets {
+				for _, lib := range libs {
+					ds, err := runHandover(ctx, lib, srv.Addr(), s, cfg.handovers, settle)
+					if err != nil {
+						return fmt.Errorf("%s %s: %w", lib.name(), s.Name, err)
+					}
+					sm := summarize(ds)
+					logf("handover %-9s %-20s n=%d p50 %s p99 %s max %s", lib.name(), s.Name, sm.N, fmtDur(sm.P50), fmtDur(sm.P99), fmtDur(sm.Max))
+					rep.handover = append(rep.handover, electionResult{Lib: lib.name(), Set: s, S: sm})
+				}
+			}
+			return nil
+		}},
+		{"failover", "crash failover", func() error {
+			for _, lib := range libs {
+				ds, err := runFailover(ctx, lib, srv.Addr(), fastSettings, cfg.failovers, settle)
+				if err != nil {
+					return fmt.Errorf("%s: %w", lib.name(), err)
+				}
+				sm := summarize(ds)
+				logf("failover %-9s n=%d p50 %s p99 %s max %s %v", lib.name(), sm.N, fmtDur(sm.P50), fmtDur(sm.P99), fmtDur(sm.Max), ds)
+				rep.failover = append(rep.failover, electionResult{Lib: lib.name(), Set: fastSettings, S: sm})
+			}
+			return nil
+		}},
+		{"steady", "steady-state Redis load", func() error {
+			for _, lib := range libs {
+				r, err := runSteady(ctx, cfg, lib, srv.Addr(), admin)
+				if err != nil {
+					return fmt.Errorf("%s: %w", lib.name(), err)
+				}
+				rep.steady = append(rep.steady, r)
+			}
+			return nil
+		}},
+		{"memory", "memory per elector", func() error {
+			for _, lib := range libs {
+				r, err := runMemory(cfg, lib, srv.Addr())
+				if err != nil {
+					return fmt.Errorf("%s: %w", lib.name(), err)
+				}
+				rep.memory = append(rep.memory, r)
+			}
+			return nil
+		}},
+		{"channel", "LeaderChannel", func() (err error) {
+			rep.channel, err = runChannel(cfg)
+			return err
+		}},
+	}
+	for _, sec := range sections {
+		if !want(sec.name) {
+			continue
+		}
+		logf("== %s", sec.title)
+		if err := sec.run(); err != nil {
+			return fmt.Errorf("%s: %w", sec.title, err)
+		}
+	}
+	rep.elapsed = time.Since(began)
+	md := rep.markdown()
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s (%s)", out, rep.elapsed.Round(time.Second))
+	for _, t := range rep.targets() {
+		logf("target %-60s %s", t.what, t.status())
+	}
+	return nil
+}
+
+// steadyResult is the Redis load of roles × 3 replicas at the default
+// settings.
+type steadyResult struct {
+	Lib        string
+	Roles      int
+	Replicas   int
+	Window     time.Duration
+	CmdsPerSec float64
+	PerRole    float64
+	PerCommand map[string]float64
+}
+
+func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, admin *redis.Client) (steadyResult, error) {
+	const replicas = 3
+	f, err := startFleet(lib, addr, fmt.Sprintf("steady-%s-%d", lib.name(), time.Now().UnixNano()), cfg.steadyRoles, replicas, defaultSettings)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	defer f.stop()
+	if err := f.waitLeaders(cfg.steadyRoles, 60*time.Second); err != nil {
+		return steadyResult{}, err
+	}
+	time.Sleep(cfg.steadyWarm)
+	before, err := redisproc.CommandStats(ctx, admin)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	t0 := time.Now()
+	time.Sleep(cfg.steadyWindow)
+	after, err := redisproc.CommandStats(ctx, admin)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	win := time.Since(t0)
+	delta, total := redisproc.Delta(before, after)
+	per := map[string]float64{}
+	for k, v := range delta {
+		per[k] = float64(v) / win.Seconds()
+	}
+	r := steadyResult{Lib: lib.name(), Roles: cfg.steadyRoles, Replicas: replicas, Window: win,
+		CmdsPerSec: float64(total) / win.Seconds(), PerCommand: per}
+	r.PerRole = r.CmdsPerSec / float64(cfg.steadyRoles)
+	logf("steady %-9s %d roles × %d: %.1f cmds/s, %.3f per role %v", r.Lib, r.Roles, replicas, r.CmdsPerSec, r.PerRole, fmtCmds(per))
+	return r, nil
+}
+
+// memResult is the memory and goroutines of roles electors, one replica,
+// all leading.
+type memResult struct {
+	Lib           string
+	Roles         int
+	HeapBytes     int64
+	StackBytes    int64
+	Goroutines    int
+	TimeToAllLead time.Duration
+}
+
+func (m memResult) total() int64 { return m.HeapBytes + m.StackBytes }
+
+func runMemory(cfg config, lib electionLib, addr string) (memResult, error) {
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	g0 := runtime.NumGoroutine()
+	t0 := time.Now()
+	f, err := startFleet(lib, addr, fmt.Sprintf("mem-%s-%d", lib.name(), time.Now().UnixNano()), cfg.memRoles, 1, defaultSettings)
+	if err != nil {
+		return memResult{}, err
+	}
+	defer f.stop()
+	if err := f.waitLeaders(cfg.memRoles, cfg.memTimeout); err != nil {
+		return memResult{}, err
+	}
+	took := time.Since(t0)
+	time.Sleep(500 * time.Millisecond)
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	g1 := runtime.NumGoroutine()
+	r := memResult{Lib: lib.name(), Roles: cfg.memRoles,
+		HeapBytes:  int64(ms1.HeapAlloc) - int64(ms0.HeapAlloc),
+		StackBytes: int64(ms1.StackInuse) - int64(ms0.StackInuse),
+		Goroutines: g1 - g0, TimeToAllLead: took}
+	logf("memory %-9s %d electors: heap %.1f MB, stacks %.1f MB, %d goroutines (%.0f B/elector, %.2f goroutines/elector), all leading after %s",
+		r.Lib, r.Roles, mb(r.HeapBytes), mb(r.StackBytes), r.Goroutines, float64(r.total())/float64(r.Roles), float64(r.Goroutines)/float64(r.Roles), fmtDur(took))
+	return r, nil
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+func fmtCmds(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", strings.ToUpper(k), m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
