@@ -5,6 +5,7 @@ import (
 	_ "embed" // the Lua scripts
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -177,7 +178,7 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 	}
 	n, err := p.run(ctx, p.s.acquire, []any{nil, nil, "1", key, value, ms}).Int64()
 	if err != nil {
-		if !isServerError(err) {
+		if mayHaveRun(err) {
 			p.cleanup(ctx, key, value)
 		}
 		return false, 0, opError("acquire", ctx, err)
@@ -213,12 +214,21 @@ func opError(op string, ctx context.Context, err error) error {
 	return fmt.Errorf("redislock: %s: %w", op, err)
 }
 
-// isServerError reports whether err is a reply from Redis (the command ran
-// and failed, so nothing was written) rather than a transport failure or an
-// ended context (the outcome is unknown).
-func isServerError(err error) bool {
+// mayHaveRun reports whether a failed command may have run on the server:
+// not when Redis replied with an error (the script failed, nothing was
+// written), the connection could not be made, or the client never sent it
+// (closed, pool exhausted). Otherwise (reply lost: an ended context, a
+// read timeout, a broken connection) the outcome is unknown.
+func mayHaveRun(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && err != redis.Nil
+	if errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return !errors.Is(err, redis.ErrClosed) && !errors.Is(err, redis.ErrPoolTimeout)
 }
 
 // Extend implements locking.Provider: PEXPIRE when key still stores value,

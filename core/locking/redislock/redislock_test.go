@@ -470,3 +470,26 @@ func pubsubClients(t *testing.T, c *redis.Client) int {
 	}
 	return n
 }
+
+func TestProvider_ServerDownErrorsThenRecovers(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	s.Kill()
+	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); ok || err == nil || !strings.HasPrefix(err.Error(), "redislock: acquire: ") {
+		t.Fatalf("Acquire with the server down = %v, %v; want a redislock error", ok, err)
+	}
+	if _, err := p.Extend(ctx, "k", "v", time.Minute); err == nil || !strings.HasPrefix(err.Error(), "redislock: extend: ") {
+		t.Fatalf("Extend with the server down = %v; want a redislock error", err)
+	}
+	if _, err := p.Release(ctx, "k", "v"); err == nil || !strings.HasPrefix(err.Error(), "redislock: release: ") {
+		t.Fatalf("Release with the server down = %v; want a redislock error", err)
+	}
+	s.Restart(t)
+	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire after restart = %v, %v", ok, err)
+	}
+}
