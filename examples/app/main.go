@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// embeddedConfig is config.yaml, read before any file.
+//
+//go:embed config.yaml
+var embeddedConfig []byte
+
+// settings are the command line.
+type settings struct {
+	configPath string
+	httpAddr   string
+	logFormat  string
+	logLevel   zapcore.Level
+	environ    []string // nil: os.Environ
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run parses args, runs the service until SIGINT or SIGTERM, and returns
+// the exit code: 0 after a clean shutdown, 1 when starting or stopping
+// failed, 2 for bad flags.
+func run(args []string, stderr io.Writer) int {
+	s, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log, err := newLogger(s.logFormat, s.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer func() { _ = log.Sync() }()
+
+	app := newApp(s, log)
+	startCtx, cancel := context.WithTimeout(context.Background(), app.StartTimeout())
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		log.Error("StartFailed", zap.Error(err))
+		return 1
+	}
+	sig := <-app.Wait()
+	log.Info("ShuttingDown", zap.Stringer("signal", sig.Signal))
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancelStop()
+	if err := app.Stop(stopCtx); err != nil {
+		log.Error("StopFailed", zap.Error(err))
+		return 1
+	}
+	log.Info("Stopped")
+	return sig.ExitCode
+}
+
+func parseFlags(args []string, stderr io.Writer) (settings, error) {
+	fs := flag.NewFlagSet("hostloom-example", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	s := settings{}
+	fs.StringVar(&s.configPath, "config", os.Getenv("HOSTLOOM_CONFIG"),
+		"YAML file read over the embedded config.yaml (env HOSTLOOM_CONFIG); must exist when given")
+	fs.StringVar(&s.httpAddr, "http", envOr("HOSTLOOM_HTTP_ADDR", "127.0.0.1:8080"),
+		"HTTP listen address for /healthz, /readyz, /leadership and /metrics (env HOSTLOOM_HTTP_ADDR); :0 picks a free port")
+	fs.StringVar(&s.logFormat, "log-format", "console", "console or json")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %q\n", fs.Args())
+		return s, errors.New("unexpected arguments")
+	}
+	if err := s.logLevel.Set(*level); err != nil {
+		fmt.Fprintf(stderr, "-log-level %q: %v\n", *level, err)
+		return s, err
+	}
+	return s, nil
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// newLogger writes to w, in the console format for people or JSON for
+// machines.
+func newLogger(format string, level zapcore.Level, w io.Writer) (*zap.Logger, error) {
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	ec.EncodeDuration = zapcore.StringDurationEncoder
+	var enc zapcore.Encoder
+	switch format {
+	case "console":
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	case "json":
+		enc = zapcore.NewJSONEncoder(ec)
+	default:
+		return nil, fmt.Errorf("-log-format %q: want console or json", format)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)), nil
+}
