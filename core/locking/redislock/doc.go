@@ -9,7 +9,10 @@
 // # Operations
 //
 // Every operation is one round trip: a Lua script run with EVALSHA, falling
-// back to EVAL when the server does not know the script yet (NOSCRIPT).
+// back to EVAL when the server does not know the script yet (NOSCRIPT, for
+// example after a restart or SCRIPT FLUSH). The scripts are embedded .lua
+// files; their arguments are prepared so that an acquisition and a release
+// together allocate fewer objects than the equivalent raw go-redis calls.
 //
 //   - Acquire: SET key value NX PX ttl; when the key is held, the same
 //     script returns the holder's PTTL, reported by locking.HeldError.
@@ -31,11 +34,20 @@
 //
 // # Cancelled contexts
 //
+// A context that has already ended is refused before anything is sent.
 // When the context ends (or the connection breaks) after an acquisition was
-// sent, its outcome is unknown. Acquire then deletes the value it tried to
-// store (compare-and-delete, bounded by one second on a context detached
-// from the caller's) before returning the error, so no lease is left
-// behind. If even that fails, the lease expires after its ttl.
+// sent, its outcome is unknown: Acquire then deletes the value it tried to
+// store (compare-and-delete on a new round trip, bounded by one second on a
+// context detached from the caller's) before returning an error that wraps
+// the context's error, so no lease is left behind. When even that fails, or
+// the server runs the two out of order, the lease expires after its ttl.
+// No cleanup is attempted when the command certainly did not run (an error
+// reply, a refused connection, a closed client, an exhausted pool).
+//
+// go-redis interrupts a command in flight when its context ends only with
+// redis.Options.ContextTimeoutEnabled; otherwise it waits for the reply up
+// to ReadTimeout, and an acquisition that succeeds meanwhile is returned as
+// acquired.
 //
 // # Release notifications
 //
