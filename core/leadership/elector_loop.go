@@ -249,6 +249,10 @@ func (e *Elector) renew(ctx context.Context, st *loopState) time.Duration {
 
 	sent := time.Now()
 	opCtx, cancel, epoch := e.opContext(ctx, s.deadline)
+	if epoch != st.epoch {
+		cancel() // the term ended since the check above
+		return 0
+	}
 	e.setProgress(sent, s.deadline.Sub(sent))
 	spCtx, sp := e.tel.span(opCtx, SpanRenew)
 	err := e.extend(spCtx, l)

@@ -29,6 +29,14 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// slowest returns the k largest of ds, largest first.
+func slowest(ds []time.Duration, k int) []time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	slices.Reverse(s)
+	return s[:min(k, len(s))]
+}
+
 // pingP50 is the baseline: the median PING round trip to srv.
 func pingP50(b *testing.B, c *redis.Client) time.Duration {
 	var ds []time.Duration
@@ -135,6 +143,7 @@ func BenchmarkRedis_GracefulHandover(b *testing.B) {
 	b.ReportMetric(float64(ping)/float64(time.Microsecond), "ping-p50-µs")
 	b.ReportMetric(float64(percentile(polled, 50))/float64(percentile(notified, 50)), "polling/notified-p50")
 	b.ReportMetric(float64(percentile(notified, 50))/float64(ping), "p50/ping")
+	b.Logf("slowest handovers: %v", slowest(notified, 5))
 }
 
 // takeovers measures n takeovers of a key whose holder never releases:
@@ -178,7 +187,7 @@ func BenchmarkRedis_TakeoverAfterExpiry(b *testing.B) {
 	node := newRedisNode(b, srv)
 	o := leadership.DefaultOptions()
 	o.RetryInterval = 500 * time.Millisecond
-	n := max(b.N, 30)
+	n := max(b.N, 60)
 	aligned := takeovers(b, n, node, func(l locking.Lock) locking.Lock { return l }, o)
 	blind := takeovers(b, min(n, 20), node, func(l locking.Lock) locking.Lock { return noTTL{l} }, o)
 	b.ReportMetric(float64(n), "takeovers")
@@ -187,6 +196,7 @@ func BenchmarkRedis_TakeoverAfterExpiry(b *testing.B) {
 	b.ReportMetric(ms(slices.Max(aligned)), "max-ms")
 	b.ReportMetric(ms(percentile(blind, 50)), "no-ttl-p50-ms")
 	b.ReportMetric(float64(percentile(blind, 50))/float64(percentile(aligned, 50)), "no-ttl/aligned-p50")
+	b.Logf("slowest takeovers: %v", slowest(aligned, 5))
 }
 
 // countHook counts the commands a client sends.
