@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/bench/internal/k8slock"
+	"github.com/hostloom/hostloom/bench/internal/locks"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	hlredis "github.com/hostloom/hostloom/core/locking/redislock"
@@ -47,7 +48,8 @@ type electionLib interface {
 	name() string
 	// replica returns the shared state of one replica (one process: one
 	// Redis client).
-	replica(addr string) (replica, error)
+	// writes counts the requests the replica sends (nil: not counted).
+	replica(addr string, writes *atomic.Int64) (replica, error)
 }
 
 type replica interface {
@@ -61,8 +63,8 @@ type hostloomLib struct{}
 
 func (hostloomLib) name() string { return "hostloom" }
 
-func (hostloomLib) replica(addr string) (replica, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+func (hostloomLib) replica(addr string, writes *atomic.Int64) (replica, error) {
+	c := redis.NewClient(locks.RedisOptions(addr, writes))
 	return &hlReplica{c: c, p: hlredis.New(c)}, nil
 }
 
@@ -173,8 +175,8 @@ type clientGoLib struct{}
 
 func (clientGoLib) name() string { return "client-go" }
 
-func (clientGoLib) replica(addr string) (replica, error) {
-	return &cgReplica{c: redis.NewClient(&redis.Options{Addr: addr})}, nil
+func (clientGoLib) replica(addr string, writes *atomic.Int64) (replica, error) {
+	return &cgReplica{c: redis.NewClient(locks.RedisOptions(addr, writes))}, nil
 }
 
 type cgReplica struct {
@@ -305,7 +307,7 @@ type pair struct {
 func newPair(lib electionLib, addr, role string, s settings) (*pair, error) {
 	p := &pair{lib: lib, role: role, s: s, ev: make(chan leadEvent, 64)}
 	for i := range p.reps {
-		r, err := lib.replica(addr)
+		r, err := lib.replica(addr, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -428,6 +430,7 @@ func runFailover(ctx context.Context, lib electionLib, addr string, s settings, 
 
 // fleet is roles × replicas electors, each replica with its own client.
 type fleet struct {
+	writes  atomic.Int64 // requests sent by all replicas
 	reps    []replica
 	cands   []candidate
 	leaders atomic.Int64
@@ -437,7 +440,7 @@ type fleet struct {
 func startFleet(lib electionLib, addr, prefix string, roles, replicas int, s settings) (*fleet, error) {
 	f := &fleet{}
 	for range replicas {
-		r, err := lib.replica(addr)
+		r, err := lib.replica(addr, &f.writes)
 		if err != nil {
 			f.stop()
 			return nil, err

@@ -199,6 +199,9 @@ func run(short bool, out, server, only string) error {
 			return fmt.Errorf("%s: %w", sec.title, err)
 		}
 	}
+	if err := rep.sane(); err != nil {
+		return fmt.Errorf("harness check: %w", err)
+	}
 	rep.elapsed = time.Since(began)
 	md := rep.markdown()
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
@@ -218,9 +221,11 @@ type steadyResult struct {
 	Roles      int
 	Replicas   int
 	Window     time.Duration
-	CmdsPerSec float64
+	CmdsPerSec float64 // INFO commandstats: script-internal commands included
 	PerRole    float64
 	PerCommand map[string]float64
+	ReqPerSec  float64 // requests the clients wrote (round trips)
+	ReqPerRole float64
 }
 
 func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, admin *redis.Client) (steadyResult, error) {
@@ -238,8 +243,10 @@ func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, ad
 	if err != nil {
 		return steadyResult{}, err
 	}
+	w0 := f.writes.Load()
 	t0 := time.Now()
 	time.Sleep(cfg.steadyWindow)
+	w1 := f.writes.Load()
 	after, err := redisproc.CommandStats(ctx, admin)
 	if err != nil {
 		return steadyResult{}, err
@@ -251,9 +258,11 @@ func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, ad
 		per[k] = float64(v) / win.Seconds()
 	}
 	r := steadyResult{Lib: lib.name(), Roles: cfg.steadyRoles, Replicas: replicas, Window: win,
-		CmdsPerSec: float64(total) / win.Seconds(), PerCommand: per}
+		CmdsPerSec: float64(total) / win.Seconds(), PerCommand: per,
+		ReqPerSec: float64(w1-w0) / win.Seconds()}
 	r.PerRole = r.CmdsPerSec / float64(cfg.steadyRoles)
-	logf("steady %-9s %d roles × %d: %.1f cmds/s, %.3f per role %v", r.Lib, r.Roles, replicas, r.CmdsPerSec, r.PerRole, fmtCmds(per))
+	r.ReqPerRole = r.ReqPerSec / float64(cfg.steadyRoles)
+	logf("steady %-9s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role) %v", r.Lib, r.Roles, replicas, r.ReqPerSec, r.ReqPerRole, r.CmdsPerSec, r.PerRole, fmtCmds(per))
 	return r, nil
 }
 

@@ -6,8 +6,8 @@ package locks
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -52,20 +52,7 @@ var Names = []string{"floor", "hostloom", "redsync", "bsm-redislock", "rueidislo
 // nil, every write on the implementation's connections adds one to it: a
 // request sent, pipelined commands counting once (round trips).
 func New(name, addr string, writes *atomic.Int64) (Locker, error) {
-	opts := func() *redis.Options {
-		o := &redis.Options{Addr: addr}
-		if writes != nil {
-			o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var d net.Dialer
-				c, err := d.DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return &countingConn{Conn: c, writes: writes}, nil
-			}
-		}
-		return o
-	}
+	opts := func() *redis.Options { return RedisOptions(addr, writes) }
 	switch name {
 	case "floor":
 		return &Floor{c: redis.NewClient(opts())}, nil
@@ -312,6 +299,23 @@ func HeldKey(l Locker, key string) ([]string, error) {
 		return []string{"rueidislock:0:" + key}, nil
 	}
 	return []string{key}, nil
+}
+
+// RedisOptions are go-redis's defaults for addr; when writes is not nil,
+// every write on the client's connections adds one to it.
+func RedisOptions(addr string, writes *atomic.Int64) *redis.Options {
+	o := &redis.Options{Addr: addr}
+	if writes != nil {
+		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: c, writes: writes}, nil
+		}
+	}
+	return o
 }
 
 // countingConn counts writes: one per request sent (or pipeline flushed).
