@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/core/leadership"
+)
+
+// testSettings runs the service on a free port with only the given
+// environment.
+func testSettings(env ...string) settings {
+	if env == nil {
+		env = []string{}
+	}
+	return settings{httpAddr: "127.0.0.1:0", environ: env}
+}
+
+func TestApp_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
+	app := newApp(testSettings(
+		"HOSTLOOM_LEADERSHIP__LEASE=10m",
+		"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1m",
+		"HOSTLOOM_LOCKING__MAX_LEASE=1m",
+	), zap.NewNop())
+	if err := app.Err(); err != nil {
+		t.Fatalf("fx.New: %v", err)
+	}
+	ctx := context.Background()
+	err := app.Start(ctx)
+	if err == nil {
+		_ = app.Stop(ctx)
+		t.Fatal("Start succeeded")
+	}
+	if !strings.Contains(err.Error(), `role "billing": lease 10m0s exceeds locking max_lease 1m0s`) {
+		t.Fatalf("Start error %v, want the role and both durations", err)
+	}
+}
+
+func TestApp_F2_BadValueFailsNamingTheKey(t *testing.T) {
+	app := newApp(testSettings("HOSTLOOM_LEADERSHIP__LEASE=banana"), zap.NewNop())
+	err := app.Err()
+	if err == nil {
+		t.Fatal("fx.New succeeded")
+	}
+	for _, want := range []string{`leadership.lease: invalid duration "banana"`, "env HOSTLOOM_LEADERSHIP__LEASE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\ndoes not contain %q", err, want)
+		}
+	}
+}
+
+func TestApp_MissingConfigFileFails(t *testing.T) {
+	s := testSettings()
+	s.configPath = t.TempDir() + "/nope.yaml"
+	err := newApp(s, zap.NewNop()).Err()
+	if err == nil || !strings.Contains(err.Error(), `config: file "`+s.configPath+`": no such file or directory`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// TestSampleConfig_DocumentsEveryKey keeps config.yaml complete: it sets
+// every key config.Keys lists, and nothing else, and it loads.
+func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(embeddedConfig, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			key := prefix + k
+			if prefix == "leadership.roles." {
+				key = prefix + "<role>"
+			}
+			if sub, ok := v.(map[string]any); ok {
+				walk(key+".", sub)
+				continue
+			}
+			got = append(got, key)
+		}
+	}
+	walk("", doc)
+	var want []string
+	for _, k := range config.Keys() {
+		want = append(want, k.Name)
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("config.yaml keys\n%q\nconfig.Keys\n%q", got, want)
+	}
+	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil)); err != nil {
+		t.Fatalf("the sample does not load: %v", err)
+	}
+}
+
+type electors struct {
+	fx.In
+	Billing   leadership.Leadership `name:"billing"`
+	Inventory leadership.Leadership `name:"inventory"`
+}
+
+// TestApp_MemoryDefaultLeadsAndServes boots the service as `go run` does
+// (no file, no configuration variables) and reads its endpoints.
+func TestApp_MemoryDefaultLeadsAndServes(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	var got electors
+	app := fx.New(graph(testSettings(), zap.New(core)), fx.Populate(&got))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
+		if err := l.WaitForLeadership(ctx); err != nil {
+			t.Fatalf("%s: %v", l.Role(), err)
+		}
+	}
+	addrs := logs.FilterMessage("HTTPListening").All()
+	if len(addrs) != 1 {
+		t.Fatalf("HTTPListening logged %d times", len(addrs))
+	}
+	base := "http://" + addrs[0].ContextMap()["addr"].(string)
+
+	var status []roleStatus
+	getJSON(t, base+"/leadership", &status)
+	if len(status) != 2 || status[0].Role != "billing" || status[1].Role != "inventory" {
+		t.Fatalf("/leadership = %+v", status)
+	}
+	for _, s := range status {
+		if !s.IsLeader || s.Term != 1 || s.Holder == nil || s.Holder.Identity != s.Identity || s.LockKey != "leader:"+s.Role ||
+			s.ProviderKey != "hostloom-example:lock:leader:"+s.Role || !s.Coordinated {
+			t.Errorf("/leadership entry %+v", s)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, base+path); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK || !strings.Contains(body, `hostloom_leadership_is_leader{`) || !strings.Contains(body, `role="billing"`) {
+		t.Errorf("/metrics: %d, no hostloom_leadership_is_leader for billing in\n%.2000s", code, body)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, body := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+// proc is one example process started by a test.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	addr chan string // receives the HTTP address once
+
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{} // closed when stderr is drained
+}
+
+// startProc starts the binary with env added to a minimal environment and
+// reads its JSON log.
+func startProc(t *testing.T, bin, name string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "-http", "127.0.0.1:0", "-log-format", "json")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, name: name, cmd: cmd, addr: make(chan string, 1), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			p.mu.Unlock()
+			var entry struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "HTTPListening" {
+				p.addr <- entry.Addr
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, p.log())
+		}
+	})
+	return p
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// baseURL waits for the process to listen.
+func (p *proc) baseURL() string {
+	p.t.Helper()
+	select {
+	case a := <-p.addr:
+		p.addr <- a
+		return "http://" + a
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("%s did not start listening:\n%s", p.name, p.log())
+		return ""
+	}
+}
+
+// status reads /leadership, keyed by role.
+func (p *proc) status() (map[string]roleStatus, error) {
+	resp, err := http.Get(p.baseURL() + "/leadership")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list []roleStatus
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, err
+	}
+	out := map[string]roleStatus{}
+	for _, s := range list {
+		out[s.Role] = s
+	}
+	return out, nil
+}
+
+// eventually polls cond every 50ms until it holds or the deadline passes.
+// Processes and a real server run on real time: polling is the only way
+// to observe them.
+func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// oneLeader checks that exactly one of procs leads role, that every
+// process sees it as the holder, and returns it.
+func oneLeader(procs []*proc, role string) (*proc, error) {
+	var leader *proc
+	var holders []string
+	for _, p := range procs {
+		st, err := p.status()
+		if err != nil {
+			return nil, err
+		}
+		s := st[role]
+		if s.IsLeader {
+			if leader != nil {
+				return nil, fmt.Errorf("%s and %s both lead %s", leader.name, p.name, role)
+			}
+			leader = p
+		}
+		if s.Holder == nil {
+			return nil, fmt.Errorf("%s sees no holder of %s", p.name, role)
+		}
+		holders = append(holders, s.Holder.Identity)
+	}
+	if leader == nil {
+		return nil, fmt.Errorf("nobody leads %s", role)
+	}
+	for _, h := range holders {
+		if h != holders[0] {
+			return nil, fmt.Errorf("processes disagree on the holder of %s: %q", role, holders)
+		}
+	}
+	return leader, nil
+}
+
+// TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM runs three
+// example processes over a real redis-server: one leads each role; SIGTERM
+// to the leader makes it release its leases and exit 0, and another
+// process takes over well before the lease (30s here) could have expired.
+func TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the example binary")
+	}
+	srv := redistest.Start(t)
+	bin := filepath.Join(t.TempDir(), "example")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := []string{
+		"HOSTLOOM_LOCKING__PROVIDER=redis",
+		"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
+		"HOSTLOOM_LEADERSHIP__LEASE=30s",
+		"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=10s",
+		"HOSTLOOM_LEADERSHIP__RETRY_INTERVAL=5s",
+		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__LEASE=30s",
+		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__RENEW_INTERVAL=10s",
+		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__RETRY_INTERVAL=5s",
+	}
+	procs := []*proc{
+		startProc(t, bin, "p1", env...),
+		startProc(t, bin, "p2", env...),
+		startProc(t, bin, "p3", env...),
+	}
+	var leader *proc
+	eventually(t, 20*time.Second, "one leader of billing", func() (err error) {
+		leader, err = oneLeader(procs, "billing")
+		return err
+	})
+	eventually(t, 20*time.Second, "one leader of inventory", func() error {
+		_, err := oneLeader(procs, "inventory")
+		return err
+	})
+
+	sent := time.Now()
+	if err := leader.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]*proc, 0, 2)
+	for _, p := range procs {
+		if p != leader {
+			rest = append(rest, p)
+		}
+	}
+	// Expiry would take until ~30s after the last renewal; a release hands
+	// over within one round trip and a notification.
+	var next *proc
+	eventually(t, 15*time.Second, "handover of billing", func() (err error) {
+		next, err = oneLeader(rest, "billing")
+		return err
+	})
+	took := time.Since(sent)
+	eventually(t, 15*time.Second, "handover of inventory", func() error {
+		_, err := oneLeader(rest, "inventory")
+		return err
+	})
+	t.Logf("billing handed over from %s to %s in %v", leader.name, next.name, took)
+
+	if err := leader.cmd.Wait(); err != nil {
+		t.Fatalf("the stopped leader exited with %v, want code 0", err)
+	}
+	<-leader.done
+	log := leader.log()
+	for _, want := range []string{`"msg":"ShuttingDown"`, `"msg":"LeadershipReleased","role":"billing"`, `"msg":"Stopped"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the stopped leader's log lacks %s", want)
+		}
+	}
+	for _, p := range rest {
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("%s exited with %v after SIGINT, want code 0", p.name, err)
+		}
+	}
+}
