@@ -198,7 +198,10 @@ func (e *Elector) acquired(l locking.Lease, sent time.Time, epoch uint64, st *lo
 	}
 	if !time.Now().Before(deadline) {
 		e.mu.Unlock()
+		// The reply came after the lease it granted had run out: no term,
+		// and the lease goes back in case the backend still holds it.
 		e.log.Warn("LeadershipAcquiredTooLate", zap.Duration("granted", e.granted(l)))
+		e.giveBack(context.Background(), l)
 		return 0
 	}
 	term := e.beginTerm(l, deadline)

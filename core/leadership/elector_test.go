@@ -3,6 +3,7 @@ package leadership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -1192,6 +1193,103 @@ func TestElector_E5_LateExtensionGivenBack(t *testing.T) {
 		}
 		if got := changes.reasons(); !slices.Equal(got, []leadership.Reason{leadership.Acquired, leadership.Expired, leadership.Acquired}) {
 			t.Fatalf("reasons = %v", got)
+		}
+	})
+}
+
+// slowAcquireLock makes its next acquisitions wait for gate (or a fixed
+// delay), ignoring the caller's context, then acquire on a fresh context.
+type slowAcquireLock struct {
+	locking.Lock
+	mu    sync.Mutex
+	gate  chan struct{} // when non-nil, acquisitions wait for it
+	delay time.Duration // when > 0, the next acquisition waits this long
+}
+
+func (l *slowAcquireLock) TryAcquire(ctx context.Context, key string, d time.Duration) (locking.Lease, error) {
+	l.mu.Lock()
+	gate, delay := l.gate, l.delay
+	l.delay = 0
+	l.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	return l.Lock.TryAcquire(context.Background(), key, d)
+}
+
+func TestElector_E8_AcquiredWhileStoppingIsReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		sl := &slowAcquireLock{Lock: lock, gate: make(chan struct{})}
+		e := mustElector(t, "r", sl, fastOpts())
+		mustStart(t, e)
+		synctest.Wait() // the first attempt waits on the gate
+		stopped := make(chan error, 1)
+		go func() { stopped <- e.Stop(bg) }()
+		synctest.Wait()
+		close(sl.gate) // the attempt now succeeds at the backend
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if e.Term() != 0 || e.IsLeader() {
+			t.Fatalf("led while stopping: term %d", e.Term())
+		}
+		if _, ok, _ := lock.Holder(bg, "leader:r"); ok {
+			t.Fatal("the lease acquired while stopping was not released")
+		}
+	})
+}
+
+func TestElector_E5_AcquiredTooLateIsGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		// The first reply arrives 4s after the request, past its 3s lease.
+		sl := &slowAcquireLock{Lock: lock, delay: 4 * time.Second}
+		log, logs := observed()
+		e := mustElector(t, "r", sl, fastOpts(), leadership.WithLogger(log))
+		start := time.Now()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if n := countLogs(logs, zapcore.WarnLevel, "LeadershipAcquiredTooLate"); n != 1 {
+			t.Fatalf("LeadershipAcquiredTooLate logged %d times", n)
+		}
+		// The late lease went back, so the next attempt, at once, wins.
+		if !e.IsLeader() || e.Term() != 1 || time.Since(start) != 4*time.Second {
+			t.Fatalf("leader %v term %d at %v", e.IsLeader(), e.Term(), time.Since(start))
+		}
+	})
+}
+
+// plainRefusal refuses without a *locking.HeldError.
+type plainRefusal struct{ locking.Lock }
+
+func (plainRefusal) TryAcquire(context.Context, string, time.Duration) (locking.Lease, error) {
+	return nil, fmt.Errorf("custom backend: %w", locking.ErrNotAcquired)
+}
+
+// panicWatch is a lock whose Watch panics.
+type panicWatch struct{ locking.Lock }
+
+func (panicWatch) Watch(string) (<-chan struct{}, func()) { panic("watch bug") }
+
+func TestElector_E1_PlainRefusalAndBrokenWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log, logs := observed()
+		e := mustElector(t, "r", panicWatch{plainRefusal{memLock(t)}}, fastOpts(), leadership.WithLogger(log))
+		mustStart(t, e)
+		defer mustStop(t, e)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := countLogs(logs, zapcore.DebugLevel, "LeadershipAcquireRefused"); n != 3 {
+			t.Fatalf("refusals in 5s = %d, want 3 (0s, 2s, 4s)", n)
+		}
+		if n := countLogs(logs, zapcore.ErrorLevel, "LeadershipLoopFaulted"); n != 1 {
+			t.Fatalf("a panicking Watch must be logged once as a fault, got %d", n)
 		}
 	})
 }
