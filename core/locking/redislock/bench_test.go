@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,12 +67,50 @@ func benchSetup(b *testing.B) (*redis.Client, *redislock.Provider, *locking.Dist
 	return c, p, l
 }
 
+// serverTime returns the server's total command time (INFO commandstats),
+// the part of a round trip that network and scheduling noise on the client
+// machine do not distort.
+func serverTime(b *testing.B, c *redis.Client) time.Duration {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, rest, ok := strings.Cut(line, ",usec=")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
+			continue
+		}
+		usec, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(usec, 10, 64)
+		if err != nil {
+			b.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += n
+	}
+	return time.Duration(total) * time.Microsecond
+}
+
+// measure runs body b.N times and reports the server's command time per
+// operation as srv-ns/op beside the usual figures.
+func measure(b *testing.B, c *redis.Client, body func()) {
+	b.Helper()
+	b.ReportAllocs()
+	before := serverTime(b, c)
+	n := 0
+	for b.Loop() {
+		body()
+		n++
+	}
+	b.ReportMetric(float64(serverTime(b, c)-before)/float64(n), "srv-ns/op")
+}
+
 func BenchmarkTryAcquireRelease(b *testing.B) {
 	c, p, l := benchSetup(b)
 	ctx := context.Background()
 	b.Run("baseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			tok := token(b)
 			ok, err := c.SetNX(ctx, "bench:lock:job", tok, time.Minute).Result()
 			if err != nil || !ok {
@@ -79,11 +119,10 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 			if n, err := baselineDel.Run(ctx, c, []string{"bench:lock:job"}, tok).Int(); err != nil || n != 1 {
 				b.Fatalf("compare-and-delete = %v, %v", n, err)
 			}
-		}
+		})
 	})
 	b.Run("provider", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			tok := token(b)
 			if ok, _, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || !ok {
 				b.Fatalf("Acquire = %v, %v", ok, err)
@@ -91,11 +130,10 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 			if ok, err := p.Release(ctx, "bench:lock:job", tok); err != nil || !ok {
 				b.Fatalf("Release = %v, %v", ok, err)
 			}
-		}
+		})
 	})
 	b.Run("lock", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			ls, err := l.TryAcquire(ctx, "job", time.Minute)
 			if err != nil {
 				b.Fatal(err)
@@ -103,7 +141,7 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 			if err := ls.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }
 
@@ -119,28 +157,25 @@ func BenchmarkExtend(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("baseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			if n, err := baselineExt.Run(ctx, c, []string{"bench:lock:raw"}, tok, int64(60000)).Int(); err != nil || n != 1 {
 				b.Fatalf("compare-and-pexpire = %v, %v", n, err)
 			}
-		}
+		})
 	})
 	b.Run("provider", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			if ok, err := p.Extend(ctx, "bench:lock:raw", tok, time.Minute); err != nil || !ok {
 				b.Fatalf("Extend = %v, %v", ok, err)
 			}
-		}
+		})
 	})
 	b.Run("lock", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			if err := ls.Extend(ctx, time.Minute); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }
 
@@ -152,28 +187,25 @@ func BenchmarkRefusedAcquire(b *testing.B) {
 	}
 	tok := token(b)
 	b.Run("baseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			if ok, err := c.SetNX(ctx, "bench:lock:job", tok, time.Minute).Result(); err != nil || ok {
 				b.Fatalf("SET NX = %v, %v; want refused", ok, err)
 			}
-		}
+		})
 	})
 	b.Run("provider", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		measure(b, c, func() {
 			if ok, rem, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || ok || rem <= 0 {
 				b.Fatalf("Acquire = %v, %v, %v; want refused with the holder's TTL", ok, rem, err)
 			}
-		}
+		})
 	})
 	b.Run("lock", func(b *testing.B) {
-		b.ReportAllocs()
 		var held *locking.HeldError
-		for b.Loop() {
+		measure(b, c, func() {
 			if _, err := l.TryAcquire(ctx, "job", time.Minute); !errors.As(err, &held) {
 				b.Fatalf("TryAcquire = %v, want *HeldError", err)
 			}
-		}
+		})
 	})
 }
