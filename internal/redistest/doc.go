@@ -7,7 +7,9 @@
 // directory, waits until it answers PING and stops it when the test ends.
 // StartMain does the same without a testing.TB, for TestMain and
 // benchmarks. StartCluster launches several masters in cluster mode and
-// joins them with redis-cli --cluster create.
+// joins them with redis-cli --cluster create. StartSentinel launches a
+// Sentinel (redis-server --sentinel) monitoring a Server, and
+// FailoverClient connects through it.
 //
 // # Missing redis-server
 //
