@@ -263,8 +263,9 @@ func (e *Elector) Start(ctx context.Context) error {
 // loop, then releases the lease (E8, E11) so a waiting candidate takes over
 // at once. On return IsLeader is false and Token is done. It is
 // idempotent, safe before Start and concurrently; a concurrent call waits
-// for the first. ctx bounds the wait for the loop and the release; when it
-// ends first Stop returns its error (the lease then expires on its own).
+// for the first. ctx bounds the wait for the loop, the release and the
+// delivery of queued OnChange notifications; when it ends first Stop
+// returns its error (an unreleased lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.phase {
