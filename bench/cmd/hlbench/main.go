@@ -48,7 +48,7 @@ type config struct {
 func fullConfig() config {
 	return config{
 		repeats: 3, lockWarm: 300 * time.Millisecond, lockTime: 1500 * time.Millisecond,
-		refusedOps: 10000, handovers: 50, failovers: 20, handoverDefault: true,
+		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
 		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
 	}
@@ -57,7 +57,7 @@ func fullConfig() config {
 func shortConfig() config {
 	return config{
 		short: true, repeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
-		refusedOps: 200, handovers: 3, failovers: 2,
+		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
 		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
 		memRoles: 200, memTimeout: 30 * time.Second,
 	}

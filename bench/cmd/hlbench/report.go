@@ -248,14 +248,10 @@ func (r *report) markdown() string {
 		p("| %s | %s | %d | %s | %s | %s | %s | %s |", e.Set.Name, e.Lib, e.S.N, fmtDur(e.S.P50), fmtDur(e.S.P99), fmtDur(e.S.Max),
 			ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
 	}
-	if !r.cfg.handoverDefault {
-		p("")
-		p("(The default set is skipped in -short mode.)")
-	}
 	p("")
 	p("### Crash failover (leader stops renewing, no release)")
 	p("")
-	p("Fast set only (%s): with the default 15 s lease %d failovers would take several minutes. The crashed replica's lock wrapper fails every call without reaching Redis. Expiry: HostLoom — the key's PTTL read right after the crash; client-go — the crashed leader's last successful record write + LeaseDuration (client-go has no server-side expiry; candidates judge it locally). Takeover = the other replica's leadership callback minus that expiry.", fastSettings.Name, r.cfg.failovers)
+	p("Fast set only (%s): with the default 15 s lease %d failovers would take several minutes. The crashed replica's lock wrapper fails every call without reaching Redis. Expiry: HostLoom — the key's PTTL read right after the crash; client-go — the crashed leader's last successful record write + LeaseDuration (client-go has no server-side expiry; candidates judge it locally). Takeover = the other replica's leadership callback minus that expiry. client-go's candidates notice a renewal by comparing the record's JSON, whose RenewTime has one-second precision: with renewals less than a second apart a candidate can miss the last ones and take over before the lease its predecessor last renewed has run out — a negative takeover time, measured, not an artefact of the harness.", fastSettings.Name, r.cfg.failovers)
 	p("")
 	p("| library | n | p50 | p99 | max |")
 	p("|---|---|---|---|---|")
