@@ -516,7 +516,8 @@ func TestKeys_CoverEveryField(t *testing.T) {
 		{Name: "locking.redis.addrs", Type: "list", Default: "[]", Env: "HOSTLOOM_LOCKING__REDIS__ADDRS"},
 		{Name: "locking.redis.tls.ca_file", Type: "string", Default: `""`, Env: "HOSTLOOM_LOCKING__REDIS__TLS__CA_FILE"},
 		{Name: "leadership.roles.<role>.lease", Type: "duration", Default: "leadership.lease", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__LEASE"},
-		{Name: "locking.max_lease", Type: "duration", Default: "5m0s", Env: "HOSTLOOM_LOCKING__MAX_LEASE"},
+		{Name: "locking.max_lease", Type: "duration", Default: "5m", Env: "HOSTLOOM_LOCKING__MAX_LEASE"},
+		{Name: "locking.max_hold", Type: "duration", Default: "1h", Env: "HOSTLOOM_LOCKING__MAX_HOLD"},
 	} {
 		found := false
 		for _, k := range keys {

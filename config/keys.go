@@ -93,7 +93,7 @@ func typeName(t reflect.Type) string {
 func yamlValue(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case time.Duration:
-		return x.String()
+		return shortDuration(x)
 	case []string:
 		return "[" + strings.Join(x, ", ") + "]"
 	case bool:
@@ -108,4 +108,16 @@ func yamlValue(v reflect.Value) string {
 		return v.String()
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// shortDuration is d.String() without zero trailing units: 5m, 1h, 1m30s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
