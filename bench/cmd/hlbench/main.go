@@ -115,7 +115,7 @@ func run(short bool, out, server, only string) error {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer admin.Close()
-	rep := &report{cfg: cfg, started: began.UTC()}
+	rep := &report{cfg: cfg, started: began.UTC(), loadStart: loadAvg()}
 	if rep.redisVersion, err = redisproc.Version(ctx, admin); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type report struct {
 	started      time.Time
 	elapsed      time.Duration
 	redisVersion string
+	loadStart    string
 	locks        []lockResult
 	refused      []refusedResult
 	handover     []electionResult
@@ -191,6 +192,7 @@ func (r *report) markdown() string {
 	p("| OS/arch | %s/%s |", runtime.GOOS, runtime.GOARCH)
 	p("| Go | %s |", runtime.Version())
 	p("| Redis | redis-server %s, private, on 127.0.0.1, persistence off, same machine as the clients |", r.redisVersion)
+	p("| load average | %s at start, %s at the end (1, 5, 15 min; other work on the machine shows here) |", r.loadStart, loadAvg())
 	p("| repeats | lock and channel measures: %d interleaved repeats, median reported; refused acquire: %d attempts; handovers: %d per library and set; crash failovers: %d per library |", r.cfg.repeats, r.cfg.refusedOps, r.cfg.handovers, r.cfg.failovers)
 	p("")
 	p("## Targets")
@@ -208,7 +210,11 @@ func (r *report) markdown() string {
 	for _, conc := range []int{1, 64} {
 		fl := r.lock("floor", conc)
 		hl := r.lock("hostloom", conc)
-		p("### %d goroutine(s)", conc)
+		if conc == 1 {
+			p("### 1 goroutine")
+		} else {
+			p("### %d goroutines", conc)
+		}
 		p("")
 		p("| implementation | p50 | p99 | round trips/s | allocs/op | B/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
 		p("|---|---|---|---|---|---|---|---|---|---|")
@@ -240,13 +246,15 @@ func (r *report) markdown() string {
 	p("")
 	p("Two replicas; the leader is stopped at a random moment (100–600 ms after the previous handover) and a fresh candidate replaces it. Time from the stop call to the other replica's leadership callback.")
 	p("")
-	p("| settings | library | n | p50 | p99 | max | client-go ÷ HostLoom (p50) | (p99) |")
-	p("|---|---|---|---|---|---|---|---|")
+	p("| settings | n | HostLoom p50 | p99 | max | client-go p50 | p99 | max | client-go ÷ HostLoom p50 | p99 |")
+	p("|---|---|---|---|---|---|---|---|---|---|")
 	for _, e := range r.handover {
-		hl := r.election(r.handover, "hostloom", e.Set.Name)
-		cg := r.election(r.handover, "client-go", e.Set.Name)
-		p("| %s | %s | %d | %s | %s | %s | %s | %s |", e.Set.Name, e.Lib, e.S.N, fmtDur(e.S.P50), fmtDur(e.S.P99), fmtDur(e.S.Max),
-			ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
+		if e.Lib != "hostloom" {
+			continue
+		}
+		hl, cg := e.S, r.election(r.handover, "client-go", e.Set.Name)
+		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |", e.Set.Name, hl.N, fmtDur(hl.P50), fmtDur(hl.P99), fmtDur(hl.Max),
+			fmtDur(cg.P50), fmtDur(cg.P99), fmtDur(cg.Max), ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
 	}
 	p("")
 	p("### Crash failover (leader stops renewing, no release)")
@@ -343,4 +351,16 @@ func (r *report) sane() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
