@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -82,44 +83,77 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	return in, nil
 }
 
-// jobAttrs are a job's precomputed attribute sets, so a run records its
-// metrics without building attributes.
+// Indices of a job's attribute sets: the base set (role, job), one per
+// outcome, one per skip reason.
+const (
+	attrBase     = 0
+	attrSkip     = int(outcomeCount) // first skip reason
+	skipOverlap  = attrSkip + 0
+	skipFollower = attrSkip + 1
+	skipStarted  = attrSkip + 2
+	skipStore    = attrSkip + 3
+	attrCount    = attrSkip + 4
+)
+
+// skipReasons names the skip reasons by index (minus attrSkip).
+var skipReasons = [...]string{SkipOverlap, SkipFollower, SkipStarted, SkipStoreError}
+
+// jobAttrs are a job's attribute sets, built on first use (most jobs never
+// see most outcomes) and kept, so recording a measurement allocates
+// nothing.
 type jobAttrs struct {
-	base    metric.MeasurementOption
-	outcome [outcomeCount]metric.MeasurementOption
-	skip    map[string]metric.MeasurementOption
+	role, job string
+	sets      [attrCount]atomic.Pointer[attrSet]
 }
 
-func newJobAttrs(role, job string) jobAttrs {
-	r, j := attribute.String("role", role), attribute.String("job", job)
-	a := jobAttrs{
-		base: metric.WithAttributeSet(attribute.NewSet(r, j)),
-		skip: make(map[string]metric.MeasurementOption, 4),
-	}
-	for o := Outcome(1); o < outcomeCount; o++ {
-		a.outcome[o] = metric.WithAttributeSet(attribute.NewSet(r, j, attribute.String("outcome", o.String())))
-	}
-	for _, reason := range []string{SkipOverlap, SkipFollower, SkipStarted, SkipStoreError} {
-		a.skip[reason] = metric.WithAttributeSet(attribute.NewSet(r, j, attribute.String("reason", reason)))
-	}
-	return a
+// attrSet is one attribute set as the option lists the instruments take.
+type attrSet struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+	obs []metric.ObserveOption
 }
 
-func (s *Scheduler) countSkip(j *job, reason string, n int64) {
+func newJobAttrs(role, job string) *jobAttrs {
+	return &jobAttrs{role: role, job: job}
+}
+
+// get returns attribute set i, building it on first use; concurrent first
+// uses build equal sets and keep one.
+func (a *jobAttrs) get(i int) *attrSet {
+	if p := a.sets[i].Load(); p != nil {
+		return p
+	}
+	kvs := []attribute.KeyValue{attribute.String("role", a.role), attribute.String("job", a.job)}
+	switch {
+	case i > attrBase && i < attrSkip:
+		kvs = append(kvs, attribute.String("outcome", Outcome(i).String()))
+	case i >= attrSkip:
+		kvs = append(kvs, attribute.String("reason", skipReasons[i-attrSkip]))
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	p := &attrSet{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+	if a.sets[i].CompareAndSwap(nil, p) {
+		return p
+	}
+	return a.sets[i].Load()
+}
+
+func (s *Scheduler) countSkip(j *job, reason int, n int64) {
 	if n > 0 {
-		s.ins.skipped.Add(context.Background(), n, j.attrs.skip[reason])
+		s.ins.skipped.Add(context.Background(), n, j.attrs.get(reason).add...)
 	}
 }
 
 func (s *Scheduler) countMissed(j *job, n int64) {
 	if n > 0 {
-		s.ins.missed.Add(context.Background(), n, j.attrs.base)
+		s.ins.missed.Add(context.Background(), n, j.attrs.get(attrBase).add...)
 	}
 }
 
 func (s *Scheduler) countRun(j *job, o Outcome, d time.Duration) {
-	s.ins.runs.Add(context.Background(), 1, j.attrs.outcome[o])
-	s.ins.duration.Record(context.Background(), d.Seconds(), j.attrs.outcome[o])
+	set := j.attrs.get(int(o))
+	s.ins.runs.Add(context.Background(), 1, set.add...)
+	s.ins.duration.Record(context.Background(), d.Seconds(), set.rec...)
 }
 
 // observe reports each job's last success time.
@@ -128,7 +162,7 @@ func (s *Scheduler) observe(_ context.Context, o metric.Observer) error {
 	defer s.mu.Unlock()
 	for _, j := range s.order {
 		if !j.lastSuccess.IsZero() {
-			o.ObserveFloat64(s.ins.success, float64(j.lastSuccess.UnixNano())/1e9, j.attrs.base)
+			o.ObserveFloat64(s.ins.success, float64(j.lastSuccess.UnixNano())/1e9, j.attrs.get(attrBase).obs...)
 		}
 	}
 	return nil

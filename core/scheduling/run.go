@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // PanicError is the LastError of a run that panicked.
@@ -65,7 +66,7 @@ func (s *Scheduler) execute(j *job, slot time.Time, tok context.Context, first, 
 // notStarted accounts for a run whose ctx ended before it started.
 func (s *Scheduler) notStarted(j *job, slot time.Time, tok context.Context) {
 	if tok.Err() != nil {
-		s.countSkip(j, SkipFollower, 1)
+		s.countSkip(j, skipFollower, 1)
 	}
 	s.log.Debug("scheduled job not started: leadership ended or scheduler stopped", zap.String("job", j.Name), zap.Time("slot", slot))
 }
@@ -87,12 +88,12 @@ func (s *Scheduler) claim(ctx context.Context, j *job, slot time.Time, tok conte
 		s.notStarted(j, slot, tok)
 		return false
 	case err != nil:
-		s.countSkip(j, SkipStoreError, 1)
+		s.countSkip(j, skipStore, 1)
 		s.log.Warn("slot store failed, slot not run", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
 		return false
 	case !advanced:
 		if !catchUp {
-			s.countSkip(j, SkipStarted, 1)
+			s.countSkip(j, skipStarted, 1)
 		}
 		s.log.Debug("slot already started elsewhere", zap.String("job", j.Name), zap.Time("slot", slot), zap.Time("recorded", time.UnixMilli(current)))
 		return false
@@ -116,7 +117,7 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 	rctx, span := s.tracer.Start(rctx, "scheduling.run", trace.WithAttributes(
 		attribute.String("role", s.role),
 		attribute.String("job", j.Name),
-		attribute.String("slot", slot.UTC().Format(time.RFC3339Nano)),
+		attribute.Int64("slot_unix_ms", slot.UnixMilli()),
 	))
 	pe, err := call(j, rctx)
 	d := time.Since(start)
@@ -141,18 +142,30 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 	span.SetAttributes(attribute.String("outcome", outcome.String()))
 	span.End()
 
-	fields := []zap.Field{zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("duration", d)}
+	var ce *zapcore.CheckedEntry
 	switch outcome {
 	case Success:
-		s.log.Debug("scheduled job succeeded", fields...)
+		ce = s.log.Check(zap.DebugLevel, "scheduled job succeeded")
 	case Panic:
-		s.log.Error("scheduled job panicked", append(fields, zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))...)
+		ce = s.log.Check(zap.ErrorLevel, "scheduled job panicked")
 	case Canceled:
-		s.log.Info("scheduled job cancelled", append(fields, zap.Error(err))...)
+		ce = s.log.Check(zap.InfoLevel, "scheduled job cancelled")
 	case Timeout:
-		s.log.Error("scheduled job timed out", append(fields, zap.Duration("timeout", j.Timeout), zap.Error(err))...)
+		ce = s.log.Check(zap.ErrorLevel, "scheduled job timed out")
 	default:
-		s.log.Error("scheduled job failed", append(fields, zap.Error(err))...)
+		ce = s.log.Check(zap.ErrorLevel, "scheduled job failed")
+	}
+	if ce != nil {
+		fields := []zap.Field{zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("duration", d)}
+		switch outcome {
+		case Panic:
+			fields = append(fields, zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))
+		case Timeout:
+			fields = append(fields, zap.Duration("timeout", j.Timeout), zap.Error(err))
+		case Canceled, Failure:
+			fields = append(fields, zap.Error(err))
+		}
+		ce.Write(fields...)
 	}
 
 	s.mu.Lock()

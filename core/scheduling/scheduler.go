@@ -63,6 +63,7 @@ type Scheduler struct {
 	leading     bool
 	unsubscribe func()
 	reg         metric.Registration
+	starts      []start // runs launched by the current tick
 }
 
 const (
@@ -77,7 +78,7 @@ type job struct {
 	Job
 	sched Schedule // bound to the scheduler's location
 	key   string   // slot store key
-	attrs jobAttrs
+	attrs *jobAttrs
 
 	next     time.Time // next slot to act on; zero when none
 	index    int       // in the queue; -1 when not queued
@@ -360,10 +361,25 @@ func (s *Scheduler) tick() (time.Duration, bool) {
 	leading := tok.Err() == nil
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.state != stateStarted {
+		s.mu.Unlock()
 		return 0, false
 	}
+	wait, ok := s.act(now, tok, term, leading)
+	// Runs start after the lock is released, so that thousands of runs
+	// due together do not queue on it while the tick goes on.
+	starts := s.starts
+	s.starts = s.starts[:0:0]
+	s.mu.Unlock()
+	for _, st := range starts {
+		go s.execute(st.j, st.slot, st.tok, st.first, st.catchUp)
+	}
+	return wait, ok
+}
+
+// act acts on every due slot under s.mu and reports how long until the
+// next one.
+func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading bool) (time.Duration, bool) {
 	if leading != s.leading {
 		if leading {
 			s.log.Info("scheduler leads", zap.Uint64("term", term))
@@ -388,9 +404,9 @@ func (s *Scheduler) tick() (time.Duration, bool) {
 		case !ok:
 			// Too many slots passed to walk: act on none of them.
 		case !leading:
-			s.countSkip(j, SkipFollower, 1)
+			s.countSkip(j, skipFollower, 1)
 		case j.running:
-			s.countSkip(j, SkipOverlap, 1)
+			s.countSkip(j, skipOverlap, 1)
 			s.log.Debug("scheduled job still running, slot skipped", zap.String("job", j.Name), zap.Time("slot", slot))
 		default:
 			s.launch(j, slot, tok, term, false)
@@ -477,7 +493,16 @@ func (s *Scheduler) launch(j *job, slot time.Time, tok context.Context, term uin
 	j.running = true
 	j.launched = slot
 	s.active++
-	go s.execute(j, slot, tok, first, catchUp)
+	s.starts = append(s.starts, start{j: j, slot: slot, tok: tok, first: first, catchUp: catchUp})
+}
+
+// start is a run launched by a tick, to be started once s.mu is released.
+type start struct {
+	j       *job
+	slot    time.Time
+	tok     context.Context
+	first   bool
+	catchUp bool
 }
 
 // queue is a min-heap of jobs by next slot.
