@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -297,12 +298,17 @@ func TestScheduler_S5_StopCancelsAndWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var mu sync.Mutex
 		var cancelledAt, returnedAt time.Time
 		mustAdd(t, s, scheduling.Job{Name: "stubborn", Schedule: scheduling.Every(time.Minute), Run: func(ctx context.Context) error {
 			<-ctx.Done()
+			mu.Lock()
 			cancelledAt = time.Now()
+			mu.Unlock()
 			time.Sleep(30 * time.Second) // ignores its ctx for a while
+			mu.Lock()
 			returnedAt = time.Now()
+			mu.Unlock()
 			return ctx.Err()
 		}})
 		mustStart(t, s)
@@ -313,12 +319,16 @@ func TestScheduler_S5_StopCancelsAndWaits(t *testing.T) {
 		if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Stop bounded by 5s = %v, want DeadlineExceeded", err)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if !cancelledAt.Equal(stopAt) {
 			t.Errorf("run ctx cancelled at %v, want at Stop %v", cancelledAt, stopAt)
 		}
+		mu.Unlock()
 		if err := s.Stop(context.Background()); err != nil {
 			t.Fatalf("second Stop = %v", err)
 		}
+		mu.Lock()
 		if returnedAt.IsZero() || time.Now().Before(returnedAt) {
 			t.Errorf("Stop returned at %v before the run returned at %v", time.Now(), returnedAt)
 		}
