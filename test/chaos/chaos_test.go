@@ -17,15 +17,16 @@ import (
 )
 
 var (
-	flagDuration = flag.Duration("chaos.duration", 40*time.Second, "how long TestChaos injects faults")
-	flagSeed     = flag.Uint64("chaos.seed", 0, "fault schedule seed (0: random, printed)")
-	flagReplicas = flag.Int("chaos.replicas", 5, "replica processes")
-	flagRoles    = flag.Int("chaos.roles", 20, "roles per replica")
-	flagRace     = flag.Bool("chaos.race", false, "build the replica with the race detector")
-	flagDir      = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory)")
-	flagCluster  = flag.Bool("chaos.cluster", false, "also run TestChaosCluster (Redis Cluster failovers)")
-	flagSentinel = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
-	flagFailD    = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
+	flagDuration   = flag.Duration("chaos.duration", 40*time.Second, "how long TestChaos injects faults")
+	flagSeed       = flag.Uint64("chaos.seed", 0, "fault schedule seed (0: random, printed)")
+	flagReplicas   = flag.Int("chaos.replicas", 5, "replica processes")
+	flagRoles      = flag.Int("chaos.roles", 20, "roles per replica")
+	flagRace       = flag.Bool("chaos.race", false, "build the replica with the race detector")
+	flagExpiryRace = flag.Duration("chaos.expiry-race", 0, "checker tolerance for a leader noticing its expiry late (0: 1% of the lease + 2ms, negative: strict)")
+	flagDir        = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory)")
+	flagCluster    = flag.Bool("chaos.cluster", false, "also run TestChaosCluster (Redis Cluster failovers)")
+	flagSentinel   = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
+	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
 )
 
 // tlog writes the harness log to t.Log, line by line.
@@ -49,6 +50,7 @@ func testConfig(t *testing.T, name string) Config {
 	cfg := DefaultConfig()
 	cfg.Replicas, cfg.Roles, cfg.Race = *flagReplicas, *flagRoles, *flagRace
 	cfg.Seed = *flagSeed
+	cfg.ExpiryRace = *flagExpiryRace
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
 	}

@@ -288,3 +288,41 @@ func TestReadRecords_MalformedLineNamesFileAndLine(t *testing.T) {
 		t.Fatalf("err = %v, want one naming r1.jsonl line 2", err)
 	}
 }
+
+func TestCheck_LateExpiryWithinToleranceIsReportedSeparately(t *testing.T) {
+	// r0.1 notices 2 ms late that r1.1 took over at 1000.
+	a := work("r0.1", "a", 1, 0, 1002)
+	h := history([]Record{a}, cont("r1.1", "a", 1, 1000, 3000))
+	lim := testLimits
+	lim.ExpiryRace = DefaultExpiryRace(lim.Lease)
+	if lim.ExpiryRace != 12*time.Millisecond {
+		t.Fatalf("DefaultExpiryRace(1s) = %v, want 12ms", lim.ExpiryRace)
+	}
+	r := Check(h, lim)
+	if !r.OK() || len(r.LateExpiry) != 1 || r.MaxLateExpiry != 2*time.Millisecond {
+		t.Fatalf("2ms late expiry with a 12ms tolerance: late %v\n%s", r.LateExpiry, r.Summary())
+	}
+	// Strict: the same history fails.
+	if r := Check(h, testLimits); r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("2ms overlap passed a strict check:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_LateExpiryBeyondToleranceFails(t *testing.T) {
+	h := history([]Record{work("r0.1", "a", 1, 0, 1013)}, cont("r1.1", "a", 1, 1000, 3000))
+	lim := testLimits
+	lim.ExpiryRace = 12 * time.Millisecond
+	if r := Check(h, lim); r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("13ms overlap passed a 12ms tolerance:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_ToleranceNeverExcusesAConcurrentLeader(t *testing.T) {
+	// r1.1 works 5 ms entirely inside r0.1's tenure: not a handover.
+	h := history(cont("r0.1", "a", 1, 0, 3000), []Record{work("r1.1", "a", 1, 1000, 1005)})
+	lim := testLimits
+	lim.ExpiryRace = 12 * time.Millisecond
+	if r := Check(h, lim); r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("a second leader inside a tenure was excused:\n%s", r.Summary())
+	}
+}

@@ -50,6 +50,9 @@ type Config struct {
 	// Sentinel runs over a master, one replica and three sentinels
 	// (go-redis failover client, no proxies).
 	Sentinel bool
+	// ExpiryRace is the checker's Limits.ExpiryRace. Default
+	// DefaultExpiryRace(Lease); negative means strict (zero).
+	ExpiryRace time.Duration
 	// Log receives the fault log as it happens. Default io.Discard.
 	Log io.Writer
 }
@@ -79,7 +82,14 @@ type Result struct {
 
 // Limits returns the checker's limits for cfg.
 func (c Config) Limits() Limits {
-	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval}
+	race := c.ExpiryRace
+	switch {
+	case race == 0:
+		race = DefaultExpiryRace(c.Lease)
+	case race < 0:
+		race = 0
+	}
+	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race}
 }
 
 // run is the state of one run.
@@ -166,11 +176,49 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := writeJSON(filepath.Join(cfg.Dir, "incarnations.json"), h.Incarnations); err != nil {
 		return nil, err
 	}
+	if err := writeJSON(filepath.Join(cfg.Dir, "run.json"), runFile{Roles: roles, From: from, To: to, Limits: cfg.Limits(), Seed: cfg.Seed}); err != nil {
+		return nil, err
+	}
 	res := &Result{Config: cfg, History: h, Report: Check(h, cfg.Limits()), Failover: r.stats}
 	if r.stats != nil {
 		r.stats.fill(res.Report)
 	}
 	return res, nil
+}
+
+// runFile is what a run saves besides the histories, so Recheck can judge
+// it again.
+type runFile struct {
+	Roles    []string
+	From, To time.Time
+	Limits   Limits
+	Seed     uint64
+}
+
+// Recheck loads a finished run from dir (histories, faults.json,
+// incarnations.json, run.json) and judges it again with lim, or with the
+// run's own limits when lim.Lease is zero.
+func Recheck(dir string, lim Limits) (*Report, error) {
+	var rf runFile
+	var h History
+	for name, v := range map[string]any{"run.json": &rf, "faults.json": &h.Faults, "incarnations.json": &h.Incarnations} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("chaos: recheck: %w", err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return nil, fmt.Errorf("chaos: recheck %s: %w", name, err)
+		}
+	}
+	recs, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	h.Roles, h.Records, h.From, h.To = rf.Roles, recs, rf.From, rf.To
+	if lim.Lease == 0 {
+		lim = rf.Limits
+	}
+	return Check(h, lim), nil
 }
 
 func writeJSON(path string, v any) error {

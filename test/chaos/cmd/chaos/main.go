@@ -31,11 +31,29 @@ func main() {
 	flag.DurationVar(&cfg.Lease, "lease", cfg.Lease, "elector lease")
 	flag.DurationVar(&cfg.RenewInterval, "renew", cfg.RenewInterval, "elector renew interval")
 	flag.DurationVar(&cfg.RetryInterval, "retry", cfg.RetryInterval, "elector retry interval")
+	flag.DurationVar(&cfg.ExpiryRace, "expiry-race", 0, "checker tolerance for a leader noticing its expiry late (0: 1% of the lease + 2ms, negative: strict)")
 	flag.BoolVar(&cfg.Race, "race", false, "build the replica with the race detector")
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
 	flag.BoolVar(&cfg.Sentinel, "sentinel", false, "run over Sentinel (master, replica, 3 sentinels) with failovers")
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
+	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
 	flag.Parse()
+	if *recheck != "" {
+		var lim chaos.Limits
+		if cfg.ExpiryRace != 0 {
+			lim = chaos.Limits{Lease: cfg.Lease, RetryInterval: cfg.RetryInterval, ExpiryRace: max(cfg.ExpiryRace, 0)}
+		}
+		rep, err := chaos.Recheck(*recheck, lim)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Print(rep.Summary())
+		if !rep.OK() {
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
 	}
