@@ -49,7 +49,9 @@ type electionLib interface {
 	// replica returns the shared state of one replica (one process: one
 	// Redis client).
 	// writes counts the requests the replica sends (nil: not counted).
-	replica(addr string, writes *atomic.Int64) (replica, error)
+	// With faults, each candidate gets a lock that crash can cut off;
+	// without, candidates share what a real process would share.
+	replica(addr string, writes *atomic.Int64, faults bool) (replica, error)
 }
 
 type replica interface {
@@ -63,24 +65,39 @@ type hostloomLib struct{}
 
 func (hostloomLib) name() string { return "hostloom" }
 
-func (hostloomLib) replica(addr string, writes *atomic.Int64) (replica, error) {
+func (hostloomLib) replica(addr string, writes *atomic.Int64, faults bool) (replica, error) {
 	c := redis.NewClient(locks.RedisOptions(addr, writes))
-	return &hlReplica{c: c, p: hlredis.New(c)}, nil
+	r := &hlReplica{c: c, p: hlredis.New(c), faults: faults}
+	if !faults {
+		// One lock per process, shared by its electors, as in production.
+		lock, err := locking.New(r.p, locking.DefaultOptions())
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.lock = lock
+	}
+	return r, nil
 }
 
 type hlReplica struct {
-	c *redis.Client
-	p *hlredis.Provider
-	n atomic.Int64
+	c      *redis.Client
+	p      *hlredis.Provider
+	faults bool
+	lock   *locking.DistributedLock // shared when !faults
+	n      atomic.Int64
 }
 
 func (r *hlReplica) close() { _ = r.p.Close(); _ = r.c.Close() }
 
 func (r *hlReplica) candidate(role string, s settings, onLead func(time.Time)) (candidate, error) {
-	fp := &faultProvider{inner: r.p}
-	lock, err := locking.New(fp, locking.DefaultOptions())
-	if err != nil {
-		return nil, err
+	lock, fp := r.lock, (*faultProvider)(nil)
+	if r.faults {
+		fp = &faultProvider{inner: r.p}
+		var err error
+		if lock, err = locking.New(fp, locking.DefaultOptions()); err != nil {
+			return nil, err
+		}
 	}
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval = s.Lease, s.Renew, s.Retry
@@ -112,8 +129,13 @@ func (c *hlCandidate) stop() {
 }
 
 func (c *hlCandidate) crash(ctx context.Context) (time.Time, error) {
+	if c.fp == nil {
+		return time.Time{}, errors.New("crash: replica built without faults")
+	}
 	c.fp.dead.Store(true)
-	time.Sleep(20 * time.Millisecond) // let a request in flight land
+	if err := waitIdle(ctx, &c.fp.inflight); err != nil { // a request in flight may still renew
+		return time.Time{}, err
+	}
 	key, err := c.lock.ProviderKey(c.e.LockKey())
 	if err != nil {
 		return time.Time{}, err
@@ -135,37 +157,64 @@ var errCrashed = errors.New("bench: replica crashed")
 // faultProvider forwards to a Redis provider until dead, then fails every
 // call without reaching Redis: a process that stopped.
 type faultProvider struct {
-	inner *hlredis.Provider
-	dead  atomic.Bool
+	inner    *hlredis.Provider
+	dead     atomic.Bool
+	inflight atomic.Int64
+}
+
+// enter counts a call in flight; it reports false once dead.
+func enter(dead *atomic.Bool, inflight *atomic.Int64) bool {
+	inflight.Add(1)
+	if dead.Load() {
+		inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+// waitIdle waits until no call entered before the crash is in flight.
+func waitIdle(ctx context.Context, inflight *atomic.Int64) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for inflight.Load() > 0 {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.New("crash: a request in flight did not return within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 func (f *faultProvider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return false, 0, errCrashed
 	}
+	defer f.inflight.Add(-1)
 	return f.inner.Acquire(ctx, key, value, ttl)
 }
 
 func (f *faultProvider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return false, errCrashed
 	}
+	defer f.inflight.Add(-1)
 	return f.inner.Extend(ctx, key, value, ttl)
 }
 
 func (f *faultProvider) Release(ctx context.Context, key, value string) (bool, error) {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return false, errCrashed
 	}
+	defer f.inflight.Add(-1)
 	return f.inner.Release(ctx, key, value)
 }
 
 func (f *faultProvider) Watch(key string) (<-chan struct{}, func()) { return f.inner.Watch(key) }
 
 func (f *faultProvider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return "", 0, false, errCrashed
 	}
+	defer f.inflight.Add(-1)
 	return f.inner.Get(ctx, key)
 }
 
@@ -175,22 +224,28 @@ type clientGoLib struct{}
 
 func (clientGoLib) name() string { return "client-go" }
 
-func (clientGoLib) replica(addr string, writes *atomic.Int64) (replica, error) {
-	return &cgReplica{c: redis.NewClient(locks.RedisOptions(addr, writes))}, nil
+func (clientGoLib) replica(addr string, writes *atomic.Int64, faults bool) (replica, error) {
+	return &cgReplica{c: redis.NewClient(locks.RedisOptions(addr, writes)), faults: faults}, nil
 }
 
 type cgReplica struct {
-	c *redis.Client
-	n atomic.Int64
+	c      *redis.Client
+	faults bool
+	n      atomic.Int64
 }
 
 func (r *cgReplica) close() { _ = r.c.Close() }
 
 func (r *cgReplica) candidate(role string, s settings, onLead func(time.Time)) (candidate, error) {
 	id := fmt.Sprintf("%p-%d", r, r.n.Add(1))
-	fl := &faultLock{inner: k8slock.New(r.c, "leader:"+role, id)}
+	var rl resourcelock.Interface = k8slock.New(r.c, "leader:"+role, id)
+	var fl *faultLock
+	if r.faults {
+		fl = &faultLock{inner: rl}
+		rl = fl
+	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          fl,
+		Lock:          rl,
 		LeaseDuration: s.Lease,
 		RenewDeadline: s.ClientGoRenewDeadline,
 		RetryPeriod:   s.Retry,
@@ -232,9 +287,14 @@ func (c *cgCandidate) stop() {
 	}
 }
 
-func (c *cgCandidate) crash(context.Context) (time.Time, error) {
+func (c *cgCandidate) crash(ctx context.Context) (time.Time, error) {
+	if c.fl == nil {
+		return time.Time{}, errors.New("crash: replica built without faults")
+	}
 	c.fl.dead.Store(true)
-	time.Sleep(20 * time.Millisecond)
+	if err := waitIdle(ctx, &c.fl.inflight); err != nil {
+		return time.Time{}, err
+	}
 	last := c.fl.lastWrite.Load()
 	if last == nil {
 		return time.Time{}, errors.New("crash: leader never wrote its record")
@@ -247,22 +307,25 @@ func (c *cgCandidate) crash(context.Context) (time.Time, error) {
 // faultLock forwards to the Redis resource lock until dead, and records
 // when this candidate last wrote the record.
 type faultLock struct {
-	inner     *k8slock.Lock
+	inner     resourcelock.Interface
 	dead      atomic.Bool
+	inflight  atomic.Int64
 	lastWrite atomic.Pointer[time.Time]
 }
 
 func (f *faultLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return nil, nil, errCrashed
 	}
+	defer f.inflight.Add(-1)
 	return f.inner.Get(ctx)
 }
 
 func (f *faultLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return errCrashed
 	}
+	defer f.inflight.Add(-1)
 	err := f.inner.Create(ctx, ler)
 	if err == nil {
 		now := time.Now()
@@ -272,9 +335,10 @@ func (f *faultLock) Create(ctx context.Context, ler resourcelock.LeaderElectionR
 }
 
 func (f *faultLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	if f.dead.Load() {
+	if !enter(&f.dead, &f.inflight) {
 		return errCrashed
 	}
+	defer f.inflight.Add(-1)
 	err := f.inner.Update(ctx, ler)
 	if err == nil {
 		now := time.Now()
@@ -307,7 +371,7 @@ type pair struct {
 func newPair(lib electionLib, addr, role string, s settings) (*pair, error) {
 	p := &pair{lib: lib, role: role, s: s, ev: make(chan leadEvent, 64)}
 	for i := range p.reps {
-		r, err := lib.replica(addr, nil)
+		r, err := lib.replica(addr, nil, true)
 		if err != nil {
 			return nil, err
 		}
@@ -440,7 +504,7 @@ type fleet struct {
 func startFleet(lib electionLib, addr, prefix string, roles, replicas int, s settings) (*fleet, error) {
 	f := &fleet{}
 	for range replicas {
-		r, err := lib.replica(addr, &f.writes)
+		r, err := lib.replica(addr, &f.writes, false)
 		if err != nil {
 			f.stop()
 			return nil, err
