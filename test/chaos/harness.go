@@ -196,9 +196,9 @@ type runFile struct {
 }
 
 // Recheck loads a finished run from dir (histories, faults.json,
-// incarnations.json, run.json) and judges it again with lim, or with the
-// run's own limits when lim.Lease is zero.
-func Recheck(dir string, lim Limits) (*Report, error) {
+// incarnations.json, run.json) and judges it again with the run's limits,
+// except ExpiryRace when expiryRace is nonzero (negative: strict).
+func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
 	var rf runFile
 	var h History
 	for name, v := range map[string]any{"run.json": &rf, "faults.json": &h.Faults, "incarnations.json": &h.Incarnations} {
@@ -215,8 +215,9 @@ func Recheck(dir string, lim Limits) (*Report, error) {
 		return nil, err
 	}
 	h.Roles, h.Records, h.From, h.To = rf.Roles, recs, rf.From, rf.To
-	if lim.Lease == 0 {
-		lim = rf.Limits
+	lim := rf.Limits
+	if expiryRace != 0 {
+		lim.ExpiryRace = max(expiryRace, 0)
 	}
 	return Check(h, lim), nil
 }

@@ -3,9 +3,13 @@
 package chaos
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestFaultOrder_SeededRoundsCoverEveryKind(t *testing.T) {
@@ -49,5 +53,40 @@ func TestReplicaOf(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("replicaOf(%q) = %d, %v; want %d, %v", tt.id, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestRecheck_UsesSavedLimitsOrOverride(t *testing.T) {
+	dir := t.TempDir()
+	lim := Limits{Lease: time.Second, RetryInterval: 250 * time.Millisecond, ExpiryRace: 12 * time.Millisecond}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(writeJSON(filepath.Join(dir, "run.json"), runFile{Roles: []string{"a"}, From: at(0), To: at(3000), Limits: lim}))
+	must(writeJSON(filepath.Join(dir, "faults.json"), []Fault{}))
+	must(writeJSON(filepath.Join(dir, "incarnations.json"), []Incarnation{}))
+	var lines []byte
+	for _, r := range append([]Record{work("r0.1", "a", 1, 0, 1002)}, cont("r1.1", "a", 1, 1000, 3000)...) {
+		b, err := json.Marshal(r)
+		must(err)
+		lines = append(append(lines, b...), '\n')
+	}
+	must(os.WriteFile(filepath.Join(dir, "r0.jsonl"), lines, 0o600))
+
+	rep, err := Recheck(dir, 0)
+	must(err)
+	if !rep.OK() || len(rep.LateExpiry) != 1 {
+		t.Fatalf("saved limits: %s", rep.Summary())
+	}
+	rep, err = Recheck(dir, -1)
+	must(err)
+	if rep.OK() || len(rep.Overlaps) != 1 {
+		t.Fatalf("strict recheck passed:\n%s", rep.Summary())
+	}
+	if _, err := Recheck(t.TempDir(), 0); err == nil {
+		t.Fatal("Recheck of an empty directory succeeded")
 	}
 }

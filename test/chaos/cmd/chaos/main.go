@@ -39,11 +39,7 @@ func main() {
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
 	flag.Parse()
 	if *recheck != "" {
-		var lim chaos.Limits
-		if cfg.ExpiryRace != 0 {
-			lim = chaos.Limits{Lease: cfg.Lease, RetryInterval: cfg.RetryInterval, ExpiryRace: max(cfg.ExpiryRace, 0)}
-		}
-		rep, err := chaos.Recheck(*recheck, lim)
+		rep, err := chaos.Recheck(*recheck, cfg.ExpiryRace)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
