@@ -25,6 +25,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error names the job and the panic value.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("scheduling: job %q panicked: %v", e.Job, e.Value)
 }
@@ -55,6 +56,10 @@ func (s *Scheduler) execute(j *job, slot time.Time, tok context.Context, first, 
 			s.notStarted(j, slot, tok)
 			return
 		}
+	}
+	if ctx.Err() != nil { // the term ended or Stop came before the run started
+		s.notStarted(j, slot, tok)
+		return
 	}
 	if s.set.store != nil && !s.claim(ctx, j, slot, tok, first, catchUp) {
 		return
