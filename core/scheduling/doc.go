@@ -58,6 +58,12 @@
 // skew, as long as the store keeps what it acknowledged. A failing store
 // skips the slot (reason store_error) rather than risk a second run.
 //
+// The first claim of each job in a term reads the record first (State), to
+// count the slots nobody started since the last recorded one as missed: two
+// round trips; later claims take one. Slot times are recorded in
+// milliseconds, so with a store Add rejects Every(d) with d below 1ms.
+// Jitter delays a run, not its slot: the slot is claimed after the delay.
+//
 // When an instance starts leading (also when it leads already at Start),
 // each job's latest slot within the misfire window (WithMisfireWindow,
 // default 1m) that nobody recorded is run once, at once. Older slots nobody
@@ -87,7 +93,9 @@
 // Under the instrumentation scope github.com/hostloom/hostloom/core/scheduling,
 // with attributes role and job: MetricRuns and MetricRunDuration by
 // outcome, MetricSkipped by reason, MetricMissed, and MetricLastSuccess.
-// Each run is a span named scheduling.run. Logs are written to the
+// Missed slots of a cron schedule are counted by walking the schedule, at
+// most 10,000 slots per count; Every is counted exactly. Each run is a span
+// named scheduling.run. Logs are written to the
 // WithLogger logger: failures at Error, leadership loss at Warn.
 //
 // # Stopping (S5)
