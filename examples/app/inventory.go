@@ -53,13 +53,12 @@ type inventory struct {
 // after the elector's (it depends on it), so on stop the producer and the
 // reader end before the elector releases the lease (E11).
 func newInventory(p inventoryParams) (*inventory, error) {
-	log := p.Log.With(zap.String("role", roleInventory))
 	ch, err := leadership.NewChannel[inventoryChange]("inventory-changes", p.Inventory, p.Config.Options(),
-		leadership.WithLogger(log), leadership.WithMeterProvider(p.Meters))
+		leadership.WithLogger(p.Log), leadership.WithMeterProvider(p.Meters))
 	if err != nil {
 		return nil, err
 	}
-	inv := &inventory{ch: ch, l: p.Inventory, log: log}
+	inv := &inventory{ch: ch, l: p.Inventory, log: p.Log.With(zap.String("role", roleInventory))}
 	p.Lifecycle.Append(fx.Hook{OnStart: inv.start, OnStop: inv.stop})
 	return inv, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -48,6 +49,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	// go-redis reports every failed dial on its own process-wide logger;
+	// the electors already log an outage once (E7), so keep go-redis's
+	// lines at Debug. The process owns that global: main sets it, once.
+	redis.SetLogger(redisLogger{log.Named("go-redis")})
 
 	app := newApp(s, log)
 	startCtx, cancel := context.WithTimeout(context.Background(), app.StartTimeout())
@@ -66,6 +71,15 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("Stopped")
 	return sig.ExitCode
+}
+
+// redisLogger writes go-redis's internal log at Debug.
+type redisLogger struct{ log *zap.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	if ce := l.log.Check(zapcore.DebugLevel, "GoRedis"); ce != nil {
+		ce.Write(zap.String("detail", fmt.Sprintf(format, v...)))
+	}
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
