@@ -63,8 +63,10 @@
 // The local lease deadline counts from when the acquire or extend request
 // was sent, on the monotonic clock, so it never ends later than the
 // backend's expiry; Token is cancelled no later than that deadline, also
-// while a lock call hangs (each call is bounded by the remaining lease, and
-// a timer fires at the deadline).
+// while a lock call hangs (a timer fires at the deadline, and every call
+// has a bounded context: an acquisition at most min(RetryInterval, Lease),
+// a renewal attempt at most half the remaining lease, so a hanging attempt
+// leaves time for another).
 //
 // # Renewal
 //

@@ -250,13 +250,17 @@ func (e *Elector) renew(ctx context.Context, st *loopState) time.Duration {
 		return st.nextRenew.Sub(now)
 	}
 
+	// One attempt may use half the remaining lease, so a call that hangs
+	// (a dead connection, a dial retried inside the client) leaves time
+	// for another attempt (E6); never more than the lease itself.
 	sent := time.Now()
-	opCtx, cancel, epoch := e.opContext(ctx, s.deadline)
+	bound := min(max(s.deadline.Sub(sent)/2, RenewRetryFloor), s.deadline.Sub(sent))
+	opCtx, cancel, epoch := e.opContext(ctx, sent.Add(bound))
 	if epoch != st.epoch {
 		cancel() // the term ended since the check above
 		return 0
 	}
-	e.setProgress(sent, s.deadline.Sub(sent))
+	e.setProgress(sent, bound)
 	spCtx, sp := e.tel.span(opCtx, SpanRenew)
 	err := e.extend(spCtx, l)
 	cancel()

@@ -205,3 +205,53 @@ func TestElector_Redis_E8_AbandonedLeaderExpires(t *testing.T) {
 	}
 	sampler.end(t)
 }
+
+func TestElector_Redis_E7_OutageAndRecovery(t *testing.T) {
+	srv := redistest.Start(t)
+	log, logs := observed()
+	var electors []*leadership.Elector
+	for range 2 {
+		node := newRedisNode(t, srv)
+		e := mustElector(t, "billing", node.lock, redisOpts(), leadership.WithLogger(log))
+		mustStart(t, e)
+		t.Cleanup(func() { _ = e.Stop(context.Background()) })
+		electors = append(electors, e)
+	}
+	sampler := sampleLeaders(func() []*leadership.Elector { return electors })
+	leader := waitLeader(t, electors, nil)
+	tok := leader.Token()
+	srv.Kill()
+	// Nobody leads while the provider is unreachable: the leader's term
+	// ends by its lease (1s) at the latest.
+	select {
+	case <-tok.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader kept its term through the outage")
+	}
+	// Each elector logs the outage once (the client's own dial retries can
+	// delay a failing call past its context, so wait for both).
+	waitLogs := func(msg string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for logs.FilterMessage(msg).Len() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := logs.FilterMessage(msg).Len(); got != n {
+			t.Fatalf("%s logged %d times, want %d", msg, got, n)
+		}
+	}
+	waitLogs("LeadershipProviderUnavailable", 2)
+	time.Sleep(2 * time.Second) // several failing retries later
+	for _, e := range electors {
+		if e.IsLeader() {
+			t.Fatal("a leader while Redis is down")
+		}
+	}
+	if n := logs.FilterMessage("LeadershipProviderUnavailable").Len(); n != 2 {
+		t.Fatalf("outage logged %d times, want once per elector", n)
+	}
+	srv.Restart(t)
+	waitLeader(t, electors, nil)
+	waitLogs("LeadershipProviderRecovered", 2)
+	sampler.end(t)
+}

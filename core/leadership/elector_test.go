@@ -1293,3 +1293,36 @@ func TestElector_E1_PlainRefusalAndBrokenWatch(t *testing.T) {
 		}
 	})
 }
+
+func TestElector_E6_HangingRenewalRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fl := leadershiptest.NewFaultLock(memLock(t))
+		rec := &recLock{Lock: fl}
+		e := mustElector(t, "r", rec, fastOpts())
+		changes := subscribe(e)
+		start := time.Now()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		synctest.Wait()
+		// The renewal at 1s hangs; it gives up at half the remaining lease
+		// (2s), and the retry at 2.5s reaches a healthy provider.
+		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultHang)
+		time.Sleep(2200 * time.Millisecond)
+		fl.Clear()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !e.IsLeader() || e.Term() != 1 {
+			t.Fatalf("leader %v term %d: a hanging renewal must not cost the term", e.IsLeader(), e.Term())
+		}
+		var at []time.Duration
+		for _, tm := range rec.extendTimes() {
+			at = append(at, tm.Sub(start))
+		}
+		if want := []time.Duration{time.Second, 2500 * time.Millisecond}; !slices.Equal(at[:2], want) {
+			t.Fatalf("renewal attempts at %v, want %v first", at, want)
+		}
+		if got := changes.reasons(); !slices.Equal(got, []leadership.Reason{leadership.Acquired}) {
+			t.Fatalf("reasons = %v", got)
+		}
+	})
+}
