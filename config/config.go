@@ -14,10 +14,14 @@ import (
 // Config is the whole HostLoom configuration. Every field carries the koanf
 // key it is loaded from; Defaults returns the documented defaults.
 type Config struct {
-	Locking       Locking       `koanf:"locking"`
-	Leadership    Leadership    `koanf:"leadership"`
+	// Locking is the lock backend and its limits.
+	Locking Locking `koanf:"locking"`
+	// Leadership is the election timing and keys, per role.
+	Leadership Leadership `koanf:"leadership"`
+	// LeaderChannel holds the defaults of leader channels.
 	LeaderChannel LeaderChannel `koanf:"leader_channel"`
-	Scheduling    Scheduling    `koanf:"scheduling"`
+	// Scheduling holds the settings of the schedulers.
+	Scheduling Scheduling `koanf:"scheduling"`
 }
 
 // Locking is the locking section: which backend, and the limits of
@@ -107,10 +111,10 @@ type TLS struct {
 	ServerName string `koanf:"server_name"`
 	// CAFile is a PEM file of CAs to trust instead of the system pool.
 	CAFile string `koanf:"ca_file"`
-	// CertFile and KeyFile are a PEM client certificate and key (mutual
-	// TLS); set both or neither.
+	// CertFile is a PEM client certificate (mutual TLS); set with KeyFile.
 	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
+	// KeyFile is the PEM key of CertFile; set both or neither.
+	KeyFile string `koanf:"key_file"`
 }
 
 // String describes the section with the passwords redacted.
@@ -173,13 +177,20 @@ type Leadership struct {
 
 // RoleOverrides are leadership.roles.<role>: each set field replaces the
 // section-wide value for that role.
+// A nil field keeps the section-wide value.
 type RoleOverrides struct {
-	Lease             *time.Duration     `koanf:"lease"`
-	RenewInterval     *time.Duration     `koanf:"renew_interval"`
-	RetryInterval     *time.Duration     `koanf:"retry_interval"`
+	// Lease overrides Leadership.Lease.
+	Lease *time.Duration `koanf:"lease"`
+	// RenewInterval overrides Leadership.RenewInterval.
+	RenewInterval *time.Duration `koanf:"renew_interval"`
+	// RetryInterval overrides Leadership.RetryInterval.
+	RetryInterval *time.Duration `koanf:"retry_interval"`
+	// WhenUncoordinated overrides Leadership.WhenUncoordinated.
 	WhenUncoordinated *WhenUncoordinated `koanf:"when_uncoordinated"`
-	LockKeyFormat     *string            `koanf:"lock_key_format"`
-	LockKey           *string            `koanf:"lock_key"`
+	// LockKeyFormat overrides Leadership.LockKeyFormat.
+	LockKeyFormat *string `koanf:"lock_key_format"`
+	// LockKey overrides Leadership.LockKey.
+	LockKey *string `koanf:"lock_key"`
 }
 
 // For returns the settings for role: the section-wide values with the

@@ -34,6 +34,7 @@ type KeyError struct {
 	Reason string
 }
 
+// Error returns "config: <key>: <reason> (<source>)".
 func (e *KeyError) Error() string {
 	if e.Source == "" {
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
@@ -152,8 +153,10 @@ func unwrapPath(err error) error {
 // bytesProvider is a koanf.Provider over an in-memory document.
 type bytesProvider []byte
 
+// ReadBytes returns the document.
 func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
 
+// Read is not supported: the document is parsed by koanf's YAML parser.
 func (b bytesProvider) Read() (map[string]any, error) {
 	return nil, errors.New("config: bytes provider reads bytes only")
 }
