@@ -14,8 +14,9 @@
 // Job takes a cron spec and a function; Schedule takes a ready-made
 // scheduling.Job (for example on scheduling.Every); JobFunc takes a
 // constructor whose parameters fx provides. Each contributes a JobSpec to
-// the value group JobsGroup (`group:"hostloom.jobs"`); a constructor of
-// your own may add to it directly.
+// the value group JobsGroup (`group:"hostloom.jobs"`) and makes sure the
+// schedulers are built; JobSpec values added to the group by other
+// constructors are scheduled too, as long as one of these options is used.
 //
 // # Schedulers
 //
