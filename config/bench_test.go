@@ -11,7 +11,7 @@ import (
 
 type rawBytes []byte
 
-func (b rawBytes) ReadBytes() ([]byte, error)     { return b, nil }
+func (b rawBytes) ReadBytes() ([]byte, error)    { return b, nil }
 func (b rawBytes) Read() (map[string]any, error) { return nil, nil }
 
 // BenchmarkLoad compares Load (parse, strict decode, core validation) with
