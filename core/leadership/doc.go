@@ -129,6 +129,19 @@
 // Leader asks the lock who holds the role (identity and remaining lease),
 // when the lock supports holder lookup.
 //
+// # Leader channel
+//
+// Channel[T] is a bounded channel gated on a Leadership: producers on every
+// instance write to it, a leader's items reach the reader, and a
+// follower's are accepted and discarded, which keeps a warm standby's
+// producers running without letting it act (C1). Drops are counted by
+// reason (follower, full, loss) and summarised in the log at most once per
+// DropReportInterval (C2, C3). With FullMode Wait, losing leadership wakes
+// blocked producers, and a write that waited rechecks the role (C4, C5).
+// Accepted items stay readable after loss unless DrainOnLoss discards them
+// (C6): channel admission is not a fencing guarantee, so wrap leader-only
+// side effects in Token. The channel starts no goroutine.
+//
 // # Telemetry
 //
 // Logs go to the zap logger of WithLogger: transitions at Info, retries at

@@ -7,6 +7,13 @@
 // term (Term+1, a fresh Token, OnChange called), SetLeader(false) ends it
 // (Token cancelled, OnChange called). It does no I/O and starts no
 // goroutine, so it works inside testing/synctest bubbles.
+//
+// # FaultLock
+//
+// FaultLock wraps a locking.Lock and injects faults per operation
+// (transport errors, refusals, hangs until the context ends, panics),
+// switchable at run time, so tests can drive an Elector through outages
+// and lost leases on fake time.
 package leadershiptest
 
 import (
