@@ -88,6 +88,10 @@ type Overlap struct {
 	Window time.Duration
 	// Fault is the fault that explains the overlap ("" when none does).
 	Fault string
+	// Stall is the longest work slice of A's term in the lease before the
+	// overlap began: far above the replica's slice length, it shows that
+	// A's process was not running (not scheduled) when its lease ran out.
+	Stall time.Duration
 }
 
 func (o Overlap) String() string {
@@ -96,6 +100,9 @@ func (o Overlap) String() string {
 		o.B.Identity, o.B.Term, clock(o.B.Start), clock(o.B.End), o.Length)
 	if o.Fault != "" {
 		s += fmt.Sprintf(" (window %v, fault %s)", o.Window, o.Fault)
+	}
+	if o.Stall > 0 {
+		s += fmt.Sprintf(" (longest slice of %s before: %v)", o.A.Identity, o.Stall)
 	}
 	return s
 }
@@ -269,7 +276,11 @@ func Check(h History, lim Limits) *Report {
 	sort.Strings(roles)
 	for _, role := range roles {
 		recs := tenures(byRole[role])
+		before := len(r.Overlaps)
 		r.checkOverlaps(role, recs, h.Faults, lim)
+		for i := before; i < len(r.Overlaps); i++ {
+			r.Overlaps[i].Stall = longestSlice(byRole[role], r.Overlaps[i], lim.Lease)
+		}
 		r.checkGaps(role, recs, h, lim)
 	}
 	for _, o := range r.PausedWindows {
@@ -327,6 +338,18 @@ func tenures(recs []Record) []Record {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
+}
+
+// longestSlice is the longest work record of o.A's incarnation and term
+// that ended within lease before o began, or later.
+func longestSlice(recs []Record, o Overlap, lease time.Duration) time.Duration {
+	var d time.Duration
+	for _, rec := range recs {
+		if rec.Identity == o.A.Identity && rec.Term == o.A.Term && rec.End >= o.B.Start-int64(lease) {
+			d = max(d, time.Duration(rec.End-rec.Start))
+		}
+	}
+	return d
 }
 
 func contains(s []string, v string) bool {

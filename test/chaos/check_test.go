@@ -75,6 +75,9 @@ func TestCheck_OverlapFails(t *testing.T) {
 	if o.Length != 20*time.Millisecond || o.A.Identity != "r0.1" || o.B.Identity != "r1.1" {
 		t.Errorf("overlap = %s, want r0.1 then r1.1 for 20ms", o)
 	}
+	if o.Stall != 50*time.Millisecond {
+		t.Errorf("stall evidence = %v, want the 50ms slice length", o.Stall)
+	}
 	if !strings.Contains(r.Summary(), "FAIL") {
 		t.Errorf("summary does not say FAIL:\n%s", r.Summary())
 	}
