@@ -191,14 +191,8 @@ func (c *redisCluster) topology(ctx context.Context, from string) ([]clusterNode
 // clusterFault fails over (or kills) the master that holds a random
 // role's key, and waits until its replica has taken over.
 func (r *run) clusterFault(ctx context.Context, f *Fault) error {
-	cc := r.client.(*redis.ClusterClient)
-	role := RoleName(r.rng.IntN(r.cfg.Roles))
-	m, err := cc.MasterForKey(ctx, LockKey(role))
-	if err != nil {
-		return fmt.Errorf("master for %s: %w", role, err)
-	}
-	masterAddr := m.Options().Addr
 	var topo []clusterNode
+	var err error
 	for _, n := range r.cluster.nodes {
 		if topo, err = r.cluster.topology(ctx, n.Addr()); err == nil {
 			break
@@ -207,22 +201,35 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 	if err != nil {
 		return err
 	}
-	var masterID, replicaAddr string
-	for _, n := range topo {
-		if n.addr == masterAddr {
-			masterID = n.id
+	// Every master holds some roles' keys (20 keys over 3 masters): pick
+	// one that has a healthy replica.
+	type pair struct{ master, replica string }
+	var pairs []pair
+	for _, m := range topo {
+		if !m.isMaster || m.failed {
+			continue
+		}
+		for _, n := range topo {
+			if n.master == m.id && !n.failed {
+				pairs = append(pairs, pair{m.addr, n.addr})
+				break
+			}
 		}
 	}
-	for _, n := range topo {
-		if n.master == masterID && !n.failed {
-			replicaAddr = n.addr
+	if len(pairs) == 0 {
+		return errors.New("no master with a healthy replica in the topology")
+	}
+	p := pairs[r.rng.IntN(len(pairs))]
+	masterAddr, replicaAddr := p.master, p.replica
+	var held []string
+	for i := range r.cfg.Roles {
+		if m, err := r.client.(*redis.ClusterClient).MasterForKey(ctx, LockKey(RoleName(i))); err == nil && m.Options().Addr == masterAddr {
+			held = append(held, RoleName(i))
 		}
 	}
-	if masterID == "" || replicaAddr == "" {
-		return fmt.Errorf("no replica of master %s in the topology", masterAddr)
-	}
+	role := strings.Join(held, ",")
 	f.LostState, f.Unavailable = true, f.Kind == FaultKillMaster
-	f.Detail = fmt.Sprintf("master %s (holds %s) -> replica %s", masterAddr, role, replicaAddr)
+	f.Detail = fmt.Sprintf("master %s (keys of %s) -> replica %s", masterAddr, role, replicaAddr)
 	f.Start = time.Now()
 	switch f.Kind {
 	case FaultFailover:
