@@ -94,6 +94,7 @@ type Overlap struct {
 	Stall time.Duration
 }
 
+// String describes the overlap with both tenures and, when explained, its window and fault.
 func (o Overlap) String() string {
 	s := fmt.Sprintf("role %s: %s term %d [%s, %s] and %s term %d [%s, %s] overlap %v",
 		o.Role, o.A.Identity, o.A.Term, clock(o.A.Start), clock(o.A.End),
@@ -119,6 +120,7 @@ type Gap struct {
 	Cause   string
 }
 
+// String describes the gap and the part counted against the recovery bound.
 func (g Gap) String() string {
 	return fmt.Sprintf("role %s leaderless %v from %s (counted %v%s)", g.Role,
 		g.To.Sub(g.From), g.From.UTC().Format("15:04:05.000"), g.Counted, g.Cause)

@@ -36,6 +36,7 @@ type FailoverStats struct {
 	LongestOverlap time.Duration
 }
 
+// String is the one-line failover summary.
 func (s *FailoverStats) String() string {
 	return fmt.Sprintf("%s: %d commanded failovers, %d masters killed; %d of %d failover faults lost a lease (%d role overlaps, longest %v)",
 		s.Backend, s.Failovers, s.KilledMasters, s.FaultsWithOverlap, s.Failovers+s.KilledMasters, s.Overlaps, s.LongestOverlap)

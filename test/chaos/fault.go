@@ -68,6 +68,7 @@ type Fault struct {
 	Detail      string `json:"detail,omitempty"`
 }
 
+// String is the fault as logged: sequence, kind, victim, start and heal.
 func (f Fault) String() string {
 	who := ""
 	if f.Target >= 0 {

@@ -25,6 +25,7 @@ const (
 	Reset
 )
 
+// String is the mode's name.
 func (m Mode) String() string {
 	switch m {
 	case Pass:
