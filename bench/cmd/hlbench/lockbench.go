@@ -21,6 +21,7 @@ type lockRun struct {
 	OpsPerSec float64
 	Allocs    float64 // heap allocations per op, whole process
 	Bytes     float64
+	Commands  float64 // Redis commands per op (INFO commandstats, script-internal included)
 }
 
 // lockResult is the median over the repeats.
@@ -32,6 +33,7 @@ type lockResult struct {
 	OpsPerSec float64
 	Allocs    float64
 	Bytes     float64
+	Commands  float64
 }
 
 // refusedResult is the cost of one refused acquire.
@@ -47,7 +49,7 @@ type refusedResult struct {
 
 // runLocks measures every implementation's acquire+release round trip at
 // each concurrency, the implementations interleaved within each repeat.
-func runLocks(ctx context.Context, cfg config, addr string) ([]lockResult, error) {
+func runLocks(ctx context.Context, cfg config, addr string, admin *redis.Client) ([]lockResult, error) {
 	impls := map[string]locks.Locker{}
 	for _, n := range locks.Names {
 		l, err := locks.New(n, addr, nil)
@@ -59,7 +61,7 @@ func runLocks(ctx context.Context, cfg config, addr string) ([]lockResult, error
 	}
 	// Warm up: connections, script caches, rueidislock's tracking.
 	for _, n := range locks.Names {
-		if _, err := lockRunOnce(ctx, impls[n], 64, cfg.lockWarm, fmt.Sprintf("warm:%s", n)); err != nil {
+		if _, err := lockRunOnce(ctx, admin, impls[n], 64, cfg.lockWarm, fmt.Sprintf("warm:%s", n)); err != nil {
 			return nil, fmt.Errorf("warm up %s: %w", n, err)
 		}
 	}
@@ -69,18 +71,18 @@ func runLocks(ctx context.Context, cfg config, addr string) ([]lockResult, error
 			results[fmt.Sprintf("%s/%d", n, conc)] = &lockResult{Name: n, Conc: conc}
 		}
 	}
-	for r := range cfg.repeats {
+	for r := range cfg.lockRepeats {
 		order := rand.Perm(len(locks.Names))
 		for _, conc := range []int{1, 64} {
 			for _, i := range order {
 				n := locks.Names[i]
-				run, err := lockRunOnce(ctx, impls[n], conc, cfg.lockTime, fmt.Sprintf("rt:%s:%d", n, r))
+				run, err := lockRunOnce(ctx, admin, impls[n], conc, cfg.lockTime, fmt.Sprintf("rt:%s:%d", n, r))
 				if err != nil {
 					return nil, fmt.Errorf("%s at %d goroutines: %w", n, conc, err)
 				}
 				res := results[fmt.Sprintf("%s/%d", n, conc)]
 				res.Runs = append(res.Runs, run)
-				logf("lock %-14s c=%-2d rep %d: p50 %s p99 %s %.0f ops/s %.1f allocs/op", n, conc, r+1, fmtDur(run.P50), fmtDur(run.P99), run.OpsPerSec, run.Allocs)
+				logf("lock %-14s c=%-2d rep %d: p50 %s p99 %s %.0f ops/s %.1f allocs/op %.2f commands/op", n, conc, r+1, fmtDur(run.P50), fmtDur(run.P99), run.OpsPerSec, run.Allocs, run.Commands)
 			}
 		}
 	}
@@ -89,14 +91,16 @@ func runLocks(ctx context.Context, cfg config, addr string) ([]lockResult, error
 		for _, n := range locks.Names {
 			res := results[fmt.Sprintf("%s/%d", n, conc)]
 			var p50, p99 []time.Duration
-			var ops, allocs, bytes []float64
+			var ops, allocs, bytes, cmds []float64
 			for _, r := range res.Runs {
 				p50 = append(p50, r.P50)
 				p99 = append(p99, r.P99)
 				ops = append(ops, r.OpsPerSec)
 				allocs = append(allocs, r.Allocs)
 				bytes = append(bytes, r.Bytes)
+				cmds = append(cmds, r.Commands)
 			}
+			res.Commands = median(cmds)
 			res.P50, res.P99 = medianDur(p50), medianDur(p99)
 			res.OpsPerSec, res.Allocs, res.Bytes = median(ops), median(allocs), median(bytes)
 			out = append(out, *res)
@@ -106,7 +110,7 @@ func runLocks(ctx context.Context, cfg config, addr string) ([]lockResult, error
 }
 
 // lockRunOnce runs conc goroutines, each on its own key, for d.
-func lockRunOnce(ctx context.Context, l locks.Locker, conc int, d time.Duration, prefix string) (lockRun, error) {
+func lockRunOnce(ctx context.Context, admin *redis.Client, l locks.Locker, conc int, d time.Duration, prefix string) (lockRun, error) {
 	const maxPer = 1 << 17
 	per := maxPer
 	if conc > 1 {
@@ -117,6 +121,10 @@ func lockRunOnce(ctx context.Context, l locks.Locker, conc int, d time.Duration,
 		lat[i] = make([]time.Duration, 0, per)
 	}
 	errs := make([]error, conc)
+	cmd0, err := redisproc.CommandStats(ctx, admin)
+	if err != nil {
+		return lockRun{}, err
+	}
 	var wg sync.WaitGroup
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
@@ -146,6 +154,11 @@ func lockRunOnce(ctx context.Context, l locks.Locker, conc int, d time.Duration,
 	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
+	cmd1, err := redisproc.CommandStats(ctx, admin)
+	if err != nil {
+		return lockRun{}, err
+	}
+	_, cmds := redisproc.Delta(cmd0, cmd1)
 	var all []time.Duration
 	for g := range conc {
 		if errs[g] != nil {
@@ -165,6 +178,7 @@ func lockRunOnce(ctx context.Context, l locks.Locker, conc int, d time.Duration,
 		OpsPerSec: n / elapsed.Seconds(),
 		Allocs:    float64(ms1.Mallocs-ms0.Mallocs) / n,
 		Bytes:     float64(ms1.TotalAlloc-ms0.TotalAlloc) / n,
+		Commands:  float64(cmds) / n,
 	}, nil
 }
 

@@ -32,6 +32,7 @@ import (
 type config struct {
 	short           bool
 	repeats         int
+	lockRepeats     int
 	lockWarm        time.Duration
 	lockTime        time.Duration
 	refusedOps      int
@@ -47,7 +48,7 @@ type config struct {
 
 func fullConfig() config {
 	return config{
-		repeats: 3, lockWarm: 300 * time.Millisecond, lockTime: 1500 * time.Millisecond,
+		repeats: 3, lockRepeats: 7, lockWarm: 300 * time.Millisecond, lockTime: 600 * time.Millisecond,
 		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
 		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
@@ -56,7 +57,7 @@ func fullConfig() config {
 
 func shortConfig() config {
 	return config{
-		short: true, repeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
+		short: true, repeats: 1, lockRepeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
 		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
 		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
 		memRoles: 200, memTimeout: 30 * time.Second,
@@ -132,7 +133,7 @@ func run(short bool, out, server, only string) error {
 		run         func() error
 	}{
 		{"locks", "lock round trips", func() (err error) {
-			rep.locks, err = runLocks(ctx, cfg, srv.Addr())
+			rep.locks, err = runLocks(ctx, cfg, srv.Addr(), admin)
 			return err
 		}},
 		{"refused", "refused acquires", func() (err error) {

@@ -193,7 +193,7 @@ func (r *report) markdown() string {
 	p("| Go | %s |", runtime.Version())
 	p("| Redis | redis-server %s, private, on 127.0.0.1, persistence off, same machine as the clients |", r.redisVersion)
 	p("| load average | %s at start, %s at the end (1, 5, 15 min; other work on the machine shows here) |", r.loadStart, loadAvg())
-	p("| repeats | lock and channel measures: %d interleaved repeats, median reported; refused acquire: %d attempts; handovers: %d per library and set; crash failovers: %d per library |", r.cfg.repeats, r.cfg.refusedOps, r.cfg.handovers, r.cfg.failovers)
+	p("| repeats | lock round trips: %d repeats of %s per implementation and concurrency, implementations in a fresh random order each repeat, median repeat reported; channel: %d repeats, median; refused acquire: %d attempts; handovers: %d per library and set; crash failovers: %d per library |", r.cfg.lockRepeats, r.cfg.lockTime, r.cfg.repeats, r.cfg.refusedOps, r.cfg.handovers, r.cfg.failovers)
 	p("")
 	p("## Targets")
 	p("")
@@ -205,7 +205,7 @@ func (r *report) markdown() string {
 	p("")
 	p("## 1. Lock round trip (acquire + release)")
 	p("")
-	p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them).", r.cfg.lockTime, "5s")
+	p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs. Every implementation makes two round trips (acquire, release); HostLoom's release script also PUBLISHes the release (L7: waiting candidates wake at once), which costs the server one more command per round trip.", r.cfg.lockTime, "5s")
 	p("")
 	for _, conc := range []int{1, 64} {
 		fl := r.lock("floor", conc)
@@ -216,13 +216,13 @@ func (r *report) markdown() string {
 			p("### %d goroutines", conc)
 		}
 		p("")
-		p("| implementation | p50 | p99 | round trips/s | allocs/op | B/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
-		p("|---|---|---|---|---|---|---|---|---|---|")
+		p("| implementation | p50 | p99 | round trips/s | allocs/op | B/op | Redis commands/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, l := range r.locks {
 			if l.Conc != conc {
 				continue
 			}
-			p("| %s | %s | %s | %.0f | %.1f | %.0f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P99), l.OpsPerSec, l.Allocs, l.Bytes,
+			p("| %s | %s | %s | %.0f | %.1f | %.0f | %.2f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P99), l.OpsPerSec, l.Allocs, l.Bytes, l.Commands,
 				ratio(float64(l.P50), float64(fl.P50)), ratio(l.OpsPerSec, fl.OpsPerSec),
 				ratio(float64(hl.P50), float64(l.P50)), ratio(hl.OpsPerSec, l.OpsPerSec))
 		}
