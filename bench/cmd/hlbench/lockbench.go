@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,9 @@ type lockResult struct {
 	Commands  float64
 	Failed    int // over all repeats
 	Attempts  int // over all repeats
+	// Spread of the repeats.
+	P50Min, P50Max time.Duration
+	OpsMin, OpsMax float64
 }
 
 // refusedResult is the cost of one refused acquire.
@@ -107,6 +111,8 @@ func runLocks(ctx context.Context, cfg config, addr string, admin *redis.Client)
 			}
 			res.Commands = median(cmds)
 			res.P50, res.P99 = medianDur(p50), medianDur(p99)
+			res.P50Min, res.P50Max = slices.Min(p50), slices.Max(p50)
+			res.OpsMin, res.OpsMax = slices.Min(ops), slices.Max(ops)
 			res.OpsPerSec, res.Allocs, res.Bytes = median(ops), median(allocs), median(bytes)
 			out = append(out, *res)
 		}
