@@ -32,6 +32,10 @@ type Limits struct {
 	// leads"). Zero is strict; DefaultExpiryRace gives Redlock's clock
 	// drift allowance.
 	ExpiryRace time.Duration
+	// Slice is the nominal length of a work slice (the replica's -slice).
+	// A last slice that ran longer is evidence that the process stalled
+	// (StalledWindows); zero turns that classification off.
+	Slice time.Duration
 }
 
 // DefaultExpiryRace is Redlock's clock drift allowance for a lease:
@@ -147,6 +151,14 @@ type Report struct {
 	// the end of its lease that much after a successor took over.
 	LateExpiry    []Overlap
 	MaxLateExpiry time.Duration
+	// StalledWindows are overlaps at a handover explained by a stalled
+	// earlier leader: its last work slice, which ends the moment the token
+	// is cancelled, ran longer than Limits.Slice by at least the overlap
+	// less Limits.ExpiryRace. The process was not scheduled when its lease
+	// ended (CPU load), as a paused process is not; each must stay within
+	// the lease, the window the spec documents.
+	StalledWindows   []Overlap
+	MaxStalledWindow time.Duration
 	// LostStateOverlaps are overlaps after the backend lost leases it had
 	// granted (restart, failover): outside the guarantee, reported and
 	// bounded: each must end within Lease + Slack of the fault's heal.
@@ -172,6 +184,11 @@ func (r *Report) Problems() []string {
 	for _, o := range r.PausedWindows {
 		if o.Window > r.Limits.Lease {
 			p = append(p, fmt.Sprintf("paused window %v exceeds the lease %v: %s", o.Window, r.Limits.Lease, o))
+		}
+	}
+	for _, o := range r.StalledWindows {
+		if o.Length > r.Limits.Lease {
+			p = append(p, fmt.Sprintf("stalled window %v exceeds the lease %v: %s", o.Length, r.Limits.Lease, o))
 		}
 	}
 	for _, o := range r.LostStateOverlaps {
@@ -216,6 +233,7 @@ func (r *Report) Summary() string {
 		}
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
+	fmt.Fprintf(&b, "stalled-leader windows (last slice overran %v by at least the overlap): %d, longest %v (lease %v)\n", r.Limits.Slice, len(r.StalledWindows), r.MaxStalledWindow, r.Limits.Lease)
 	fmt.Fprintf(&b, "paused-window overlaps: %d, max paused window: %v (lease %v)\n", len(r.PausedWindows), r.MaxPausedWindow, r.Limits.Lease)
 	maxLost := time.Duration(0)
 	for _, o := range r.LostStateOverlaps {
@@ -279,7 +297,7 @@ func Check(h History, lim Limits) *Report {
 	for _, role := range roles {
 		recs := tenures(byRole[role])
 		before := len(r.Overlaps)
-		r.checkOverlaps(role, recs, h.Faults, lim)
+		r.checkOverlaps(role, recs, byRole[role], h.Faults, lim)
 		for i := before; i < len(r.Overlaps); i++ {
 			r.Overlaps[i].Stall = longestSlice(byRole[role], r.Overlaps[i], lim.Lease)
 		}
@@ -290,6 +308,9 @@ func Check(h History, lim Limits) *Report {
 	}
 	for _, o := range r.LateExpiry {
 		r.MaxLateExpiry = max(r.MaxLateExpiry, o.Length)
+	}
+	for _, o := range r.StalledWindows {
+		r.MaxStalledWindow = max(r.MaxStalledWindow, o.Length)
 	}
 	for _, inc := range h.Incarnations {
 		switch {
@@ -363,9 +384,22 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// checkOverlaps sweeps recs (sorted by start) for pairs from different
-// incarnations that overlap in time, and classifies each.
-func (r *Report) checkOverlaps(role string, recs []Record, faults []Fault, lim Limits) {
+// lastSliceLen is the length of the last work slice of a's incarnation
+// and term among slices.
+func lastSliceLen(slices []Record, a Record) time.Duration {
+	var last Record
+	for _, rec := range slices {
+		if rec.Identity == a.Identity && rec.Term == a.Term && rec.End >= last.End {
+			last = rec
+		}
+	}
+	return time.Duration(last.End - last.Start)
+}
+
+// checkOverlaps sweeps recs (tenures sorted by start) for pairs from
+// different incarnations that overlap in time, and classifies each; slices
+// are the role's work records.
+func (r *Report) checkOverlaps(role string, recs, slices []Record, faults []Fault, lim Limits) {
 	var active []Record
 	for i, rec := range recs {
 		if i > 0 && recs[i-1].Identity != rec.Identity {
@@ -383,15 +417,16 @@ func (r *Report) checkOverlaps(role string, recs []Record, faults []Fault, lim L
 				continue
 			}
 			o := Overlap{Role: role, A: a, B: rec, Length: time.Duration(min(a.End, rec.End) - rec.Start)}
-			r.classify(o, faults, lim)
+			r.classify(o, lastSliceLen(slices, a), faults, lim)
 		}
 		active = append(active, rec)
 	}
 }
 
 // classify files o as a paused window, a lost-state overlap, a late-expiry
-// window or an unexplained overlap.
-func (r *Report) classify(o Overlap, faults []Fault, lim Limits) {
+// window, a stalled window or an unexplained overlap. lastSlice is the
+// length of o.A's last work slice.
+func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, lim Limits) {
 	for _, f := range faults {
 		if f.Kind != FaultPause {
 			continue
@@ -426,6 +461,11 @@ func (r *Report) classify(o Overlap, faults []Fault, lim Limits) {
 	}
 	if o.Length <= lim.ExpiryRace && o.A.End <= o.B.End {
 		r.LateExpiry = append(r.LateExpiry, o)
+		return
+	}
+	if stall := lastSlice - lim.Slice; lim.Slice > 0 && stall > 0 && o.A.End <= o.B.End && o.Length <= lim.ExpiryRace+stall {
+		o.Stall = lastSlice
+		r.StalledWindows = append(r.StalledWindows, o)
 		return
 	}
 	r.Overlaps = append(r.Overlaps, o)

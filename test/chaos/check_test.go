@@ -329,3 +329,46 @@ func TestCheck_ToleranceNeverExcusesAConcurrentLeader(t *testing.T) {
 		t.Fatalf("a second leader inside a tenure was excused:\n%s", r.Summary())
 	}
 }
+
+func TestCheck_StalledLeaderWithinEvidenceIsReportedSeparately(t *testing.T) {
+	// r0.1's last slice should have taken 50 ms but took 150 ms: its
+	// process was not scheduled, and it overlapped r1.1 by 100 ms.
+	a := append(cont("r0.1", "a", 1, 0, 950), work("r0.1", "a", 1, 950, 1100))
+	h := history(a, cont("r1.1", "a", 1, 1000, 3000))
+	lim := testLimits
+	lim.ExpiryRace, lim.Slice = 12*time.Millisecond, 50*time.Millisecond
+	r := Check(h, lim)
+	if !r.OK() || len(r.StalledWindows) != 1 || r.MaxStalledWindow != 100*time.Millisecond {
+		t.Fatalf("stalled leader not reported separately: %v\n%s", r.StalledWindows, r.Summary())
+	}
+	if !strings.Contains(r.Summary(), "stalled-leader windows") {
+		t.Errorf("summary does not report stalled windows:\n%s", r.Summary())
+	}
+	// Without the slice length the same history fails.
+	lim.Slice = 0
+	if r := Check(h, lim); r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("overlap passed without stall evidence:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_StallShorterThanOverlapFails(t *testing.T) {
+	// The last slice overran by 60 ms, the overlap is 100 ms: 60 ms + the
+	// 12 ms tolerance do not explain it.
+	a := append(cont("r0.1", "a", 1, 0, 990), work("r0.1", "a", 1, 990, 1100))
+	h := history(a, cont("r1.1", "a", 1, 1000, 3000))
+	lim := testLimits
+	lim.ExpiryRace, lim.Slice = 12*time.Millisecond, 50*time.Millisecond
+	if r := Check(h, lim); r.OK() || len(r.Overlaps) != 1 {
+		t.Fatalf("100ms overlap excused by a 60ms stall:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_SliceOfNormalLengthIsNoStallEvidence(t *testing.T) {
+	// r0.1 keeps working in normal slices 40 ms into r1.1's tenure.
+	h := history(cont("r0.1", "a", 1, 0, 1040), cont("r1.1", "a", 1, 1000, 3000))
+	lim := testLimits
+	lim.ExpiryRace, lim.Slice = 12*time.Millisecond, 50*time.Millisecond
+	if r := Check(h, lim); r.OK() || len(r.Overlaps) != 1 || len(r.StalledWindows) != 0 {
+		t.Fatalf("overlap without a stall was excused:\n%s", r.Summary())
+	}
+}

@@ -89,7 +89,7 @@ func (c Config) Limits() Limits {
 	case race < 0:
 		race = 0
 	}
-	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race}
+	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
 }
 
 // run is the state of one run.
@@ -216,6 +216,9 @@ func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
 	}
 	h.Roles, h.Records, h.From, h.To = rf.Roles, recs, rf.From, rf.To
 	lim := rf.Limits
+	if lim.Slice == 0 {
+		lim.Slice = DefaultConfig().Slice // runs recorded before Limits had Slice used the default
+	}
 	if expiryRace != 0 {
 		lim.ExpiryRace = max(expiryRace, 0)
 	}
