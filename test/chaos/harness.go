@@ -197,7 +197,8 @@ type runFile struct {
 
 // Recheck loads a finished run from dir (histories, faults.json,
 // incarnations.json, run.json) and judges it again with the run's limits,
-// except ExpiryRace when expiryRace is nonzero (negative: strict).
+// except ExpiryRace when expiryRace is nonzero (negative: strict, which
+// also turns off the stalled-leader classification).
 func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
 	var rf runFile
 	var h History
@@ -221,6 +222,9 @@ func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
 	}
 	if expiryRace != 0 {
 		lim.ExpiryRace = max(expiryRace, 0)
+	}
+	if expiryRace < 0 {
+		lim.Slice = 0 // strict: no stall evidence excuses an overlap either
 	}
 	return Check(h, lim), nil
 }

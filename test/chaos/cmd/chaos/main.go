@@ -31,7 +31,7 @@ func main() {
 	flag.DurationVar(&cfg.Lease, "lease", cfg.Lease, "elector lease")
 	flag.DurationVar(&cfg.RenewInterval, "renew", cfg.RenewInterval, "elector renew interval")
 	flag.DurationVar(&cfg.RetryInterval, "retry", cfg.RetryInterval, "elector retry interval")
-	flag.DurationVar(&cfg.ExpiryRace, "expiry-race", 0, "checker tolerance for a leader noticing its expiry late (0: 1% of the lease + 2ms, negative: strict)")
+	flag.DurationVar(&cfg.ExpiryRace, "expiry-race", 0, "checker tolerance for a leader noticing its expiry late (0: 1% of the lease + 2ms, negative: strict, no stall evidence either)")
 	flag.BoolVar(&cfg.Race, "race", false, "build the replica with the race detector")
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
 	flag.BoolVar(&cfg.Sentinel, "sentinel", false, "run over Sentinel (master, replica, 3 sentinels) with failovers")
