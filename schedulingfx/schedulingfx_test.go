@@ -153,7 +153,7 @@ func TestJobFunc_TakesDependencies(t *testing.T) {
 			t.Fatalf("counter %d (want 8: two jobs, four slots), saw leader %t", counter.Load(), sawLeader.Load())
 		}
 		// One scheduler per role, however many options contributed jobs.
-		if n := logs.FilterMessage("scheduler started").Len(); n != 2 {
+		if n := logs.FilterMessage("SchedulerStarted").Len(); n != 2 {
 			t.Fatalf("%d schedulers started, want 2 (one per role)", n)
 		}
 	})

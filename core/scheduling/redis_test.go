@@ -127,7 +127,7 @@ func TestScheduler_L8_Redis(t *testing.T) {
 				return true
 			default:
 			}
-			if logs.FilterMessage("slot already started elsewhere").Len() > 0 {
+			if logs.FilterMessage("SchedulerSlotStartedElsewhere").Len() > 0 {
 				return false
 			}
 			if time.Now().After(deadline) {

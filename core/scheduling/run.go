@@ -73,7 +73,7 @@ func (s *Scheduler) notStarted(j *job, slot time.Time, tok context.Context) {
 	if tok.Err() != nil {
 		s.countSkip(j, skipFollower, 1)
 	}
-	s.log.Debug("scheduled job not started: leadership ended or scheduler stopped", zap.String("job", j.Name), zap.Time("slot", slot))
+	s.log.Debug("SchedulerRunNotStarted", zap.String("job", j.Name), zap.Time("slot", slot))
 }
 
 // claim records slot as started in the slot store; it reports whether this
@@ -94,13 +94,13 @@ func (s *Scheduler) claim(ctx context.Context, j *job, slot time.Time, tok conte
 		return false
 	case err != nil:
 		s.countSkip(j, skipStore, 1)
-		s.log.Warn("slot store failed, slot not run", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
+		s.log.Warn("SchedulerSlotStoreFailed", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
 		return false
 	case !advanced:
 		if !catchUp {
 			s.countSkip(j, skipStarted, 1)
 		}
-		s.log.Debug("slot already started elsewhere", zap.String("job", j.Name), zap.Time("slot", slot), zap.Time("recorded", time.UnixMilli(current)))
+		s.log.Debug("SchedulerSlotStartedElsewhere", zap.String("job", j.Name), zap.Time("slot", slot), zap.Time("recorded", time.UnixMilli(current)))
 		return false
 	}
 	return true
@@ -152,13 +152,13 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 	case Success:
 		ce = s.log.Check(zap.DebugLevel, "scheduled job succeeded")
 	case Panic:
-		ce = s.log.Check(zap.ErrorLevel, "scheduled job panicked")
+		ce = s.log.Check(zap.ErrorLevel, "SchedulerJobPanicked")
 	case Canceled:
 		ce = s.log.Check(zap.InfoLevel, "scheduled job cancelled")
 	case Timeout:
 		ce = s.log.Check(zap.ErrorLevel, "scheduled job timed out")
 	default:
-		ce = s.log.Check(zap.ErrorLevel, "scheduled job failed")
+		ce = s.log.Check(zap.ErrorLevel, "SchedulerJobFailed")
 	}
 	if ce != nil {
 		fields := []zap.Field{zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("duration", d)}

@@ -234,12 +234,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	unsubscribe := s.l.OnChange(func(leadership.Change) { s.poke() })
 	reg, err := s.set.meters.Meter(instrumentationScope).RegisterCallback(s.observe, s.ins.success)
 	if err != nil {
-		s.log.Warn("scheduler metrics callback not registered", zap.Error(err))
+		s.log.Warn("SchedulerMetricsRegisterFailed", zap.Error(err))
 	}
 	s.mu.Lock()
 	s.unsubscribe, s.reg = unsubscribe, reg
 	s.mu.Unlock()
-	s.log.Info("scheduler started")
+	s.log.Info("SchedulerStarted")
 	go s.loop()
 	return nil
 }
@@ -254,7 +254,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	var reg metric.Registration
 	if s.state != stateStopped {
 		if s.state == stateStarted {
-			s.log.Info("scheduler stopping")
+			s.log.Info("SchedulerStopping")
 		}
 		s.state = stateStopped
 		close(s.quit)
@@ -271,7 +271,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 	if reg != nil {
 		if err := reg.Unregister(); err != nil {
-			s.log.Debug("scheduler metrics callback not unregistered", zap.Error(err))
+			s.log.Debug("SchedulerMetricsUnregisterFailed", zap.Error(err))
 		}
 	}
 	select {
@@ -382,9 +382,9 @@ func (s *Scheduler) tick() (time.Duration, bool) {
 func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading bool) (time.Duration, bool) {
 	if leading != s.leading {
 		if leading {
-			s.log.Info("scheduler leads", zap.Uint64("term", term))
+			s.log.Info("SchedulerLeads", zap.Uint64("term", term))
 		} else {
-			s.log.Warn("scheduler lost leadership, running jobs cancelled", zap.Uint64("term", s.term))
+			s.log.Warn("SchedulerLeadershipLost", zap.Uint64("term", s.term))
 		}
 		s.leading = leading
 	}
@@ -407,14 +407,14 @@ func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading
 			s.countSkip(j, skipFollower, 1)
 		case j.running:
 			s.countSkip(j, skipOverlap, 1)
-			s.log.Debug("scheduled job still running, slot skipped", zap.String("job", j.Name), zap.Time("slot", slot))
+			s.log.Debug("SchedulerSlotSkippedOverlap", zap.String("job", j.Name), zap.Time("slot", slot))
 		default:
 			s.launch(j, slot, tok, term, false)
 		}
 		j.next = j.sched.Next(now)
 		if j.next.IsZero() {
 			heap.Remove(&s.queue, j.index)
-			s.log.Info("scheduled job has no further slot", zap.String("job", j.Name))
+			s.log.Info("SchedulerJobExhausted", zap.String("job", j.Name))
 		} else {
 			heap.Fix(&s.queue, j.index)
 		}

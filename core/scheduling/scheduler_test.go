@@ -234,10 +234,10 @@ func TestScheduler_S3_PanicsAndErrorsAreSurvived(t *testing.T) {
 				t.Errorf("runs %s = %d, want %d", c.outcome, n, c.n)
 			}
 		}
-		if n := logs.FilterMessage("scheduled job panicked").FilterField(zap.String("job", "flaky")).Len(); n != 1 {
+		if n := logs.FilterMessage("SchedulerJobPanicked").FilterField(zap.String("job", "flaky")).Len(); n != 1 {
 			t.Errorf("panic logged %d times, want 1", n)
 		}
-		if n := logs.FilterMessage("scheduled job failed").Len(); n != 1 {
+		if n := logs.FilterMessage("SchedulerJobFailed").Len(); n != 1 {
 			t.Errorf("failure logged %d times, want 1", n)
 		}
 	})

@@ -218,7 +218,7 @@ func TestScheduler_L8_StoreErrorSkipsTheSlot(t *testing.T) {
 		if n := mt.sum(t, scheduling.MetricSkipped, reason(scheduling.SkipStoreError)); n != 4 {
 			t.Errorf("skipped for store errors = %d, want 4", n)
 		}
-		if n := logs.FilterMessage("slot store failed, slot not run").Len(); n != 4 {
+		if n := logs.FilterMessage("SchedulerSlotStoreFailed").Len(); n != 4 {
 			t.Errorf("store failure logged %d times, want 4", n)
 		}
 	})
