@@ -242,7 +242,7 @@ func (s *Server) launch() (*process, error) {
 		_ = logFile.Close()
 		close(p.done)
 	}()
-	if err := waitPing(s.addr, p.done); err != nil {
+	if err := WaitPing(s.addr, p.done); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("redistest: redis-server on %s did not answer PING: %w; log:\n%s", s.addr, err, s.logTail())
 	}
@@ -261,9 +261,10 @@ func (s *Server) logTail() string {
 	return string(b)
 }
 
-// waitPing polls addr with a raw PING until it answers PONG, the process
-// exits or startTimeout passes.
-func waitPing(addr string, exited <-chan struct{}) error {
+// WaitPing polls addr with a raw PING until it answers PONG, until exited
+// is closed (the server process ended), or for 10 seconds. Harnesses that
+// run their own redis-server processes (test/chaos) use it too.
+func WaitPing(addr string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
 	for time.Now().Before(deadline) {

@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -156,49 +155,12 @@ func (s *RedisServer) launch() error {
 		_ = logf.Close()
 		close(done)
 	}()
-	if err := waitPing(s.Addr(), done); err != nil {
+	if err := redistest.WaitPing(s.Addr(), done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
 		return fmt.Errorf("chaos: redis-server on %s: %w", s.Addr(), err)
 	}
 	s.proc, s.done = cmd, done
-	return nil
-}
-
-func waitPing(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(10 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("process exited")
-		default:
-		}
-		if last = ping(addr); last == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return fmt.Errorf("no PONG after 10s: %w", last)
-}
-
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("reply %q", strings.TrimSpace(line))
-	}
 	return nil
 }
 
