@@ -109,13 +109,21 @@ func (e *Elector) step(ctx context.Context, st *loopState) (wait time.Duration) 
 // opContext derives the context of one lock call, bounded by deadline and
 // cancellable by Resign, Stop and the expiry timer. It returns the epoch
 // the call belongs to.
+//
+// The call's context keeps the loop context's values but is not its
+// child: Stop cancels the loop context and the in-flight call under e.mu,
+// and opContext cancels a call begun after that itself, so the loop
+// context never registers (and keeps the map of) child contexts.
 func (e *Elector) opContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc, uint64) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	opCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	e.mu.Lock()
 	e.opCancel = cancel
 	epoch := e.epoch
+	if ctx.Err() != nil {
+		cancel() // Stop began before this call
+	}
 	e.mu.Unlock()
-	return ctx, cancel, epoch
+	return opCtx, cancel, epoch
 }
 
 // acquire makes one acquisition attempt (E1, E2) and returns the wait
