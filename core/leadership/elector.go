@@ -31,7 +31,9 @@ const (
 // atomic pointer and never allocate.
 //
 // One loop goroutine per elector, started by Start and ended by Stop, does
-// every acquisition and renewal. OnChange subscribers are called on a
+// every acquisition and renewal, one step at a time; each step runs on a
+// short-lived goroutine the loop waits for, so the loop's own stack stays
+// at its minimum while it waits between steps. OnChange subscribers are called on a
 // separate delivery goroutine, so a slow subscriber delays later
 // notifications but never the election.
 type Elector struct {

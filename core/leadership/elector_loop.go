@@ -27,14 +27,17 @@ type loopState struct {
 // RetryInterval and survived.
 func (e *Elector) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	released, stopWatch := e.watch()
-	defer stopWatch()
+	var released <-chan struct{}
+	var stopWatch func()
+	onCallStack(func() { released, stopWatch = e.watch() })
+	defer onCallStack(stopWatch)
 	var st loopState
 	t := time.NewTimer(0)
 	defer t.Stop()
 	<-t.C
 	for ctx.Err() == nil {
-		wait := e.step(ctx, &st)
+		var wait time.Duration
+		onCallStack(func() { wait = e.step(ctx, &st) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -356,6 +359,22 @@ func (e *Elector) giveBack(ctx context.Context, l locking.Lease) {
 	if err := e.release(ctx, l); err == nil {
 		e.log.Debug("LeadershipLateExtensionReleased")
 	}
+}
+
+// onCallStack runs f on a goroutine of its own and waits for it. A step
+// (a Redis client's call path, a span, a log entry) needs several
+// kilobytes of stack; run on the loop goroutine it would grow that stack
+// for good, since a goroutine parked in the loop's wait never shrinks
+// below 4 KB. The loop waits for f exactly as it waited for the step
+// before, so cancellation and hanging calls behave the same; f must not
+// panic (step and watch recover).
+func onCallStack(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
 }
 
 // tryAcquire calls the lock, storing the identity when the lock supports
