@@ -138,7 +138,12 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		e.opts.Lease = maxLease
 		e.opts.RenewInterval = max(min(opts.RenewInterval, maxLease/2), time.Nanosecond)
 	}
-	e.log = s.logger.With(zap.String("role", role), zap.String("lock_key", key), zap.String("identity", e.identity))
+	e.log = s.logger
+	if s.loggerSet {
+		// The default no-op logger drops the fields anyway; With would
+		// only copy it.
+		e.log = s.logger.With(zap.String("role", role), zap.String("lock_key", key), zap.String("identity", e.identity))
+	}
 	e.tel = newElectorTelemetry(s, role, key)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -469,6 +474,7 @@ func (e *Elector) deliver(done chan struct{}) {
 	for {
 		e.mu.Lock()
 		if len(e.queue) == 0 {
+			e.queue = nil // do not keep the drained backing array
 			e.delivering = nil
 			e.mu.Unlock()
 			return

@@ -17,10 +17,11 @@ type Option interface {
 }
 
 type settings struct {
-	logger   *zap.Logger
-	meters   metric.MeterProvider
-	tracers  trace.TracerProvider
-	identity string
+	logger    *zap.Logger
+	loggerSet bool // logger given by WithLogger (else the no-op default)
+	meters    metric.MeterProvider
+	tracers   trace.TracerProvider
+	identity  string
 }
 
 type optionFunc func(*settings)
@@ -33,6 +34,7 @@ func WithLogger(l *zap.Logger) Option {
 	return optionFunc(func(s *settings) {
 		if l != nil {
 			s.logger = l
+			s.loggerSet = true
 		}
 	})
 }
