@@ -35,8 +35,10 @@ type subscription struct {
 	started bool // receive loop running; guarded by op
 	gone    bool // retired; guarded by op
 
-	// watchers by channel; guarded by Provider.mu (read by the loop).
-	watchers map[string]map[chan struct{}]struct{}
+	// watchers by channel; guarded by Provider.mu (read by the loop). A
+	// slice, not a set: a channel has one watcher or a few, and a slice of
+	// one costs a fraction of a map.
+	watchers map[string][]chan struct{}
 }
 
 // Watch implements locking.ProviderWatcher: the returned channel receives
@@ -82,13 +84,8 @@ func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
 		s.op.Unlock() // retired meanwhile: look again
 	}
 	p.mu.Lock()
-	set := s.watchers[name]
-	first := set == nil
-	if first {
-		set = make(map[chan struct{}]struct{})
-		s.watchers[name] = set
-	}
-	set[ch] = struct{}{}
+	first := len(s.watchers[name]) == 0
+	s.watchers[name] = append(s.watchers[name], ch)
 	p.mu.Unlock()
 	if first {
 		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
@@ -124,7 +121,7 @@ func (p *Provider) newSubscription(slot int) *subscription {
 		ps:       ps,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
-		watchers: make(map[string]map[chan struct{}]struct{}),
+		watchers: make(map[string][]chan struct{}),
 	}
 }
 
@@ -138,10 +135,17 @@ func (p *Provider) unwatch(s *subscription, name string, ch chan struct{}) {
 	}
 	p.mu.Lock()
 	set := s.watchers[name]
-	delete(set, ch)
+	for i, c := range set {
+		if c == ch {
+			set = append(set[:i:i], set[i+1:]...)
+			break
+		}
+	}
 	last := len(set) == 0
 	if last {
 		delete(s.watchers, name)
+	} else {
+		s.watchers[name] = set
 	}
 	retire := p.cluster && len(s.watchers) == 0
 	if retire && p.subs[s.slot] == s {
@@ -218,7 +222,7 @@ func (p *Provider) receive(s *subscription) {
 func (p *Provider) notify(s *subscription, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ch := range s.watchers[name] {
+	for _, ch := range s.watchers[name] {
 		wake(ch)
 	}
 }
@@ -228,7 +232,7 @@ func (p *Provider) notifyAll(s *subscription) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, set := range s.watchers {
-		for ch := range set {
+		for _, ch := range set {
 			wake(ch)
 		}
 	}
