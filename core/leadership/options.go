@@ -3,6 +3,7 @@ package leadership
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
@@ -67,6 +68,37 @@ type Options struct {
 	// placeholder expansion); LockKeyFormat is then not validated (K1).
 	// Default "".
 	LockKey string
+
+	// SafetyMargin shortens the local term: it ends at sent + granted −
+	// SafetyMargin, so clock drift between this process and the backend
+	// cannot make the term outlive the backend's lease (G4). 0 means the
+	// default, Lease/100 + 2ms, clamped below RenewInterval/2; a positive
+	// value is used as given and must be below RenewInterval. Default 0.
+	SafetyMargin time.Duration
+
+	// Balance makes this elector part of its process's balance group: the
+	// group's instances spread the namespace's balanced roles evenly over
+	// the live participants (B1). Default false.
+	Balance bool
+
+	// Priority ranks this instance among the role's participants: a higher
+	// priority wins a free role and preempts a lower-priority leader
+	// cooperatively (B2). It must fit in an int32. Default 0.
+	Priority int
+}
+
+// EffectiveSafetyMargin is the margin the elector subtracts from each
+// granted lease (G4): SafetyMargin when positive, else Lease/100 + 2ms
+// clamped below RenewInterval/2.
+func (o Options) EffectiveSafetyMargin() time.Duration {
+	if o.SafetyMargin > 0 {
+		return o.SafetyMargin
+	}
+	m := o.Lease/100 + 2*time.Millisecond
+	if half := o.RenewInterval / 2; m >= half {
+		m = max(half-1, 0)
+	}
+	return m
 }
 
 // DefaultOptions returns the documented defaults.
@@ -120,6 +152,12 @@ func (o Options) timingErrors() []error {
 	cadence("retry_interval", o.RetryInterval)
 	if leaseOK && renewOK && o.RenewInterval > o.Lease/2 {
 		errs = append(errs, fmt.Errorf("leadership: renew_interval %v exceeds half of lease %v", o.RenewInterval, o.Lease))
+	}
+	if o.SafetyMargin < 0 || (renewOK && o.SafetyMargin >= o.RenewInterval) {
+		errs = append(errs, fmt.Errorf("leadership: safety_margin %v must be at least 0 and below renew_interval %v", o.SafetyMargin, o.RenewInterval))
+	}
+	if o.Priority < math.MinInt32 || o.Priority > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("leadership: priority %d is outside the int32 range", o.Priority))
 	}
 	if o.WhenUncoordinated != Follow && o.WhenUncoordinated != Lead {
 		errs = append(errs, fmt.Errorf("leadership: when_uncoordinated %d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))

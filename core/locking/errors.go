@@ -34,6 +34,8 @@ var (
 type HeldError struct {
 	Key       string
 	Remaining time.Duration
+	// Owner is the holder's identity when the backend reported it (P2).
+	Owner string
 }
 
 func (e *HeldError) Error() string {

@@ -50,6 +50,16 @@ type GrantedLease interface {
 	Owner() string
 }
 
+// Fenced is implemented by leases that carry a fencing token (G1): a number
+// the backend issued with the acquisition, strictly increasing per provider
+// key across all holders, kept by extensions. A store that refuses writes
+// carrying a fence lower than the highest it admitted (core/fencing) turns
+// it into a guarantee that a deposed holder's late writes are refused.
+type Fenced interface {
+	// Fence is the lease's fencing token; never 0 for a lease that has one.
+	Fence() uint64
+}
+
 // OwnedLock is implemented by locks that store an owner identity with each
 // lease (reported by Holder). *DistributedLock implements it; the elector
 // uses it, when present, to record its identity.
@@ -67,6 +77,82 @@ type Watcher interface {
 	// blocking the sender) after key is released, and a function that ends
 	// the watch. The channel is never closed.
 	Watch(key string) (released <-chan struct{}, stop func())
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventReleased: the holder released the key.
+	EventReleased EventKind = iota + 1
+	// EventAcquired: Owner acquired the key.
+	EventAcquired
+	// EventResign: an operator asked Owner (or, when Owner is "", whoever
+	// holds the key) to step down (O1).
+	EventResign
+	// EventSubscribed: the subscription is live, the first time or again
+	// after a disconnection; events published meanwhile may be lost.
+	EventSubscribed
+	// EventUnsubscribed: the subscription was lost; no events arrive until
+	// the next EventSubscribed.
+	EventUnsubscribed
+)
+
+// String returns the kind's lower-case name.
+func (k EventKind) String() string {
+	switch k {
+	case EventReleased:
+		return "released"
+	case EventAcquired:
+		return "acquired"
+	case EventResign:
+		return "resign"
+	case EventSubscribed:
+		return "subscribed"
+	case EventUnsubscribed:
+		return "unsubscribed"
+	default:
+		return "unknown"
+	}
+}
+
+// Event is a notification about one key (L7, P2).
+type Event struct {
+	Kind EventKind
+	// Owner is the identity the event concerns (EventAcquired,
+	// EventResign); "" otherwise.
+	Owner string
+}
+
+// EventWatcher is implemented by locks that publish what happens to a key:
+// releases, acquisitions with the new holder's identity, resign requests,
+// and the state of the subscription itself. Delivery is best effort: a
+// watcher whose buffer is full loses events (never the subscription state,
+// which a reader must treat as "something may have been missed").
+type EventWatcher interface {
+	// WatchEvents returns a channel of key's events and a function that
+	// ends the watch. The channel is never closed.
+	WatchEvents(key string) (events <-chan Event, stop func())
+}
+
+// Participant is one registered contender for a key (P1).
+type Participant struct {
+	// Owner is the participant's identity.
+	Owner string
+	// Since is when it registered.
+	Since time.Time
+}
+
+// ParticipantRegistry is implemented by locks that register every owner
+// that acquires or extends a key (TryAcquireAs, Extend) as a participant of
+// that key, without extra round trips, for two leases after its latest
+// request (P1).
+type ParticipantRegistry interface {
+	// Participants lists key's live participants, in one round trip.
+	Participants(ctx context.Context, key string) ([]Participant, error)
+	// Deregister removes owner from key's participants at once.
+	Deregister(ctx context.Context, key, owner string) error
 }
 
 // Holder describes who holds a key.
