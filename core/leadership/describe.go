@@ -1,11 +1,7 @@
 package leadership
 
 import (
-	"context"
-	"fmt"
 	"time"
-
-	"github.com/hostloom/hostloom/core/locking"
 )
 
 // Description is what Describe reports about an elector: its composition,
@@ -35,10 +31,30 @@ type Description struct {
 	Identity string
 	// LockType is the Go type of the lock, e.g. "*locking.DistributedLock".
 	LockType string
+	// SafetyMargin is the effective margin subtracted from every granted
+	// lease (G4).
+	SafetyMargin time.Duration
+	// Balance and Priority are the options as given (B1, B2).
+	Balance  bool
+	Priority int
+
+	// The state when Describe was called.
+
+	// IsLeader reports whether this instance led (G3: checked against the
+	// clock).
+	IsLeader bool
+	// Term is this instance's acquisition count.
+	Term uint64
+	// Fence is the current term's fencing token; 0 when not leading (G2).
+	Fence uint64
+	// Leader is the leader's identity as this instance learned it, "" when
+	// unknown (P2).
+	Leader string
 }
 
-// Describe reports e's composition without any I/O.
+// Describe reports e's composition and its current state without any I/O.
 func Describe(e *Elector) Description {
+	leader, _ := e.Leader()
 	return Description{
 		Role:              e.role,
 		LockKey:           e.key,
@@ -51,26 +67,12 @@ func Describe(e *Elector) Description {
 		RetryInterval:     e.opts.RetryInterval,
 		Identity:          e.identity,
 		LockType:          e.lockType,
+		SafetyMargin:      e.margin,
+		Balance:           e.opts.Balance,
+		Priority:          e.opts.Priority,
+		IsLeader:          e.IsLeader(),
+		Term:              e.Term(),
+		Fence:             e.Fence(),
+		Leader:            leader,
 	}
-}
-
-// Leader reports who holds the role's lease and its remaining time to live,
-// as the backend sees it, through the lock's holder lookup (L7). ok is
-// false when nobody holds it. It returns an error matching
-// locking.ErrNotSupported when the lock cannot look holders up.
-func (e *Elector) Leader(ctx context.Context) (h locking.Holder, ok bool, err error) {
-	hl, can := e.lock.(locking.HolderLookup)
-	if !can {
-		return locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup: %w", e.role, locking.ErrNotSupported)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			h, ok, err = locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup panicked: %v", e.role, r)
-		}
-	}()
-	h, ok, err = hl.Holder(ctx, e.key)
-	if err != nil {
-		return locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup: %w", e.role, err)
-	}
-	return h, ok, nil
 }

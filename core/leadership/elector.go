@@ -14,7 +14,7 @@ import (
 )
 
 // wakeMargin is added to a holder's remaining lease before the next
-// attempt, so the attempt lands just after the lease ran out (E1).
+// attempt, so the attempt lands just after the lease ran out (E1, P3).
 const wakeMargin = 2 * time.Millisecond
 
 // Elector lifecycle phases.
@@ -26,59 +26,46 @@ const (
 )
 
 // Elector elects this instance leader of one role over a locking.Lock. It
-// implements Leadership and adds Start, Stop, Resign, LockKey, Leader and
-// Check. It is safe for concurrent use; IsLeader, Term and Token read one
-// atomic pointer and never allocate.
+// implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,
+// Participants and Check. It is safe for concurrent use.
 //
-// One loop goroutine per elector, started by Start and ended by Stop, does
-// every acquisition and renewal, one step at a time; each step runs on a
-// short-lived goroutine the loop waits for, so the loop's own stack stays
-// at its minimum while it waits between steps. OnChange subscribers are called on a
-// separate delivery goroutine, so a slow subscriber delays later
-// notifications but never the election.
+// One loop goroutine per elector, started by Start and ended by Stop, owns
+// the term: it alone reads and writes the lease, the term and the
+// deadlines. Lock calls run on short-lived goroutines that report back to
+// the loop on a channel; Stop and Resign are requests to the loop that
+// carry their reply channel. Readers (IsLeader, Term, Token, Fence,
+// Describe, Check) read the snapshot the loop publishes in one atomic
+// pointer, and check the term's deadline against the clock themselves
+// (G3). OnChange and OnNewLeader subscribers are called on a separate
+// delivery goroutine, so a slow subscriber never delays the election.
 type Elector struct {
 	role        string
 	key         string
 	providerKey string
 	lockType    string
 	lock        locking.Lock
+	caps        capabilities
 	coordinated bool
 	opts        Options // effective options (lease capped by the lock)
 	asked       Options // options as given (copied: K6)
+	margin      time.Duration
 	capped      bool
 	identity    string
 	log         *zap.Logger
 	tel         *electorTelemetry
 
-	state    atomic.Pointer[termState]
-	progress atomic.Pointer[loopProgress]
+	state    atomic.Pointer[termState]    // written by the loop only
+	progress atomic.Pointer[loopProgress] // written by the loop only
+	observed atomic.Pointer[observation]  // written by the loop only
+	notes    notifier
 
-	mu          sync.Mutex
-	phase       int
-	epoch       uint64 // bumped when a term ends or Stop begins; stale loop results are dropped
-	lease       locking.Lease
-	orphan      locking.Lease // acquired while stopping; Stop releases it
-	cancelTerm  context.CancelFunc
-	expiry      *time.Timer
-	sitOutUntil time.Time
-	loopCancel  context.CancelFunc
-	opCancel    context.CancelFunc
-	wake        chan struct{}
-	loopDone    chan struct{}
-	stopDone    chan struct{}
-	stopErr     error
-	subs        []*subscriber
-	queue       []Change
-	delivering  chan struct{} // non-nil while the delivery goroutine runs; closed when it ends
-}
+	requests chan request
 
-// termState is an immutable snapshot of this instance's leadership.
-type termState struct {
-	leader   bool
-	term     uint64
-	token    context.Context
-	led      chan struct{} // follower: closed at the next acquisition
-	deadline time.Time     // leader: local lease deadline (monotonic)
+	mu       sync.Mutex // guards the lifecycle fields below
+	phase    int
+	loopDone chan struct{}
+	stopDone chan struct{}
+	stopErr  error
 }
 
 // loopProgress is the loop's latest promise: it acts again by at+wait.
@@ -87,25 +74,43 @@ type loopProgress struct {
 	wait time.Duration
 }
 
-type subscriber struct{ fn func(Change) }
+// observation is what the elector learned about who leads (P2).
+type observation struct {
+	identity string
+	until    time.Time // the learned lease runs out then
+}
+
+// request is a call from Stop or Resign to the loop. The loop closes
+// ended once the term has ended (no I/O happens before), then sends the
+// outcome of the release on reply.
+type request struct {
+	stop  bool // Stop; else Resign
+	ctx   context.Context
+	ended chan struct{}
+	reply chan error // buffered: the loop never blocks on a caller that gave up
+}
 
 var _ Leadership = (*Elector)(nil)
 
 // NewElector returns an elector for role over lock; Start starts it. It
 // validates opts and the resolved key against the lock's MaxKeyLength (T1,
-// T3, K4, K5) and returns an error naming the field and the value. A lease
-// longer than the lock's MaxLease is capped at MaxLease (T2), logged once
-// at Warn; the renewal interval is then capped at half the capped lease.
-// Use CheckLease or CheckComposition to refuse such a lease instead.
+// T3, K4, K5, G4) and returns an error naming the field and the value. A
+// lease longer than the lock's MaxLease is capped at MaxLease (T2), logged
+// once at Warn; the renewal interval is then capped at half the capped
+// lease. Use CheckLease or CheckComposition to refuse such a lease instead.
 func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("leadership: role %q: nil lock", role)
 	}
-	key, err := resolveForLock(role, lock, opts)
+	caps := resolveCapabilities(lock)
+	if err := opts.ValidateFor(role, caps.maxKeyLength); err != nil {
+		return nil, err
+	}
+	key, err := opts.ResolveLockKey(role, caps.maxKeyLength)
 	if err != nil {
 		return nil, err
 	}
-	coordinated, err := electorCoordinated(lock)
+	coordinated, err := lockCoordinated(lock)
 	if err != nil {
 		return nil, fmt.Errorf("leadership: role %q: %w", role, err)
 	}
@@ -113,30 +118,33 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if s.identity == "" {
 		s.identity = locking.DefaultOwner()
 	}
+	if err := checkIdentity(s.identity); err != nil {
+		return nil, fmt.Errorf("leadership: role %q: %w", role, err)
+	}
 	e := &Elector{
 		role:        role,
 		key:         key,
-		providerKey: key,
+		providerKey: caps.providerKeyOf(key),
 		lockType:    fmt.Sprintf("%T", lock),
 		lock:        lock,
+		caps:        caps,
 		coordinated: coordinated,
 		opts:        opts,
 		asked:       opts,
 		identity:    s.identity,
-		wake:        make(chan struct{}, 1),
+		requests:    make(chan request),
 		stopDone:    make(chan struct{}),
 	}
-	if pk, ok := lock.(interface {
-		ProviderKey(string) (string, error)
-	}); ok {
-		if k, err := pk.ProviderKey(key); err == nil {
-			e.providerKey = k
-		}
-	}
-	if maxLease := electorMaxLease(lock); maxLease > 0 && opts.Lease > maxLease {
+	if caps.maxLease > 0 && opts.Lease > caps.maxLease {
 		e.capped = true
-		e.opts.Lease = maxLease
-		e.opts.RenewInterval = max(min(opts.RenewInterval, maxLease/2), time.Nanosecond)
+		e.opts.Lease = caps.maxLease
+		e.opts.RenewInterval = max(min(opts.RenewInterval, caps.maxLease/2), time.Nanosecond)
+	}
+	e.margin = e.opts.EffectiveSafetyMargin()
+	if e.margin >= e.opts.RenewInterval {
+		// Only a lease capped by the lock gets here (Validate checked the
+		// options as given): keep the default rule for the capped values.
+		e.margin = Options{Lease: e.opts.Lease, RenewInterval: e.opts.RenewInterval}.EffectiveSafetyMargin()
 	}
 	e.log = s.logger
 	if s.loggerSet {
@@ -144,10 +152,12 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		// only copy it.
 		e.log = s.logger.With(zap.String("role", role), zap.String("lock_key", key), zap.String("identity", e.identity))
 	}
+	e.notes.log = e.log
 	e.tel = newElectorTelemetry(s, role, key)
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
+	done, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
+	e.observed.Store(&observation{})
 	e.tel.leader(false)
 	if e.capped {
 		e.log.Warn("LeadershipLeaseCapped",
@@ -157,16 +167,24 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	return e, nil
 }
 
-// resolveForLock validates opts for role against lock's key length limit.
-func resolveForLock(role string, lock locking.Lock, opts Options) (string, error) {
-	if err := opts.ValidateFor(role, electorMaxKeyLength(lock)); err != nil {
-		return "", err
+// maxIdentityLength is the longest identity an elector accepts, in bytes.
+const maxIdentityLength = 256
+
+// checkIdentity rejects identities that cannot be stored and shown safely.
+func checkIdentity(id string) error {
+	if len(id) > maxIdentityLength {
+		return fmt.Errorf("identity of %d bytes exceeds %d bytes", len(id), maxIdentityLength)
 	}
-	return opts.ResolveLockKey(role, electorMaxKeyLength(lock))
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("identity %q has a control character", id)
+		}
+	}
+	return nil
 }
 
-// electorCoordinated asks the lock once, turning a panic into an error.
-func electorCoordinated(lock locking.Lock) (c bool, err error) {
+// lockCoordinated asks the lock once, turning a panic into an error.
+func lockCoordinated(lock locking.Lock) (c bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("lock Coordinated panicked: %v", r)
@@ -182,25 +200,42 @@ func (e *Elector) Role() string { return e.role }
 // construction (K6).
 func (e *Elector) LockKey() string { return e.key }
 
-// IsLeader implements Leadership. It reads one atomic pointer.
-func (e *Elector) IsLeader() bool { return e.state.Load().leader }
+// Identity is the identity this elector stores with its lease.
+func (e *Elector) Identity() string { return e.identity }
+
+// IsLeader implements Leadership. It reads one atomic pointer and the
+// monotonic clock: at and after the term's local deadline it reports false
+// even before the loop has noticed (G3). It does not allocate.
+func (e *Elector) IsLeader() bool { return e.state.Load().live(time.Now()) }
 
 // IsCoordinated implements Leadership: false over a lock that does not
 // coordinate (E9).
 func (e *Elector) IsCoordinated() bool { return e.coordinated }
 
-// Term implements Leadership: this instance's acquisitions so far.
+// Term implements Leadership: this instance's acquisitions so far. It is
+// not a fencing token; see Fence.
 func (e *Elector) Term() uint64 { return e.state.Load().term }
 
+// Fence returns the current term's fencing token (G2): 0 when this
+// instance does not lead, or when the lock issues no fences.
+func (e *Elector) Fence() uint64 {
+	if s := e.state.Load(); s.live(time.Now()) {
+		return s.fence
+	}
+	return 0
+}
+
 // Token implements Leadership. The context of a term is cancelled no later
-// than the local lease deadline, also while a lock call hangs.
+// than the local lease deadline, also while a lock call hangs, and its Err
+// checks the deadline when called (G3). Assert and FenceFrom work on it and
+// on every context derived from it.
 func (e *Elector) Token() context.Context { return e.state.Load().token }
 
 // WaitForLeadership implements Leadership: it returns nil at the next
 // acquisition (at once when leading) or ctx's error.
 func (e *Elector) WaitForLeadership(ctx context.Context) error {
 	s := e.state.Load()
-	if s.leader {
+	if s.live(time.Now()) {
 		return nil
 	}
 	select {
@@ -212,31 +247,59 @@ func (e *Elector) WaitForLeadership(ctx context.Context) error {
 }
 
 // OnChange implements Leadership. Subscribers are called in transition
-// order, one at a time, on the elector's delivery goroutine, never while
-// the elector holds its lock. A slow subscriber delays the notifications
-// after it (they queue, one Change per transition) but never the election;
-// a panicking subscriber is logged and the others still run.
+// order, one at a time, on the elector's delivery goroutine. A slow
+// subscriber delays the notifications after it (they queue, one Change per
+// transition) but never the election; a panicking subscriber is logged and
+// the others still run.
 func (e *Elector) OnChange(fn func(Change)) (unsubscribe func()) {
 	if fn == nil {
 		return func() {}
 	}
-	sub := &subscriber{fn: fn}
-	e.mu.Lock()
-	e.subs = append(e.subs, sub)
-	e.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			for i, s := range e.subs {
-				if s == sub {
-					e.subs = append(e.subs[:i:i], e.subs[i+1:]...)
-					return
-				}
-			}
-		})
+	return subscribe(&e.notes, &e.notes.changes, fn)
+}
+
+// OnNewLeader calls fn with the leader's identity each time the identity
+// this instance observes changes (P2): on every instance, leader and
+// candidates alike, and with this instance's own identity when it becomes
+// leader; never with "". Calls are made in order on the same delivery
+// goroutine as OnChange. The returned function unsubscribes.
+func (e *Elector) OnNewLeader(fn func(identity string)) (unsubscribe func()) {
+	if fn == nil {
+		return func() {}
 	}
+	return subscribe(&e.notes, &e.notes.leaders, fn)
+}
+
+// Leader reports the leader's identity as this instance learned it, without
+// I/O (P2): from its own term, from refused acquisitions and from the
+// lock's acquisition notifications. ok is false when no lease is known to
+// run now. LookupLeader asks the backend instead.
+func (e *Elector) Leader() (identity string, ok bool) {
+	o := e.observed.Load()
+	if o.identity == "" || !time.Now().Before(o.until) {
+		return "", false
+	}
+	return o.identity, true
+}
+
+// LookupLeader asks the lock who holds the role's lease and its remaining
+// time to live, in one round trip (L7). ok is false when nobody holds it.
+// It returns an error matching locking.ErrNotSupported when the lock
+// cannot look holders up.
+func (e *Elector) LookupLeader(ctx context.Context) (h locking.Holder, ok bool, err error) {
+	if e.caps.holders == nil {
+		return locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup: %w", e.role, locking.ErrNotSupported)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h, ok, err = locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup panicked: %v", e.role, r)
+		}
+	}()
+	h, ok, err = e.caps.holders.Holder(ctx, e.key)
+	if err != nil {
+		return locking.Holder{}, false, fmt.Errorf("leadership: role %q: holder lookup: %w", e.role, err)
+	}
+	return h, ok, nil
 }
 
 // Start starts the election loop; its first attempt is immediate (E1).
@@ -255,24 +318,24 @@ func (e *Elector) Start(ctx context.Context) error {
 		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
 	}
 	e.phase = phaseRunning
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.loopCancel = cancel
 	e.loopDone = make(chan struct{})
 	if !e.coordinated {
 		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
 	}
-	e.setProgress(time.Now(), 0)
-	go e.run(loopCtx, e.loopDone)
+	e.progress.Store(&loopProgress{at: time.Now()})
+	l := newLoop(e, context.WithoutCancel(ctx))
+	go l.run()
 	return nil
 }
 
 // Stop ends the election: it cancels the current Token first, ends the
 // loop, then releases the lease (E8, E11) so a waiting candidate takes over
-// at once. On return IsLeader is false and Token is done. It is
-// idempotent, safe before Start and concurrently; a concurrent call waits
-// for the first. ctx bounds the wait for the loop, the release and the
-// delivery of queued OnChange notifications; when it ends first Stop
-// returns its error (an unreleased lease then expires on its own).
+// at once, and deregisters this participant (P1). On return IsLeader is
+// false and Token is done. It is idempotent, safe before Start and
+// concurrently; a concurrent call waits for the first. ctx bounds the wait
+// for lock calls under way, the release and the delivery of queued
+// notifications; when it ends first Stop returns its error (an unreleased
+// lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.phase {
@@ -292,46 +355,18 @@ func (e *Elector) Stop(ctx context.Context) error {
 		}
 	}
 	e.phase = phaseStopping
-	held, term := e.endTerm(Released)
-	e.epoch++
-	if e.opCancel != nil {
-		e.opCancel()
-	}
-	e.loopCancel()
 	loopDone := e.loopDone
 	e.mu.Unlock()
-	if held != nil {
-		e.log.Info("LeadershipReleased", zap.Uint64("term", term))
-	}
 
-	var errs []error
+	req := request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+	e.requests <- req // the loop only ends on a stop request
+	err := <-req.reply
+	<-loopDone
 	select {
-	case <-loopDone:
+	case <-e.notes.idle():
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("leadership: stop role %q: waiting for the loop: %w", e.role, ctx.Err()))
+		err = errors.Join(err, fmt.Errorf("leadership: stop role %q: waiting for subscribers: %w", e.role, ctx.Err()))
 	}
-	e.mu.Lock()
-	orphan := e.orphan
-	e.orphan = nil
-	e.mu.Unlock()
-	for _, l := range []locking.Lease{held, orphan} {
-		if l != nil {
-			if err := e.release(ctx, l); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	e.mu.Lock()
-	delivering := e.delivering
-	e.mu.Unlock()
-	if delivering != nil {
-		select {
-		case <-delivering:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("leadership: stop role %q: waiting for OnChange subscribers: %w", e.role, ctx.Err()))
-		}
-	}
-	err := errors.Join(errs...)
 	e.mu.Lock()
 	e.phase = phaseStopped
 	e.stopErr = err
@@ -344,162 +379,80 @@ func (e *Elector) Stop(ctx context.Context) error {
 // the lease, and sits out one RetryInterval before contending again, so
 // another instance gets the first chance (E8). On return IsLeader is false
 // and Token is done. It does nothing when the instance does not lead, and
-// is safe before Start, after Stop and concurrently. ctx bounds the release.
+// is safe before Start, after Stop and concurrently. ctx bounds the
+// release.
 func (e *Elector) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	if e.phase != phaseRunning || !e.state.Load().leader {
-		e.mu.Unlock()
+	started := e.phase == phaseRunning || e.phase == phaseStopping
+	loopDone := e.loopDone
+	e.mu.Unlock()
+	if !started || !e.state.Load().leader {
 		return nil
 	}
-	held, term := e.endTerm(Resigned)
-	e.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
-	e.kick()
-	e.mu.Unlock()
-	e.log.Info("LeadershipResigned", zap.Uint64("term", term))
-	err := e.release(ctx, held)
-	e.mu.Lock()
-	e.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
-	e.mu.Unlock()
-	return err
-}
-
-// release gives l up, bounded by ctx, inside a span; a panic from the lock
-// becomes an error.
-func (e *Elector) release(ctx context.Context, l locking.Lease) (err error) {
-	ctx, sp := e.tel.span(ctx, SpanRelease)
-	outcome := outcomeOK
-	defer func() {
-		if r := recover(); r != nil {
-			outcome = outcomeFault
-			err = fmt.Errorf("leadership: release role %q: lock panicked: %v", e.role, r)
-			e.log.Error("LeadershipLoopFaulted", zap.String("op", "release"), zap.Any("panic", r))
-		}
-		endSpan(sp, outcome, err)
-	}()
-	if err := l.Release(ctx); err != nil {
-		outcome = outcomeError
-		if errors.Is(err, locking.ErrLeaseLost) {
-			outcome = outcomeRefused
-		}
-		e.log.Warn("LeadershipReleaseFailed", zap.Error(err))
-		return fmt.Errorf("leadership: release role %q: %w", e.role, err)
-	}
-	return nil
-}
-
-// endTerm ends the current term with reason, if any: Token is cancelled,
-// the state becomes follower, the expiry timer stops, the in-flight lock
-// call is cancelled and the Change is queued. Callers outside the loop
-// wake it with kick. It returns the lease the term held (nil when not leading). e.mu is held.
-func (e *Elector) endTerm(reason Reason) (locking.Lease, uint64) {
-	s := e.state.Load()
-	if !s.leader {
-		return nil, s.term
-	}
-	e.cancelTerm()
-	e.cancelTerm = nil
-	if e.expiry != nil {
-		e.expiry.Stop()
-		e.expiry = nil
-	}
-	e.state.Store(&termState{term: s.term, token: s.token, led: make(chan struct{})})
-	e.epoch++
-	if e.opCancel != nil {
-		e.opCancel()
-	}
-	held := e.lease
-	e.lease = nil
-	e.tel.leader(false)
-	e.tel.transition(reason)
-	e.enqueue(Change{Role: e.role, IsLeader: false, Term: s.term, Reason: reason, At: time.Now()})
-	return held, s.term
-}
-
-// beginTerm makes this instance leader with l until deadline. e.mu is held.
-func (e *Elector) beginTerm(l locking.Lease, deadline time.Time) uint64 {
-	old := e.state.Load()
-	token, cancel := context.WithCancel(context.Background())
-	e.cancelTerm = cancel
-	e.lease = l
-	term := old.term + 1
-	e.state.Store(&termState{leader: true, term: term, token: token, deadline: deadline})
-	close(old.led)
-	epoch := e.epoch
-	e.expiry = time.AfterFunc(time.Until(deadline), func() { e.expire(epoch) })
-	e.tel.leader(true)
-	e.tel.transition(Acquired)
-	e.enqueue(Change{Role: e.role, IsLeader: true, Term: term, Reason: Acquired, At: time.Now()})
-	return term
-}
-
-// expire ends the term of epoch when its deadline has passed (E5). It runs
-// on the expiry timer, so Token is cancelled at the deadline even while the
-// loop waits on a hanging lock call.
-func (e *Elector) expire(epoch uint64) {
-	e.mu.Lock()
-	s := e.state.Load()
-	if e.epoch != epoch || !s.leader || time.Now().Before(s.deadline) {
-		e.mu.Unlock()
-		return
-	}
-	_, term := e.endTerm(Expired)
-	e.kick()
-	e.mu.Unlock()
-	e.log.Warn("LeadershipLost", zap.Stringer("reason", Expired), zap.Uint64("term", term))
-}
-
-// kick wakes the loop without blocking. e.mu may be held.
-func (e *Elector) kick() {
+	req := request{ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
 	select {
-	case e.wake <- struct{}{}:
-	default:
+	case e.requests <- req:
+	case <-loopDone:
+		return nil // Stop ended the term and released
+	case <-ctx.Done():
+		return fmt.Errorf("leadership: resign role %q: %w", e.role, ctx.Err())
+	}
+	<-req.ended
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("leadership: resign role %q: %w", e.role, ctx.Err())
 	}
 }
 
-// enqueue queues c for the subscribers and starts the delivery goroutine
-// when none runs. e.mu is held.
-func (e *Elector) enqueue(c Change) {
-	e.queue = append(e.queue, c)
-	if e.delivering == nil {
-		done := make(chan struct{})
-		e.delivering = done
-		go e.deliver(done)
+// Run starts the elector, leads whenever it wins while ctx lives, and stops
+// when ctx ends, releasing the lease so a successor takes over at once
+// (G7). It returns the start error if the elector never started, nil after
+// a clean handover, and the release's error if the release failed. The
+// release is bounded by one Lease.
+func (e *Elector) Run(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		return err
 	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.Lease)
+	defer cancel()
+	return e.Stop(stopCtx)
 }
 
-// deliver calls the subscribers for each queued Change, in order, then
-// ends when the queue is empty.
-func (e *Elector) deliver(done chan struct{}) {
-	defer close(done)
-	for {
-		e.mu.Lock()
-		if len(e.queue) == 0 {
-			e.queue = nil // do not keep the drained backing array
-			e.delivering = nil
-			e.mu.Unlock()
-			return
-		}
-		c := e.queue[0]
-		e.queue[0] = Change{}
-		e.queue = e.queue[1:]
-		subs := append([]*subscriber(nil), e.subs...)
-		e.mu.Unlock()
-		for _, s := range subs {
-			e.call(s.fn, c)
-		}
+// Participants lists the role's live participants, in one round trip
+// (P1): every running elector of the role, leader and candidates, with the
+// time it registered. Leader marks the identity this instance knows to
+// lead (see Leader). It returns an error matching locking.ErrNotSupported
+// when the lock keeps no participants.
+func (e *Elector) Participants(ctx context.Context) (ps []Participant, err error) {
+	if e.caps.participants == nil {
+		return nil, fmt.Errorf("leadership: role %q: participants: %w", e.role, locking.ErrNotSupported)
 	}
-}
-
-// call runs one subscriber, surviving its panic.
-func (e *Elector) call(fn func(Change), c Change) {
 	defer func() {
 		if r := recover(); r != nil {
-			e.log.Error("LeadershipSubscriberPanicked", zap.Any("panic", r), zap.Uint64("term", c.Term))
+			ps, err = nil, fmt.Errorf("leadership: role %q: participants lookup panicked: %v", e.role, r)
 		}
 	}()
-	fn(c)
+	list, err := e.caps.participants.Participants(ctx, e.key)
+	if err != nil {
+		return nil, fmt.Errorf("leadership: role %q: participants: %w", e.role, err)
+	}
+	leader, _ := e.Leader() // what this instance learned: no second round trip
+	ps = make([]Participant, 0, len(list))
+	for _, p := range list {
+		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Owner == leader, Since: p.Since})
+	}
+	return ps, nil
 }
 
-func (e *Elector) setProgress(at time.Time, wait time.Duration) {
-	e.progress.Store(&loopProgress{at: at, wait: wait})
+// Participant is one live contender of a role (P1).
+type Participant struct {
+	// Identity is the participant's identity (WithIdentity).
+	Identity string
+	// Leader reports whether it holds the role's lease.
+	Leader bool
+	// Since is when it registered: its Start.
+	Since time.Time
 }

@@ -26,7 +26,7 @@ func TestElector_Check_LeadsPastDeadline(t *testing.T) {
 	e.mu.Lock()
 	e.phase = phaseRunning
 	e.mu.Unlock()
-	e.setProgress(time.Now(), time.Hour)
+	e.progress.Store(&loopProgress{at: time.Now(), wait: time.Hour})
 	e.state.Store(&termState{leader: true, term: 1, token: token, deadline: time.Now().Add(-10 * time.Second)})
 	err = e.CheckWithin(time.Second)
 	if err == nil || !strings.Contains(err.Error(), `leadership: role "r": leads`) || !strings.Contains(err.Error(), "past its lease deadline") {

@@ -15,165 +15,357 @@ import (
 // (E10), as opposed to a provider failure (E6, E7).
 var errLockFault = errors.New("leadership: lock fault")
 
-// loopState is what the loop goroutine alone reads and writes.
-type loopState struct {
-	epoch     uint64    // epoch of the term the loop renews
-	nextRenew time.Time // leader: when the next renewal is due
-	outage    bool      // the provider failed and has not answered since (E7)
+// opKind is the kind of a lock call.
+type opKind int
+
+const (
+	opAcquire opKind = iota + 1
+	opRenew
+	opRelease
+	opWatch
+	opDeregister
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opAcquire:
+		return "acquire"
+	case opRenew:
+		return "renew"
+	case opRelease:
+		return "release"
+	case opWatch:
+		return "watch"
+	default:
+		return "deregister"
+	}
+}
+
+// call is one lock call under way on a goroutine of its own. The loop
+// creates it and reads its outcome; the goroutine only runs the lock.
+type call struct {
+	op      opKind
+	sent    time.Time
+	bound   time.Duration // the call's context ends at sent+bound
+	term    uint64        // opRenew: the term it renews
+	lease   locking.Lease // opRenew, opRelease: the lease it works on
+	cancel  context.CancelFunc
+	done    func(error) // opRelease, opDeregister: run by the loop with the outcome
+	ended   Reason      // opRenew: why its term ended while it was under way (0: it did not)
+	overdue bool        // it overran its bound and was reported
+}
+
+// outcome is what a call reports back to the loop.
+type outcome struct {
+	c       *call
+	err     error
+	lease   locking.Lease // opAcquire: the granted lease
+	granted time.Duration // opAcquire, opRenew: what the backend granted
+	fence   uint64        // opAcquire: the lease's fence
+
+	// opWatch: the subscription.
+	released  <-chan struct{}
+	events    <-chan locking.Event
+	stopWatch func()
+}
+
+// loop is the election loop's state. Only the loop goroutine touches it;
+// everything other goroutines may read is published through the
+// Elector's atomic pointers.
+type loop struct {
+	e        *Elector
+	base     context.Context // Start's context without its cancellation: values for lock calls
+	results  chan outcome
+	quit     chan struct{} // closed when the loop has ended: late outcomes are dropped
+	loopDone chan struct{}
+	timer    *time.Timer
+
+	lease       locking.Lease // the current term's lease; nil when not leading
+	step        *call         // the acquisition or renewal under way, if any
+	pending     int           // other calls under way (release, watch, deregister)
+	due         time.Time     // when the next acquisition or renewal is due
+	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
+	outage      bool          // the provider failed and has not answered since (E7)
+
+	released      <-chan struct{}      // locking.Watcher notifications
+	events        <-chan locking.Event // locking.EventWatcher notifications
+	stopWatch     func()
+	live          bool // the event subscription is live (P3)
+	subscriptions int  // EventSubscribed seen so far
+	announced     string
+}
+
+// never is a due time the loop does not reach: the uncoordinated Follow
+// policy never contends (E9).
+var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newLoop(e *Elector, base context.Context) *loop {
+	return &loop{
+		e:        e,
+		base:     base,
+		results:  make(chan outcome),
+		quit:     make(chan struct{}),
+		loopDone: e.loopDone,
+	}
 }
 
 // run is the election loop: one per elector, from Start to Stop. It never
-// ends on its own (E10): a panic in a step is logged, backed off one
-// RetryInterval and survived.
-func (e *Elector) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	var released <-chan struct{}
-	var stopWatch func()
-	onCallStack(func() { released, stopWatch = e.watch() })
-	defer onCallStack(stopWatch)
-	var st loopState
-	t := time.NewTimer(0)
-	defer t.Stop()
-	<-t.C
-	for ctx.Err() == nil {
-		var wait time.Duration
-		onCallStack(func() { wait = e.step(ctx, &st) })
-		if ctx.Err() != nil {
-			return
-		}
-		if wait <= 0 {
-			continue
-		}
-		e.setProgress(time.Now(), wait)
-		t.Reset(wait)
+// ends on its own (E10).
+func (l *loop) run() {
+	defer close(l.loopDone)
+	defer close(l.quit)
+	defer l.unwatch()
+	e := l.e
+	l.timer = time.NewTimer(MaxWait)
+	defer l.timer.Stop()
+	l.due = time.Now() // E1: the first attempt is immediate
+	if !e.coordinated && e.opts.WhenUncoordinated == Follow {
+		l.due = never // E9: never leads; only Stop ends the wait
+	} else {
+		l.watch()
+	}
+	for {
+		now := time.Now()
+		l.advance(now)
+		l.arm(now)
 		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-e.wake:
-		case <-released:
+		case o := <-l.results:
+			l.finish(o)
+		case <-l.timer.C:
+		case req := <-e.requests:
+			if req.stop {
+				l.stop(req)
+				return
+			}
+			l.stepDown(req.ctx, req.ended, func(err error) { req.reply <- err })
+		case ev := <-l.events:
+			l.event(ev)
+		case <-l.released:
+			l.observe("", time.Time{})
+			l.wake(time.Now())
 		}
-		if !t.Stop() {
-			select {
-			case <-t.C:
-			default:
+	}
+}
+
+// advance does what is due at now: end a term whose deadline passed (E5),
+// then start the acquisition or renewal that is due.
+func (l *loop) advance(now time.Time) {
+	if l.lease != nil && !now.Before(l.e.state.Load().deadline) {
+		l.endTerm(Expired, nil)
+		l.due = now
+	}
+	if l.step != nil {
+		if !l.step.overdue && !now.Before(l.step.sent.Add(l.step.bound+l.grace())) {
+			l.step.overdue = true
+			l.e.log.Error("LeadershipLoopFaulted", zap.Stringer("op", l.step.op),
+				zap.String("error", "the lock call has not returned after its context ended"),
+				zap.Duration("bound", l.step.bound))
+		}
+		return
+	}
+	if now.Before(l.due) {
+		return
+	}
+	switch {
+	case l.lease != nil:
+		l.renew(now)
+	case now.Before(l.sitOutUntil):
+		l.due = l.sitOutUntil
+	default:
+		l.acquire(now)
+	}
+}
+
+// grace is how long a lock call may overrun its context before it is
+// reported as faulted.
+func (l *loop) grace() time.Duration { return min(l.e.opts.RetryInterval, time.Second) }
+
+// arm sets the timer to the next moment the loop must act at, and
+// publishes that promise for the health check.
+func (l *loop) arm(now time.Time) {
+	next := l.due
+	p := &loopProgress{at: now}
+	if l.step != nil {
+		next = never
+		if !l.step.overdue {
+			next = l.step.sent.Add(l.step.bound + l.grace())
+		}
+		p = &loopProgress{at: l.step.sent, wait: l.step.bound}
+	}
+	if l.lease != nil {
+		if d := l.e.state.Load().deadline; d.Before(next) {
+			next = d
+		}
+	}
+	wait := min(max(next.Sub(now), 0), MaxWait)
+	if l.step == nil {
+		p.wait = wait
+	}
+	l.e.progress.Store(p)
+	l.timer.Reset(wait)
+}
+
+// start runs fn on a goroutine of its own with ctx, which cancel ends,
+// and reports its outcome to the loop. The lock is foreign code: a panic
+// in it becomes an errLockFault error (E10), and a call that never returns
+// holds only its own goroutine.
+func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn func(context.Context, *outcome) error) {
+	c.cancel = cancel
+	if c.op == opAcquire || c.op == opRenew {
+		l.step = c
+	} else {
+		l.pending++
+	}
+	tel := l.e.tel
+	go func() {
+		o := outcome{c: c}
+		spanCtx, sp := tel.span(ctx, spanName(c.op))
+		o.err = guard(c.op, func() error { return fn(spanCtx, &o) })
+		endSpan(sp, classify(c.op, o.err), o.err)
+		cancel()
+		select {
+		case l.results <- o:
+		case <-l.quit:
+			if o.stopWatch != nil {
+				o.stopWatch()
 			}
 		}
-	}
+	}()
 }
 
-// watch subscribes to release notifications when the lock offers them
-// (L7). A panicking Watch counts as no notification.
-func (e *Elector) watch() (ch <-chan struct{}, stop func()) {
-	w, ok := e.lock.(locking.Watcher)
-	if !ok || !e.coordinated {
-		return nil, func() {}
-	}
+// guard runs the lock call fn, turning a panic into errLockFault.
+func guard(op opKind, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Any("panic", r))
-			ch, stop = nil, func() {}
+			err = fmt.Errorf("%w: %s panicked: %v", errLockFault, op, r)
 		}
 	}()
-	ch, stop = w.Watch(e.key)
-	if stop == nil {
-		stop = func() {}
-	}
-	return ch, stop
+	return fn()
 }
 
-// step makes at most one lock call and returns how long to wait before the
-// next step (0: at once).
-func (e *Elector) step(ctx context.Context, st *loopState) (wait time.Duration) {
-	defer func() {
-		if r := recover(); r != nil {
-			e.log.Error("LeadershipLoopFaulted", zap.String("op", "loop"), zap.Any("panic", r))
-			wait = e.opts.RetryInterval
-		}
-	}()
-	if !e.coordinated && e.opts.WhenUncoordinated == Follow {
-		return MaxWait // E9: never leads; only Stop ends the wait
+// lockErr marks errors that break the Lock contract as faults.
+func lockErr(err error) error {
+	if errors.Is(err, locking.ErrInvalidKey) || errors.Is(err, locking.ErrInvalidLease) {
+		return fmt.Errorf("%w: %w", errLockFault, err)
 	}
-	now := time.Now()
-	e.mu.Lock()
-	s := e.state.Load()
-	leading := s.leader && e.epoch == st.epoch
-	sitOut := e.sitOutUntil
-	e.mu.Unlock()
-	if leading {
-		return e.renew(ctx, st)
-	}
-	if now.Before(sitOut) {
-		return sitOut.Sub(now)
-	}
-	return e.acquire(ctx, st)
+	return err
 }
 
-// opContext derives the context of one lock call, bounded by deadline and
-// cancellable by Resign, Stop and the expiry timer. It returns the epoch
-// the call belongs to.
-//
-// The call's context keeps the loop context's values but is not its
-// child: Stop cancels the loop context and the in-flight call under e.mu,
-// and opContext cancels a call begun after that itself, so the loop
-// context never registers (and keeps the map of) child contexts.
-func (e *Elector) opContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc, uint64) {
-	opCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	e.mu.Lock()
-	e.opCancel = cancel
-	epoch := e.epoch
-	if ctx.Err() != nil {
-		cancel() // Stop began before this call
+func spanName(op opKind) string {
+	switch op {
+	case opAcquire:
+		return SpanAcquire
+	case opRenew:
+		return SpanRenew
+	case opRelease:
+		return SpanRelease
+	default:
+		return ""
 	}
-	e.mu.Unlock()
-	return opCtx, cancel, epoch
 }
 
-// acquire makes one acquisition attempt (E1, E2) and returns the wait
-// before the next step.
-func (e *Elector) acquire(ctx context.Context, st *loopState) time.Duration {
-	retry := e.opts.RetryInterval
-	bound := min(retry, e.opts.Lease)
-	sent := time.Now()
-	opCtx, cancel, epoch := e.opContext(ctx, sent.Add(bound))
-	e.setProgress(sent, bound)
-	spCtx, sp := e.tel.span(opCtx, SpanAcquire)
-	l, err := e.tryAcquire(spCtx)
-	cancel()
-
-	var held *locking.HeldError
+// classify names a call's outcome as the metrics and spans do.
+func classify(op opKind, err error) string {
 	switch {
+	case err == nil && op == opAcquire:
+		return outcomeAcquired
 	case err == nil:
-		endSpan(sp, outcomeAcquired, nil)
-		e.tel.acquire(outcomeAcquired)
-		e.recovered(st)
-		return e.acquired(l, sent, epoch, st)
-	case errors.As(err, &held), errors.Is(err, locking.ErrNotAcquired):
-		endSpan(sp, outcomeHeld, err)
-		e.tel.acquire(outcomeHeld)
-		e.recovered(st)
+		return outcomeOK
+	case errors.Is(err, errLockFault):
+		return outcomeFault
+	case op == opAcquire && errors.Is(err, locking.ErrNotAcquired):
+		return outcomeHeld
+	case op != opAcquire && errors.Is(err, locking.ErrLeaseLost):
+		return outcomeRefused
+	default:
+		return outcomeError
+	}
+}
+
+// finish takes a call's outcome.
+func (l *loop) finish(o outcome) {
+	switch o.c.op {
+	case opAcquire:
+		l.step = nil
+		l.acquired(o)
+	case opRenew:
+		l.step = nil
+		l.renewed(o)
+	case opWatch:
+		l.pending--
+		l.watching(o)
+	default:
+		l.pending--
+		if o.c.done != nil {
+			o.c.done(o.err)
+		}
+	}
+}
+
+// acquire makes one acquisition attempt (E1, E2).
+func (l *loop) acquire(now time.Time) {
+	e := l.e
+	bound := min(e.opts.RetryInterval, e.opts.Lease)
+	ctx, cancel := context.WithTimeout(l.base, bound)
+	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity)
+		switch {
+		case err == nil && lease == nil:
+			return fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
+		case err != nil:
+			return lockErr(err)
+		}
+		o.lease = lease
+		o.granted, o.fence = leaseTerms(lease, e.opts.Lease)
+		return nil
+	})
+}
+
+// acquired takes the outcome of an acquisition attempt.
+func (l *loop) acquired(o outcome) {
+	e := l.e
+	now := time.Now()
+	kind := classify(opAcquire, o.err)
+	e.tel.acquire(kind)
+	retry := e.opts.RetryInterval
+	switch kind {
+	case outcomeAcquired:
+		l.recovered()
+		deadline := o.c.sent.Add(o.granted - e.margin)
+		if !now.Before(deadline) {
+			// The reply came after the lease it granted had run out: no
+			// term, and the lease goes back in case the backend still
+			// holds it.
+			e.log.Warn("LeadershipAcquiredTooLate", zap.Duration("granted", o.granted))
+			l.giveBack(o.lease)
+			return
+		}
+		l.beginTerm(o.lease, o.fence, deadline, now)
+		l.due = o.c.sent.Add(e.opts.RenewInterval)
+	case outcomeHeld:
+		l.recovered()
+		var held *locking.HeldError
+		errors.As(o.err, &held)
 		next := retry
 		if held != nil && held.Remaining > 0 {
-			next = min(retry, held.Remaining+wakeMargin)
+			l.observe(held.Owner, now.Add(held.Remaining))
+			if l.live {
+				// P3: a live subscription wakes this candidate on a release;
+				// otherwise the lease runs out, so sleep until then.
+				next = min(held.Remaining+wakeMargin, MaxWait)
+			} else {
+				next = min(retry, held.Remaining+wakeMargin)
+			}
 		}
-		e.log.Debug("LeadershipAcquireRefused", zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", next))
-		e.clearOp(epoch)
-		return next
-	case ctx.Err() != nil:
-		endSpan(sp, outcomeError, err)
-		return 0 // stopping
-	case errors.Is(err, errLockFault):
-		endSpan(sp, outcomeFault, err)
-		e.tel.acquire(outcomeFault)
-		e.log.Error("LeadershipLoopFaulted", zap.String("op", "acquire"), zap.Error(err))
-		e.clearOp(epoch)
-		return retry
+		e.log.Debug("LeadershipAcquireRefused", zap.String("holder", heldOwner(held)),
+			zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", next))
+		l.due = now.Add(next)
+	case outcomeFault:
+		l.fault("acquire", o.err)
+		l.due = now.Add(retry)
 	default:
-		endSpan(sp, outcomeError, err)
-		e.tel.acquire(outcomeError)
-		e.unavailable(st, "acquire", err)
-		e.clearOp(epoch)
-		return retry
+		l.unavailable("acquire", o.err)
+		l.due = now.Add(retry)
 	}
 }
 
@@ -184,253 +376,363 @@ func heldRemaining(h *locking.HeldError) time.Duration {
 	return h.Remaining
 }
 
-// clearOp forgets the in-flight call's cancel function when it is still
-// the call of epoch.
-func (e *Elector) clearOp(epoch uint64) {
-	e.mu.Lock()
-	if e.epoch == epoch {
-		e.opCancel = nil
+func heldOwner(h *locking.HeldError) string {
+	if h == nil {
+		return ""
 	}
-	e.mu.Unlock()
+	return h.Owner
 }
 
-// acquired turns a granted lease into a term, unless the acquisition is
-// stale (Stop began meanwhile) or its lease already ran out.
-func (e *Elector) acquired(l locking.Lease, sent time.Time, epoch uint64, st *loopState) time.Duration {
-	deadline := sent.Add(e.granted(l))
-	e.mu.Lock()
-	e.opCancel = nil
-	if e.phase != phaseRunning || e.epoch != epoch {
-		if e.phase == phaseStopping {
-			e.orphan = l // Stop releases it after the loop ends
-		}
-		e.mu.Unlock()
-		return 0
-	}
-	if !time.Now().Before(deadline) {
-		e.mu.Unlock()
-		// The reply came after the lease it granted had run out: no term,
-		// and the lease goes back in case the backend still holds it.
-		e.log.Warn("LeadershipAcquiredTooLate", zap.Duration("granted", e.granted(l)))
-		e.giveBack(context.Background(), l)
-		return 0
-	}
-	term := e.beginTerm(l, deadline)
-	st.epoch = e.epoch
-	e.mu.Unlock()
-	st.nextRenew = sent.Add(e.opts.RenewInterval)
-	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Time("lease_deadline", deadline))
-	return time.Until(st.nextRenew)
-}
-
-// granted is the lease the backend granted l: GrantedLease.Granted when
-// the lock reports it, else the requested lease (already capped).
-func (e *Elector) granted(l locking.Lease) (d time.Duration) {
-	d = e.opts.Lease
-	if g, ok := l.(locking.GrantedLease); ok {
-		func() {
-			defer func() { _ = recover() }()
-			if v := g.Granted(); v > 0 {
-				d = v
-			}
-		}()
-	}
-	return d
-}
-
-// renew renews the term's lease when due (E3) and handles the outcome: a
-// refusal (E4) or a passed deadline (E5) ends the term at once; a provider
-// failure keeps it and retries sooner (E6).
-func (e *Elector) renew(ctx context.Context, st *loopState) time.Duration {
-	now := time.Now()
-	e.mu.Lock()
+// renew renews the term's lease (E3). One attempt may use half the
+// remaining lease, so a call that hangs (a dead connection, a dial retried
+// inside the client) leaves time for another attempt (E6).
+func (l *loop) renew(now time.Time) {
+	e := l.e
 	s := e.state.Load()
-	l := e.lease
-	if !s.leader || e.epoch != st.epoch || l == nil {
-		e.mu.Unlock()
-		return 0 // the term ended meanwhile
-	}
-	if !now.Before(s.deadline) {
-		_, term := e.endTerm(Expired)
-		e.mu.Unlock()
-		e.log.Warn("LeadershipLost", zap.Stringer("reason", Expired), zap.Uint64("term", term))
-		return 0
-	}
-	e.mu.Unlock()
-	if now.Before(st.nextRenew) {
-		return st.nextRenew.Sub(now)
-	}
-
-	// One attempt may use half the remaining lease, so a call that hangs
-	// (a dead connection, a dial retried inside the client) leaves time
-	// for another attempt (E6); never more than the lease itself.
-	sent := time.Now()
-	bound := min(max(s.deadline.Sub(sent)/2, RenewRetryFloor), s.deadline.Sub(sent))
-	opCtx, cancel, epoch := e.opContext(ctx, sent.Add(bound))
-	if epoch != st.epoch {
-		cancel() // the term ended since the check above
-		return 0
-	}
-	e.setProgress(sent, bound)
-	spCtx, sp := e.tel.span(opCtx, SpanRenew)
-	err := e.extend(spCtx, l)
-	cancel()
-	took := time.Since(sent)
-
-	outcome := outcomeOK
-	switch {
-	case err == nil:
-	case errors.Is(err, locking.ErrLeaseLost):
-		outcome = outcomeRefused
-	case errors.Is(err, errLockFault):
-		outcome = outcomeFault
-	default:
-		outcome = outcomeError
-	}
-	endSpan(sp, outcome, err)
-	if ctx.Err() != nil {
-		return 0
-	}
-	e.tel.renewal(outcome, took)
-
-	e.mu.Lock()
-	e.opCancel = nil
-	if e.epoch != epoch {
-		running := e.phase == phaseRunning
-		e.mu.Unlock()
-		if outcome == outcomeOK && running {
-			// The term ended (expiry, Resign) while the extension was in
-			// flight, and the backend extended it after all: give the
-			// lease back so nobody waits a whole lease for it.
-			e.giveBack(ctx, l)
+	remaining := s.deadline.Sub(now)
+	bound := min(max(remaining/2, RenewRetryFloor), remaining)
+	lease := l.lease
+	ctx, cancel := context.WithTimeout(l.base, bound)
+	l.start(&call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
+			return lockErr(err)
 		}
-		return 0
+		o.granted, _ = leaseTerms(lease, e.opts.Lease)
+		return nil
+	})
+}
+
+// renewed takes the outcome of a renewal: a refusal (E4) or a passed
+// deadline (E5) ends the term at once; a provider failure keeps it and
+// retries sooner (E6). A renewal that succeeds after the deadline does not
+// revive the term (G3).
+func (l *loop) renewed(o outcome) {
+	e := l.e
+	c := o.c
+	now := time.Now()
+	kind := classify(opRenew, o.err)
+	e.tel.renewal(kind, now.Sub(c.sent))
+	s := e.state.Load()
+	if l.lease == nil || s.term != c.term {
+		// The term ended while the call was under way. When it ran out
+		// (rather than being released) and the backend extended it after
+		// all, give the lease back so nobody waits a whole lease for it.
+		if kind == outcomeOK && c.ended == Expired {
+			l.giveBack(c.lease)
+		}
+		return
 	}
-	switch outcome {
+	switch kind {
 	case outcomeOK:
-		deadline := sent.Add(e.granted(l))
-		if deadline.After(s.deadline) {
-			e.state.Store(&termState{leader: true, term: s.term, token: s.token, deadline: deadline})
-			e.expiry.Reset(time.Until(deadline))
+		l.recovered()
+		if !now.Before(s.deadline) {
+			l.giveBack(l.endTerm(Expired, nil))
+			return
 		}
-		e.mu.Unlock()
-		e.recovered(st)
-		st.nextRenew = sent.Add(e.opts.RenewInterval)
-		return time.Until(st.nextRenew)
+		if d := c.sent.Add(o.granted - e.margin); d.After(s.deadline) {
+			e.state.Store(&termState{leader: true, term: s.term, fence: s.fence, deadline: d, token: s.token, led: s.led})
+			l.observe(e.identity, d)
+		}
+		l.due = c.sent.Add(e.opts.RenewInterval)
+		return
 	case outcomeRefused:
-		_, term := e.endTerm(Refused)
-		e.mu.Unlock()
-		e.recovered(st)
-		e.log.Warn("LeadershipLost", zap.Stringer("reason", Refused), zap.Uint64("term", term), zap.Error(err))
-		return 0
+		l.recovered()
+		l.endTerm(Refused, o.err)
+		l.due = now
+		return
 	}
-	now = time.Now()
 	if !now.Before(s.deadline) {
-		_, term := e.endTerm(Expired)
-		e.mu.Unlock()
-		e.log.Warn("LeadershipLost", zap.Stringer("reason", Expired), zap.Uint64("term", term), zap.Error(err))
-		return 0
+		l.endTerm(Expired, o.err)
+		l.due = now
+		return
 	}
-	e.mu.Unlock()
 	remaining := s.deadline.Sub(now)
 	wait := max(RenewRetryFloor, min(e.opts.RenewInterval, remaining/2))
-	if outcome == outcomeFault {
-		e.log.Error("LeadershipLoopFaulted", zap.String("op", "renew"), zap.Error(err))
+	if kind == outcomeFault {
+		l.fault("renew", o.err)
 		wait = e.opts.RetryInterval
 	} else {
-		e.unavailable(st, "renew", err)
+		l.unavailable("renew", o.err)
 	}
 	if wait >= remaining {
 		// No attempt at or past the deadline: wait for it (E6, E5).
-		st.nextRenew = s.deadline
 		wait = remaining
-	} else {
-		st.nextRenew = now.Add(wait)
 	}
-	e.log.Debug("LeadershipRenewRetry", zap.Duration("next_attempt", wait), zap.Duration("lease_remaining", remaining), zap.Error(err))
-	return wait
+	l.due = now.Add(wait)
+	e.log.Debug("LeadershipRenewRetry", zap.Duration("next_attempt", wait), zap.Duration("lease_remaining", remaining), zap.Error(o.err))
+}
+
+// beginTerm makes this instance leader with lease until deadline (E2).
+func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.Time) {
+	e := l.e
+	old := e.state.Load()
+	term := old.term + 1
+	ctx, cancel := context.WithCancelCause(context.Background())
+	token := &termToken{Context: ctx, cancel: cancel, e: e, term: term, fence: fence}
+	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
+	close(old.led)
+	l.lease = lease
+	e.tel.leader(true)
+	e.tel.transition(Acquired)
+	e.notes.change(Change{Role: e.role, IsLeader: true, Term: term, Fence: fence, Reason: Acquired, At: now})
+	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Uint64("fence", fence), zap.Time("lease_deadline", deadline))
+	l.observe(e.identity, deadline)
+}
+
+// endTerm ends the current term, if any, for reason: Token is cancelled
+// first, then the follower state is published and the Change queued. It
+// returns the lease the term held (nil when not leading); releasing it is
+// the caller's decision.
+func (l *loop) endTerm(reason Reason, err error) locking.Lease {
+	e := l.e
+	s := e.state.Load()
+	if !s.leader {
+		return nil
+	}
+	s.token.(*termToken).cancel(endedCause(reason))
+	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
+	lease := l.lease
+	l.lease = nil
+	if l.step != nil && l.step.op == opRenew {
+		l.step.ended = reason
+		l.step.cancel()
+	}
+	e.tel.leader(false)
+	e.tel.transition(reason)
+	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
+	l.observe("", time.Time{})
+	switch reason {
+	case Released:
+		e.log.Info("LeadershipReleased", zap.Uint64("term", s.term))
+	case Resigned:
+		e.log.Info("LeadershipResigned", zap.Uint64("term", s.term))
+	default:
+		e.log.Warn("LeadershipLost", zap.Stringer("reason", reason), zap.Uint64("term", s.term), zap.Error(err))
+	}
+	return lease
+}
+
+// stepDown ends the term and releases its lease, then sits out one
+// RetryInterval (E8): Resign, and a resign request from an operator (O1).
+// ended is closed once the term has ended; reply gets the release's
+// outcome (nil when there was nothing to release).
+func (l *loop) stepDown(ctx context.Context, ended chan struct{}, reply func(error)) {
+	e := l.e
+	lease := l.endTerm(Resigned, nil)
+	if ended != nil {
+		close(ended)
+	}
+	if lease == nil {
+		reply(nil)
+		return
+	}
+	l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+	l.due = l.sitOutUntil
+	l.release(ctx, lease, func(err error) {
+		l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+		l.due = l.sitOutUntil
+		reply(err)
+	})
+}
+
+// release gives lease up, bounded by ctx, and calls done with the outcome.
+func (l *loop) release(ctx context.Context, lease locking.Lease, done func(error)) {
+	e := l.e
+	ctx, cancel := context.WithCancel(ctx)
+	l.start(&call{op: opRelease, sent: time.Now(), lease: lease, done: done}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+		if err := lease.Release(ctx); err != nil {
+			e.log.Warn("LeadershipReleaseFailed", zap.Error(err))
+			return fmt.Errorf("leadership: release role %q: %w", e.role, err)
+		}
+		return nil
+	})
 }
 
 // giveBack releases a lease whose term already ended, bounded like an
-// acquisition. The outcome is only logged: the term is over either way.
-func (e *Elector) giveBack(ctx context.Context, l locking.Lease) {
-	ctx, cancel := context.WithTimeout(ctx, min(e.opts.RetryInterval, e.opts.Lease))
-	defer cancel()
-	if err := e.release(ctx, l); err == nil {
-		e.log.Debug("LeadershipLateExtensionReleased")
+// acquisition, and holds the next acquisition until the release is done,
+// so that attempt does not find this instance's own stale lease. The
+// outcome is only logged: the term is over either way.
+func (l *loop) giveBack(lease locking.Lease) {
+	if lease == nil {
+		return
 	}
-}
-
-// onCallStack runs f on a goroutine of its own and waits for it. A step
-// (a Redis client's call path, a span, a log entry) needs several
-// kilobytes of stack; run on the loop goroutine it would grow that stack
-// for good, since a goroutine parked in the loop's wait never shrinks
-// below 4 KB. The loop waits for f exactly as it waited for the step
-// before, so cancellation and hanging calls behave the same; f must not
-// panic (step and watch recover).
-func onCallStack(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
-}
-
-// tryAcquire calls the lock, storing the identity when the lock supports
-// it. A panic or a nil lease without error becomes errLockFault.
-func (e *Elector) tryAcquire(ctx context.Context) (l locking.Lease, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			l, err = nil, fmt.Errorf("%w: TryAcquire panicked: %v", errLockFault, r)
+	e := l.e
+	l.due = never
+	ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+	l.release(ctx, lease, func(err error) {
+		cancel()
+		if err == nil {
+			e.log.Debug("LeadershipLateLeaseReleased")
 		}
-	}()
-	if ol, ok := e.lock.(locking.OwnedLock); ok {
-		l, err = ol.TryAcquireAs(ctx, e.key, e.opts.Lease, e.identity)
-	} else {
-		l, err = e.lock.TryAcquire(ctx, e.key, e.opts.Lease)
-	}
-	switch {
-	case err == nil && l == nil:
-		return nil, fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
-	case err != nil && l != nil:
-		l = nil
-	}
-	if errors.Is(err, locking.ErrInvalidKey) || errors.Is(err, locking.ErrInvalidLease) {
-		err = fmt.Errorf("%w: %w", errLockFault, err)
-	}
-	return l, err
+		if l.lease == nil {
+			l.due = time.Now()
+		}
+	})
 }
 
-// extend renews l; a panic becomes errLockFault.
-func (e *Elector) extend(ctx context.Context, l locking.Lease) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: Extend panicked: %v", errLockFault, r)
+// stop ends the term, releases its lease and deregisters, then waits for
+// every call under way, bounded by req.ctx (E8, E11). A lease an
+// acquisition under way still brings is released too.
+func (l *loop) stop(req request) {
+	e := l.e
+	var errs []error
+	collect := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
 		}
-	}()
-	err = l.Extend(ctx, e.opts.Lease)
-	if errors.Is(err, locking.ErrInvalidKey) || errors.Is(err, locking.ErrInvalidLease) {
-		err = fmt.Errorf("%w: %w", errLockFault, err)
 	}
-	return err
+	if lease := l.endTerm(Released, nil); lease != nil {
+		l.release(req.ctx, lease, collect)
+	}
+	close(req.ended)
+	if l.step != nil {
+		l.step.cancel()
+	}
+	if e.caps.participants != nil && e.coordinated {
+		ctx, cancel := context.WithCancel(req.ctx)
+		l.start(&call{op: opDeregister, sent: time.Now(), done: collect}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+			if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil {
+				return fmt.Errorf("leadership: deregister role %q: %w", e.role, err)
+			}
+			return nil
+		})
+	}
+	for l.step != nil || l.pending > 0 {
+		select {
+		case o := <-l.results:
+			if o.c.op == opAcquire && o.err == nil {
+				l.release(req.ctx, o.lease, collect)
+			}
+			switch o.c.op {
+			case opAcquire, opRenew:
+				l.step = nil
+			case opWatch:
+				l.pending--
+				l.watching(o)
+			default:
+				l.pending--
+				o.c.done(o.err)
+			}
+		case <-req.ctx.Done():
+			collect(fmt.Errorf("leadership: stop role %q: waiting for lock calls: %w", e.role, req.ctx.Err()))
+			req.reply <- errors.Join(errs...)
+			return
+		}
+	}
+	req.reply <- errors.Join(errs...)
+}
+
+// watch subscribes to the lock's notifications (L7, P2) on a goroutine of
+// its own: subscribing is network I/O.
+func (l *loop) watch() {
+	e := l.e
+	if e.caps.events == nil && e.caps.watcher == nil {
+		return
+	}
+	l.start(&call{op: opWatch, sent: time.Now()}, context.Background(), func() {}, func(_ context.Context, o *outcome) error {
+		if e.caps.events != nil {
+			o.events, o.stopWatch = e.caps.events.WatchEvents(e.key)
+		} else {
+			o.released, o.stopWatch = e.caps.watcher.Watch(e.key)
+		}
+		return nil
+	})
+}
+
+// watching takes the subscription a watch call made.
+func (l *loop) watching(o outcome) {
+	if o.err != nil {
+		l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
+		return
+	}
+	l.released, l.events, l.stopWatch = o.released, o.events, o.stopWatch
+}
+
+// unwatch ends the subscription; Watch's stop function is foreign code.
+func (l *loop) unwatch() {
+	if l.stopWatch == nil {
+		return
+	}
+	if err := guard(opWatch, func() error { l.stopWatch(); return nil }); err != nil {
+		l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "unwatch"), zap.Error(err))
+	}
+}
+
+// event takes one notification of the lock (L7, P2, P3, O1).
+func (l *loop) event(ev locking.Event) {
+	e := l.e
+	now := time.Now()
+	switch ev.Kind {
+	case locking.EventReleased:
+		l.observe("", time.Time{})
+		l.wake(now)
+	case locking.EventAcquired:
+		if ev.Owner != e.identity {
+			l.observe(ev.Owner, now.Add(e.opts.Lease))
+		}
+	case locking.EventResign:
+		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) {
+			e.log.Info("LeadershipResignRequested")
+			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+			l.stepDown(ctx, nil, func(error) { cancel() })
+		}
+	case locking.EventSubscribed:
+		l.live = true
+		l.subscriptions++
+		if l.subscriptions > 1 {
+			// Events may have been lost while the subscription was down
+			// (P3): one immediate try.
+			l.wake(now)
+		}
+	case locking.EventUnsubscribed:
+		l.live = false
+		if l.lease == nil && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
+			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
+		}
+	}
+}
+
+// wake makes an idle candidate try at once.
+func (l *loop) wake(now time.Time) {
+	if l.lease == nil && l.step == nil && l.due.After(now) && l.due != never {
+		l.due = now
+	}
+}
+
+// observe records who leads until when, as this instance learned it (P2),
+// and announces a new identity to OnNewLeader subscribers.
+func (l *loop) observe(identity string, until time.Time) {
+	e := l.e
+	if cur := e.observed.Load(); cur.identity == identity && cur.until.Equal(until) {
+		return
+	}
+	e.observed.Store(&observation{identity: identity, until: until})
+	if identity != "" && identity != l.announced {
+		l.announced = identity
+		e.notes.leader(identity)
+	}
 }
 
 // unavailable logs a provider failure: at Warn once per outage, at Debug
 // for every retry (E7).
-func (e *Elector) unavailable(st *loopState, op string, err error) {
-	if !st.outage {
-		st.outage = true
-		e.log.Warn("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
+func (l *loop) unavailable(op string, err error) {
+	if !l.outage {
+		l.outage = true
+		l.e.log.Warn("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
 		return
 	}
-	e.log.Debug("LeadershipProviderRetry", zap.String("op", op), zap.Error(err))
+	l.e.log.Debug("LeadershipProviderRetry", zap.String("op", op), zap.Error(err))
+}
+
+// fault logs a lock fault (E10) at Error, once per faulted call.
+func (l *loop) fault(op string, err error) {
+	l.e.log.Error("LeadershipLoopFaulted", zap.String("op", op), zap.Error(err))
 }
 
 // recovered logs the end of an outage once, at Info (E7).
-func (e *Elector) recovered(st *loopState) {
-	if st.outage {
-		st.outage = false
-		e.log.Info("LeadershipProviderRecovered")
+func (l *loop) recovered() {
+	if l.outage {
+		l.outage = false
+		l.e.log.Info("LeadershipProviderRecovered")
 	}
 }

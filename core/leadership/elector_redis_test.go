@@ -146,7 +146,7 @@ func TestElector_Redis_E8_StopHandsOver(t *testing.T) {
 	electors, _ := startRedisElectors(t, srv, 3)
 	sampler := sampleLeaders(func() []*leadership.Elector { return electors })
 	first := waitLeader(t, electors, nil)
-	if h, ok, err := first.Leader(context.Background()); err != nil || !ok || h.Owner != leadership.Describe(first).Identity {
+	if h, ok, err := first.LookupLeader(context.Background()); err != nil || !ok || h.Owner != leadership.Describe(first).Identity {
 		t.Fatalf("Leader() = %+v, %v, %v; want %s", h, ok, err, leadership.Describe(first).Identity)
 	}
 	if err := first.Stop(context.Background()); err != nil {

@@ -330,8 +330,8 @@ func TestElector_E5_DeadlineFromSendTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-e.Token().Done()
-		if got := time.Since(start); got != 3*time.Second {
-			t.Fatalf("token done after %v, want 3s: the lease counts from when the acquire was sent", got)
+		if got, want := time.Since(start), 3*time.Second-leadership.Describe(e).SafetyMargin; got != want {
+			t.Fatalf("token done after %v, want %v (lease less the G4 margin): the lease counts from when the acquire was sent", got, want)
 		}
 		synctest.Wait()
 		if got := changes.reasons(); !slices.Equal(got[:2], []leadership.Reason{leadership.Acquired, leadership.Expired}) {
@@ -350,8 +350,8 @@ func TestElector_E5_TokenCancelledWhileCallIgnoresContext(t *testing.T) {
 		synctest.Wait()
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultStall) // the renewal never returns
 		<-e.Token().Done()
-		if got := time.Since(start); got != 3*time.Second {
-			t.Fatalf("token done after %v, want at the 3s deadline", got)
+		if got, want := time.Since(start), 3*time.Second-leadership.Describe(e).SafetyMargin; got != want {
+			t.Fatalf("token done after %v, want at the deadline %v (lease less the G4 margin)", got, want)
 		}
 		if e.IsLeader() {
 			t.Fatal("still leader past the deadline")
@@ -375,8 +375,8 @@ func TestElector_E5_RenewalDeadlineFromSendTime(t *testing.T) {
 		fl.Clear()
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultStall)
 		<-e.Token().Done()
-		if got := time.Since(start); got != 4*time.Second {
-			t.Fatalf("token done after %v, want 4s", got)
+		if got, want := time.Since(start), 4*time.Second-leadership.Describe(e).SafetyMargin; got != want {
+			t.Fatalf("token done after %v, want %v (lease less the G4 margin)", got, want)
 		}
 		fl.Clear()
 		fl.Unstall()
@@ -399,12 +399,15 @@ func TestElector_E6_RenewRetryKeepsTerm(t *testing.T) {
 		if !e.IsLeader() || e.Term() != 1 || tokenDone(e) {
 			t.Fatal("a renewal failing at the provider must keep leadership while the lease runs")
 		}
-		// Retries at 1s, then 2s (min(renew 1s, remaining 2s/2)), 2.5s.
+		// Retries at 1s, then min(renew 1s, remaining/2), then half the
+		// rest again; the deadline is 3s less the G4 margin.
 		var at []time.Duration
 		for _, tm := range rec.extendTimes() {
 			at = append(at, tm.Sub(start))
 		}
-		want := []time.Duration{time.Second, 2 * time.Second, 2500 * time.Millisecond}
+		deadline := 3*time.Second - leadership.Describe(e).SafetyMargin
+		second := time.Second + (deadline-time.Second)/2
+		want := []time.Duration{time.Second, second, second + (deadline-second)/2}
 		if !slices.Equal(at, want) {
 			t.Fatalf("renewal attempts at %v, want %v", at, want)
 		}
@@ -432,14 +435,14 @@ func TestElector_E6_NoRetryAtOrPastDeadline(t *testing.T) {
 		synctest.Wait()
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultError)
 		<-e.Token().Done()
-		if got := time.Since(start); got != 3*time.Second {
-			t.Fatalf("lost after %v, want at the 3s deadline", got)
+		if got, want := time.Since(start), 3*time.Second-leadership.Describe(e).SafetyMargin; got != want {
+			t.Fatalf("lost after %v, want at the deadline %v", got, want)
 		}
 		times := rec.extendTimes()
 		if len(times) < 5 {
 			t.Fatalf("only %d attempts", len(times))
 		}
-		deadline := start.Add(3 * time.Second)
+		deadline := start.Add(3*time.Second - leadership.Describe(e).SafetyMargin)
 		for i, tm := range times {
 			if !tm.Before(deadline) {
 				t.Fatalf("attempt %d at %v, at or past the deadline", i, tm.Sub(start))
@@ -739,7 +742,7 @@ func TestElector_E10_RenewPanicSurvived(t *testing.T) {
 		// The back-off (2s) reaches past the 3s deadline: no further
 		// attempt; the term expires at 3s, and the surviving loop takes
 		// the expired key again at once.
-		time.Sleep(2*time.Second - time.Nanosecond)
+		time.Sleep(2*time.Second - leadership.Describe(e).SafetyMargin - time.Nanosecond)
 		synctest.Wait()
 		if tok.Err() != nil || fl.Calls(leadershiptest.OpExtend) != 1 {
 			t.Fatalf("before the deadline: token %v, renewals %d", tok.Err(), fl.Calls(leadershiptest.OpExtend))
@@ -750,6 +753,10 @@ func TestElector_E10_RenewPanicSurvived(t *testing.T) {
 		if tok.Err() == nil {
 			t.Fatal("term 1 not ended at its deadline")
 		}
+		// The backend's lease outlives the local term by the G4 margin;
+		// the refused attempt's TTL wakes the loop just after it.
+		time.Sleep(leadership.Describe(e).SafetyMargin + 2*time.Millisecond)
+		synctest.Wait()
 		if !e.IsLeader() || e.Term() != 2 {
 			t.Fatalf("IsLeader = %v, Term = %d; the loop must survive", e.IsLeader(), e.Term())
 		}
@@ -1055,7 +1062,7 @@ func TestElector_Leader(t *testing.T) {
 		lock := memLock(t)
 		a := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("node-a"))
 		b := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("node-b"))
-		if _, ok, err := b.Leader(bg); ok || err != nil {
+		if _, ok, err := b.LookupLeader(bg); ok || err != nil {
 			t.Fatalf("before start: %v, %v", ok, err)
 		}
 		mustStart(t, a)
@@ -1064,7 +1071,7 @@ func TestElector_Leader(t *testing.T) {
 		defer mustStop(t, a)
 		defer mustStop(t, b)
 		time.Sleep(500 * time.Millisecond)
-		h, ok, err := b.Leader(bg)
+		h, ok, err := b.LookupLeader(bg)
 		if err != nil || !ok || h.Owner != "node-a" || h.TTL != 2500*time.Millisecond {
 			t.Fatalf("Leader() = %+v, %v, %v; want node-a with 2.5s left", h, ok, err)
 		}
@@ -1072,7 +1079,7 @@ func TestElector_Leader(t *testing.T) {
 			t.Fatalf("Describe = %+v", d)
 		}
 		c := mustElector(t, "r", bareLock{lock}, fastOpts())
-		if _, _, err := c.Leader(bg); !errors.Is(err, locking.ErrNotSupported) {
+		if _, _, err := c.LookupLeader(bg); !errors.Is(err, locking.ErrNotSupported) {
 			t.Fatalf("Leader over a lock without lookup = %v", err)
 		}
 	})
@@ -1318,7 +1325,9 @@ func TestElector_E6_HangingRenewalRetried(t *testing.T) {
 		for _, tm := range rec.extendTimes() {
 			at = append(at, tm.Sub(start))
 		}
-		if want := []time.Duration{time.Second, 2500 * time.Millisecond}; !slices.Equal(at[:2], want) {
+		deadline := 3*time.Second - leadership.Describe(e).SafetyMargin
+		gaveUp := time.Second + (deadline-time.Second)/2
+		if want := []time.Duration{time.Second, gaveUp + (deadline-gaveUp)/2}; !slices.Equal(at[:2], want) {
 			t.Fatalf("renewal attempts at %v, want %v first", at, want)
 		}
 		if got := changes.reasons(); !slices.Equal(got, []leadership.Reason{leadership.Acquired}) {

@@ -43,8 +43,11 @@ type Change struct {
 	Role     string
 	IsLeader bool
 	Term     uint64
-	Reason   Reason
-	At       time.Time
+	// Fence is the term's fencing token (G2): the new term's on
+	// acquisition, the ended term's on loss; 0 when the lock issues none.
+	Fence  uint64
+	Reason Reason
+	At     time.Time
 }
 
 // Reason says why a transition happened.

@@ -170,7 +170,7 @@ func (o Options) timingErrors() []error {
 // the role and both values. The fx composition calls it before starting;
 // a container-free Elector instead caps its lease at MaxLease.
 func CheckLease(role string, o Options, lock locking.Lock) error {
-	maxLease := electorMaxLease(lock)
+	maxLease := resolveCapabilities(lock).maxLease
 	if maxLease > 0 && o.Lease > maxLease {
 		return fmt.Errorf("leadership: role %q: lease %v exceeds locking max_lease %v", role, o.Lease, maxLease)
 	}
@@ -185,22 +185,5 @@ func CheckComposition(role string, o Options, lock locking.Lock) error {
 	if lock == nil {
 		return fmt.Errorf("leadership: role %q: nil lock", role)
 	}
-	return errors.Join(o.ValidateFor(role, electorMaxKeyLength(lock)), CheckLease(role, o, lock))
-}
-
-// electorMaxLease returns the lock's lease cap, 0 when it reports none.
-func electorMaxLease(lock locking.Lock) time.Duration {
-	if l, ok := lock.(locking.Limits); ok {
-		return max(l.MaxLease(), 0)
-	}
-	return 0
-}
-
-// electorMaxKeyLength returns the lock's key length limit, 0 when it
-// reports none.
-func electorMaxKeyLength(lock locking.Lock) int {
-	if l, ok := lock.(locking.Limits); ok {
-		return max(l.MaxKeyLength(), 0)
-	}
-	return 0
+	return errors.Join(o.ValidateFor(role, resolveCapabilities(lock).maxKeyLength), CheckLease(role, o, lock))
 }

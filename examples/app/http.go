@@ -102,7 +102,7 @@ func (h *httpServer) leadership(w http.ResponseWriter, r *http.Request) {
 			Role: e.Role(), IsLeader: e.IsLeader(), Term: e.Term(), Coordinated: e.IsCoordinated(),
 			Identity: d.Identity, LockKey: d.LockKey, ProviderKey: d.ProviderKey,
 		}
-		hd, ok, err := e.Leader(ctx)
+		hd, ok, err := e.LookupLeader(ctx)
 		switch {
 		case err != nil:
 			st.HolderError = err.Error()

@@ -1,0 +1,72 @@
+package leadership
+
+import (
+	"context"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// capabilities are the optional interfaces of a lock, resolved once when
+// an elector (or a composition check) is built, so that nothing else asks
+// the lock what it can do.
+type capabilities struct {
+	maxLease     time.Duration // 0: the lock reports no cap (locking.Limits)
+	maxKeyLength int           // 0: the lock reports no limit (locking.Limits)
+	providerKey  interface{ ProviderKey(string) (string, error) }
+	owned        locking.OwnedLock           // stores the identity with the lease
+	watcher      locking.Watcher             // release notifications (L7)
+	events       locking.EventWatcher        // releases, acquisitions, resign requests (P2, O1)
+	holders      locking.HolderLookup        // who holds a key (L7)
+	participants locking.ParticipantRegistry // who contends for a key (P1)
+}
+
+func resolveCapabilities(lock locking.Lock) capabilities {
+	var c capabilities
+	if l, ok := lock.(locking.Limits); ok {
+		c.maxLease = max(l.MaxLease(), 0)
+		c.maxKeyLength = max(l.MaxKeyLength(), 0)
+	}
+	c.providerKey, _ = lock.(interface{ ProviderKey(string) (string, error) })
+	c.owned, _ = lock.(locking.OwnedLock)
+	c.watcher, _ = lock.(locking.Watcher)
+	c.events, _ = lock.(locking.EventWatcher)
+	c.holders, _ = lock.(locking.HolderLookup)
+	c.participants, _ = lock.(locking.ParticipantRegistry)
+	return c
+}
+
+// providerKeyOf is the backend's key for key, or key when the lock does
+// not say.
+func (c capabilities) providerKeyOf(key string) string {
+	if c.providerKey != nil {
+		if k, err := c.providerKey.ProviderKey(key); err == nil {
+			return k
+		}
+	}
+	return key
+}
+
+// tryAcquire takes key for lease, storing owner when the lock can.
+func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key string, lease time.Duration, owner string) (locking.Lease, error) {
+	if c.owned != nil {
+		return c.owned.TryAcquireAs(ctx, key, lease, owner)
+	}
+	return lock.TryAcquire(ctx, key, lease)
+}
+
+// leaseTerms reads what a lease says about itself: the duration the
+// backend granted (GrantedLease; else asked) and its fence (locking.Fenced;
+// else 0). These are the only per-lease type assertions.
+func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64) {
+	granted = asked
+	if g, ok := l.(locking.GrantedLease); ok {
+		if v := g.Granted(); v > 0 {
+			granted = v
+		}
+	}
+	if f, ok := l.(locking.Fenced); ok {
+		fence = f.Fence()
+	}
+	return granted, fence
+}
