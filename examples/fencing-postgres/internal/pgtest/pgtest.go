@@ -1,0 +1,282 @@
+// Package pgtest starts a private PostgreSQL server for tests.
+//
+// # Server
+//
+// Start creates a cluster with initdb in a new temporary directory and runs
+// postgres on it, listening on 127.0.0.1 only at a free port, with its unix
+// socket in that directory, fsync off and trust authentication (the server
+// is reachable from this machine only and lives as long as the test run).
+// Stop shuts it down (fast shutdown, then SIGKILL) and removes the
+// directory. On Linux the server also receives SIGKILL when the test binary
+// dies.
+//
+// # Binaries
+//
+// initdb and postgres are taken from the directory named by
+// HOSTLOOM_PG_BIN, else from PATH, else from the newest
+// /usr/lib/postgresql/<version>/bin (where Debian's postgresql package puts
+// them).
+//
+// # Root
+//
+// initdb and postgres refuse to run as root. When the tests run as root (as
+// in CI), the server runs as the system user "postgres" (created by the
+// Debian package), or "nobody" when there is none; the temporary directory
+// is handed to that user.
+//
+// # Missing PostgreSQL
+//
+// When the server cannot start, Start returns the reason; the tests skip
+// with it, or fail when Required (the environment variable CI is non-empty,
+// or HOSTLOOM_REQUIRE_POSTGRES is 1).
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BinEnv names the environment variable that selects the directory holding
+// initdb and postgres.
+const BinEnv = "HOSTLOOM_PG_BIN"
+
+// startTimeout bounds how long the server may take to accept connections.
+const startTimeout = 30 * time.Second
+
+// stopTimeout bounds the fast shutdown before the server is killed.
+const stopTimeout = 10 * time.Second
+
+// Required reports whether the PostgreSQL tests must run rather than skip:
+// the environment variable CI is non-empty or HOSTLOOM_REQUIRE_POSTGRES is 1.
+func Required() bool {
+	return os.Getenv("CI") != "" || os.Getenv("HOSTLOOM_REQUIRE_POSTGRES") == "1"
+}
+
+// Server is a private PostgreSQL server process.
+type Server struct {
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited and been reaped
+}
+
+// ConnString is the connection string of the server's database dbname, as
+// the superuser postgres, over TCP on 127.0.0.1.
+func (s *Server) ConnString(dbname string) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", s.port, dbname)
+}
+
+// Port is the server's TCP port on 127.0.0.1.
+func (s *Server) Port() int { return s.port }
+
+// binDir returns the directory holding initdb and postgres.
+func binDir() (string, error) {
+	if d := os.Getenv(BinEnv); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("pgtest: %s=%q: %w", BinEnv, d, err)
+		}
+		return d, nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(dirs) == 0 {
+		return "", errors.New("pgtest: initdb not found on PATH nor in /usr/lib/postgresql/*/bin: install the postgresql package to run the PostgreSQL tests")
+	}
+	version := func(p string) int { // /usr/lib/postgresql/<version>/bin/initdb
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p))))
+		return n
+	}
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	return filepath.Dir(dirs[0]), nil
+}
+
+// runAs returns the credentials the server runs with: nil when the tests do
+// not run as root, else those of "postgres" or "nobody".
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	var errs []error
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 != nil || err2 != nil {
+			errs = append(errs, fmt.Errorf("user %s: uid %q gid %q", name, u.Uid, u.Gid))
+			continue
+		}
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+	}
+	return nil, fmt.Errorf("pgtest: running as root and no unprivileged user to run postgres as: %w", errors.Join(errs...))
+}
+
+// Start creates a cluster in a new temporary directory and starts postgres
+// on it. The caller stops it with Stop.
+func Start() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: temp dir: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("pgtest: hand %s to uid %d: %w", dir, cred.Uid, err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"),
+		"-D", data, "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	initdb.Dir = dir
+	initdb.SysProcAttr = sysProcAttr(cred)
+	if out, err := initdb.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+	}
+	var lastErr error
+	for range 5 { // another process may take the free port in between
+		s, err := launch(bin, dir, data, cred)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	_ = os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+// launch starts postgres on a free port and waits until it accepts
+// connections.
+func launch(bin, dir, data string, cred *syscall.Credential) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "server.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: log file: %w", err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"),
+		"-D", data,
+		"-p", strconv.Itoa(port),
+		"-k", dir, // unix socket directory: private to this server
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "logging_collector=off",
+	)
+	cmd.Dir = dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = sysProcAttr(cred)
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	s := &Server{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(s.done)
+	}()
+	if err := s.waitReady(); err != nil {
+		s.kill()
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("pgtest: postgres on 127.0.0.1:%d: %w; log:\n%s", port, err, log)
+	}
+	return s, nil
+}
+
+// waitReady connects until the server answers, it exits, or startTimeout.
+func (s *Server) waitReady() error {
+	deadline := time.Now().Add(startTimeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return errors.New("process exited")
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, s.ConnString("postgres"))
+		if err == nil {
+			err = conn.Ping(ctx)
+			_ = conn.Close(ctx)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %v: %w", startTimeout, lastErr)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// kill sends SIGKILL and waits until the process is reaped.
+func (s *Server) kill() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// Stop shuts the server down (SIGINT: fast shutdown, then SIGKILL after
+// ten seconds), waits for it and removes its directory. It is safe to call
+// more than once.
+func (s *Server) Stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(stopTimeout):
+		s.kill()
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+// Log returns the end of the server's log, for failure messages.
+func (s *Server) Log() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return strings.TrimSpace(string(b))
+}
