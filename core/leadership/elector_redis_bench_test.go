@@ -331,6 +331,34 @@ func BenchmarkRedis_IsLeaderToken(b *testing.B) {
 		}
 		sink.Store(c != nil)
 	})
+	b.Run("Assert", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := e.Token()
+		var err error
+		for b.Loop() {
+			err = leadership.Assert(ctx)
+		}
+		sink.Store(err == nil)
+	})
+	b.Run("Assert-derived", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx, cancel := context.WithCancel(e.Token())
+		defer cancel()
+		var err error
+		for b.Loop() {
+			err = leadership.Assert(ctx)
+		}
+		sink.Store(err == nil)
+	})
+	b.Run("TokenErr", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := e.Token()
+		var err error
+		for b.Loop() {
+			err = ctx.Err()
+		}
+		sink.Store(err == nil)
+	})
 	b.Run("baseline-atomic.Bool", func(b *testing.B) {
 		b.ReportAllocs()
 		var flag atomic.Bool
