@@ -24,7 +24,6 @@ local function register(ms)
     end
   end
   redis.call('HSET', KEYS[2], f, string.format('%.0f:%.0f', since, ms + tonumber(ARGV[4])))
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
 end
 
 local t = redis.call('TIME')
@@ -34,6 +33,9 @@ local ms = math.floor(us / 1000)
 local held = redis.call('GET', KEYS[1])
 if held then
   register(ms)
+  if ARGV[4] ~= '0' then
+    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  end
   return {0, redis.call('PTTL', KEYS[1]), held}
 end
 
@@ -53,13 +55,16 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
 register(ms)
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
--- Drop expired participants (once per acquisition, not per extension).
-local all = redis.call('HGETALL', KEYS[2])
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 'p:' then
-    local e = string.match(all[i + 1], '^%d+:(%d+)$')
-    if e and tonumber(e) <= ms then
-      redis.call('HDEL', KEYS[2], all[i])
+-- Drop expired participants: once per acquisition (not per extension),
+-- and only by callers that register participants.
+if ARGV[4] ~= '0' then
+  local all = redis.call('HGETALL', KEYS[2])
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'p:' then
+      local e = string.match(all[i + 1], '^%d+:(%d+)$')
+      if e and tonumber(e) <= ms then
+        redis.call('HDEL', KEYS[2], all[i])
+      end
     end
   end
 end

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -329,4 +330,43 @@ func TestProvider_L3_EndedContextErrorsWrapIt(t *testing.T) {
 	check("PublishResign", p.PublishResign(ctx, "k", ""))
 	_, err = p.Keys(ctx, "")
 	check("Keys", err)
+}
+
+func TestProvider_P1_ExpiredParticipantsPrunedOnAcquisition(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	meta := redislock.MetaKey("lock:job")
+	// A participant that crashed long ago, and a live one.
+	now := time.Now().UnixMilli()
+	if err := c.HSet(ctx, meta, "p:crashed", "1:2", "p:live", "1:"+strconv.FormatInt(now+60_000, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := l.TryAcquireAs(ctx, "job", time.Minute, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.HExists(ctx, meta, "p:crashed").Result(); ok {
+		t.Fatal("an expired participant record survived an acquisition")
+	}
+	ps, err := l.Participants(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Owner)
+	}
+	// live registered first (Since 1 ms after the epoch), then alice.
+	if len(got) != 2 || got[0] != "live" || got[1] != "alice" {
+		t.Fatalf("participants = %v, want [live alice] oldest first", got)
+	}
+	if err := ls.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
