@@ -72,9 +72,12 @@ var ErrBadRecord = errors.New("locking: stored record does not parse")
 // participant's field), Value is what is stored (truncated to 64 bytes).
 // errors.Is(err, ErrBadRecord) holds for it.
 type RecordError struct {
-	Key    string
+	// Key is the provider key the record belongs to.
+	Key string
+	// Record names the record within the key (a field name).
 	Record string
-	Value  string
+	// Value is what is stored, at most 64 bytes of it.
+	Value string
 }
 
 func (e *RecordError) Error() string {
