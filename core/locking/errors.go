@@ -39,10 +39,14 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	if e.Remaining > 0 {
-		return fmt.Sprintf("locking: not acquired: %q is held for %v more", e.Key, e.Remaining)
+	by := ""
+	if e.Owner != "" {
+		by = fmt.Sprintf(" by %q", e.Owner)
 	}
-	return fmt.Sprintf("locking: not acquired: %q is held", e.Key)
+	if e.Remaining > 0 {
+		return fmt.Sprintf("locking: not acquired: %q is held%s for %v more", e.Key, by, e.Remaining)
+	}
+	return fmt.Sprintf("locking: not acquired: %q is held%s", e.Key, by)
 }
 
 // Is makes errors.Is(err, ErrNotAcquired) hold.
