@@ -39,10 +39,14 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	if e.Remaining > 0 {
-		return fmt.Sprintf("locking: not acquired: %q is held for %v more", e.Key, e.Remaining)
+	by := ""
+	if e.Owner != "" {
+		by = fmt.Sprintf(" by %q", e.Owner)
 	}
-	return fmt.Sprintf("locking: not acquired: %q is held", e.Key)
+	if e.Remaining > 0 {
+		return fmt.Sprintf("locking: not acquired: %q is held%s for %v more", e.Key, by, e.Remaining)
+	}
+	return fmt.Sprintf("locking: not acquired: %q is held%s", e.Key, by)
 }
 
 // Is makes errors.Is(err, ErrNotAcquired) hold.
@@ -61,3 +65,36 @@ func (e *KeyError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidKey) hold.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
+
+// ErrBadRecord is matched by errors reporting a stored record that does not
+// parse (a participant record or a fence written by a foreign writer or an
+// incompatible version). Use errors.As with *RecordError for the details.
+var ErrBadRecord = errors.New("locking: stored record does not parse")
+
+// RecordError reports a stored record that does not parse: Key is the
+// provider key it belongs to, Record names the record (for example the
+// participant's field), Value is what is stored (truncated to 64 bytes).
+// errors.Is(err, ErrBadRecord) holds for it.
+type RecordError struct {
+	// Key is the provider key the record belongs to.
+	Key string
+	// Record names the record within the key (a field name).
+	Record string
+	// Value is what is stored, at most 64 bytes of it.
+	Value string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("locking: key %q: record %q does not parse: %q", e.Key, e.Record, e.Value)
+}
+
+// Is makes errors.Is(err, ErrBadRecord) hold.
+func (e *RecordError) Is(target error) bool { return target == ErrBadRecord }
+
+// NewRecordError returns a *RecordError, truncating value to 64 bytes.
+func NewRecordError(key, record, value string) *RecordError {
+	if len(value) > 64 {
+		value = value[:64] + "..."
+	}
+	return &RecordError{Key: key, Record: record, Value: value}
+}
