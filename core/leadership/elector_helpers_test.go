@@ -16,11 +16,19 @@ import (
 )
 
 // bareLock hides every optional interface of the lock it wraps (no
-// Watcher, no HolderLookup, no Limits, no OwnedLock).
+// Watcher, no HolderLookup, no Limits, no OwnedLock), and of its leases
+// (no Fenced, no GrantedLease).
 type bareLock struct{ inner locking.Lock }
 
+// bareLease hides the optional interfaces of a lease.
+type bareLease struct{ locking.Lease }
+
 func (b bareLock) TryAcquire(ctx context.Context, key string, lease time.Duration) (locking.Lease, error) {
-	return b.inner.TryAcquire(ctx, key, lease)
+	l, err := b.inner.TryAcquire(ctx, key, lease)
+	if err != nil {
+		return nil, err
+	}
+	return bareLease{l}, nil
 }
 func (b bareLock) Coordinated() bool { return b.inner.Coordinated() }
 

@@ -244,17 +244,20 @@ func TestElector_E2_Acquisition(t *testing.T) {
 		if !e.IsLeader() || e.Term() != 1 || tokenDone(e) {
 			t.Fatalf("IsLeader = %v, Term = %d, token done = %v", e.IsLeader(), e.Term(), tokenDone(e))
 		}
-		want := []leadership.Change{{Role: "billing", IsLeader: true, Term: 1, Reason: leadership.Acquired, At: start}}
+		if e.Fence() == 0 {
+			t.Fatal("no fence over memlock (G1, G2)")
+		}
+		want := []leadership.Change{{Role: "billing", IsLeader: true, Term: 1, Fence: e.Fence(), Reason: leadership.Acquired, At: start}}
 		if got := changes.all(); !slices.Equal(got, want) {
 			t.Fatalf("changes = %+v, want %+v", got, want)
 		}
-		tok := e.Token()
+		tok, fence := e.Token(), e.Fence()
 		mustStop(t, e)
 		synctest.Wait()
 		if tok.Err() == nil {
 			t.Fatal("term token not cancelled by Stop")
 		}
-		want = append(want, leadership.Change{Role: "billing", Term: 1, Reason: leadership.Released, At: start})
+		want = append(want, leadership.Change{Role: "billing", Term: 1, Fence: fence, Reason: leadership.Released, At: start})
 		if got := changes.all(); !slices.Equal(got, want) {
 			t.Fatalf("changes = %+v, want %+v", got, want)
 		}
