@@ -16,6 +16,7 @@ type capabilities struct {
 	providerKey  interface{ ProviderKey(string) (string, error) }
 	owned        locking.OwnedLock           // stores the identity with the lease
 	watcher      locking.Watcher             // release notifications (L7)
+	eventFuncs   locking.EventFuncWatcher    // the same, delivered by callback: no goroutine per watch
 	events       locking.EventWatcher        // releases, acquisitions, resign requests (P2, O1)
 	holders      locking.HolderLookup        // who holds a key (L7)
 	participants locking.ParticipantRegistry // who contends for a key (P1)
@@ -30,6 +31,7 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	c.providerKey, _ = lock.(interface{ ProviderKey(string) (string, error) })
 	c.owned, _ = lock.(locking.OwnedLock)
 	c.watcher, _ = lock.(locking.Watcher)
+	c.eventFuncs, _ = lock.(locking.EventFuncWatcher)
 	c.events, _ = lock.(locking.EventWatcher)
 	c.holders, _ = lock.(locking.HolderLookup)
 	c.participants, _ = lock.(locking.ParticipantRegistry)

@@ -29,11 +29,11 @@ const (
 // implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,
 // Participants and Check. It is safe for concurrent use.
 //
-// One loop goroutine per elector, started by Start and ended by Stop, owns
-// the term: it alone reads and writes the lease, the term and the
-// deadlines. Lock calls run on short-lived goroutines that report back to
-// the loop on a channel; Stop and Resign are requests to the loop that
-// carry their reply channel. Readers (IsLeader, Term, Token, Fence,
+// One state machine per elector owns the term: it alone reads and writes
+// the lease, the term and the deadlines, one message at a time. Lock calls
+// run on short-lived goroutines that post their outcome to it; Stop and
+// Resign post requests that carry their reply channel; a timer posts when
+// something falls due. An idle elector has no goroutine (see loop). Readers (IsLeader, Term, Token, Fence,
 // Describe, Check) read the snapshot the loop publishes in one atomic
 // pointer, and check the term's deadline against the clock themselves
 // (G3). OnChange and OnNewLeader subscribers are called on a separate
@@ -59,11 +59,9 @@ type Elector struct {
 	observed atomic.Pointer[observation]  // written by the loop only
 	notes    notifier
 
-	requests chan request
-
 	mu       sync.Mutex // guards the lifecycle fields below
 	phase    int
-	loopDone chan struct{}
+	loop     *loop // the state machine, from Start on
 	stopDone chan struct{}
 	stopErr  error
 }
@@ -132,7 +130,6 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		opts:        opts,
 		asked:       opts,
 		identity:    s.identity,
-		requests:    make(chan request),
 		stopDone:    make(chan struct{}),
 	}
 	if caps.maxLease > 0 && opts.Lease > caps.maxLease {
@@ -318,13 +315,12 @@ func (e *Elector) Start(ctx context.Context) error {
 		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
 	}
 	e.phase = phaseRunning
-	e.loopDone = make(chan struct{})
 	if !e.coordinated {
 		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
 	}
 	e.progress.Store(&loopProgress{at: time.Now()})
-	l := newLoop(e, context.WithoutCancel(ctx))
-	go l.run()
+	e.loop = newLoop(e, context.WithoutCancel(ctx))
+	e.loop.post(message{kind: msgStart})
 	return nil
 }
 
@@ -355,13 +351,18 @@ func (e *Elector) Stop(ctx context.Context) error {
 		}
 	}
 	e.phase = phaseStopping
-	loopDone := e.loopDone
+	l := e.loop
 	e.mu.Unlock()
 
 	req := request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	e.requests <- req // the loop only ends on a stop request
-	err := <-req.reply
-	<-loopDone
+	l.post(message{kind: msgRequest, req: req})
+	<-req.ended // the machine ends the term before any I/O
+	var err error
+	select {
+	case err = <-req.reply:
+	case <-ctx.Done():
+		err = fmt.Errorf("leadership: stop role %q: waiting for lock calls: %w", e.role, ctx.Err())
+	}
 	select {
 	case <-e.notes.idle():
 	case <-ctx.Done():
@@ -384,20 +385,14 @@ func (e *Elector) Stop(ctx context.Context) error {
 func (e *Elector) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	started := e.phase == phaseRunning || e.phase == phaseStopping
-	loopDone := e.loopDone
+	l := e.loop
 	e.mu.Unlock()
 	if !started || !e.state.Load().leader {
 		return nil
 	}
 	req := request{ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	select {
-	case e.requests <- req:
-	case <-loopDone:
-		return nil // Stop ended the term and released
-	case <-ctx.Done():
-		return fmt.Errorf("leadership: resign role %q: %w", e.role, ctx.Err())
-	}
-	<-req.ended
+	l.post(message{kind: msgRequest, req: req})
+	<-req.ended // the machine ends the term before any I/O
 	select {
 	case err := <-req.reply:
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,6 +24,7 @@ const (
 	opRenew
 	opRelease
 	opWatch
+	opUnwatch
 	opDeregister
 )
 
@@ -36,6 +38,8 @@ func (k opKind) String() string {
 		return "release"
 	case opWatch:
 		return "watch"
+	case opUnwatch:
+		return "unwatch"
 	default:
 		return "deregister"
 	}
@@ -69,84 +73,148 @@ type outcome struct {
 	stopWatch func()
 }
 
-// loop is the election loop's state. Only the loop goroutine touches it;
-// everything other goroutines may read is published through the
+// loop is the elector's state machine. It owns the term: the lease, the
+// deadlines, the call under way. It has no goroutine of its own. Work
+// reaches it as messages in its inbox (call outcomes, the timer, Stop and
+// Resign requests, the lock's events), and the goroutine that finds the
+// inbox idle when it posts starts one goroutine that takes the messages
+// one at a time until the inbox is empty (drain). So at most one goroutine
+// runs the machine at any moment, the mutex hands the machine from one to
+// the next, and an idle elector costs no goroutine: it waits on a timer.
+// Everything other goroutines may read is published through the
 // Elector's atomic pointers.
 type loop struct {
-	e        *Elector
-	base     context.Context // Start's context without its cancellation: values for lock calls
-	results  chan outcome
-	quit     chan struct{} // closed when the loop has ended: late outcomes are dropped
-	loopDone chan struct{}
-	timer    *time.Timer
+	e    *Elector
+	base context.Context // Start's context without its cancellation: values for lock calls
 
+	mu       sync.Mutex // guards inbox and draining; nothing else
+	inbox    []message
+	draining bool
+
+	// The fields below belong to the goroutine draining the inbox.
+	timer       *time.Timer   // posts msgTimer
 	lease       locking.Lease // the current term's lease; nil when not leading
 	step        *call         // the acquisition or renewal under way, if any
 	pending     int           // other calls under way (release, watch, deregister)
 	due         time.Time     // when the next acquisition or renewal is due
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	outage      bool          // the provider failed and has not answered since (E7)
+	stopping    *request      // Stop: waiting for the calls under way
+	stopErrs    []error
+	stopped     bool // Stop has replied: later outcomes are only cleaned up
 
-	released      <-chan struct{}      // locking.Watcher notifications
-	events        <-chan locking.Event // locking.EventWatcher notifications
 	stopWatch     func()
 	live          bool // the event subscription is live (P3)
 	subscriptions int  // EventSubscribed seen so far
 	announced     string
 }
 
-// never is a due time the loop does not reach: the uncoordinated Follow
+// msgKind is the kind of a message to the machine.
+type msgKind int
+
+const (
+	msgStart msgKind = iota + 1
+	msgTimer
+	msgOutcome
+	msgRequest
+	msgEvent
+)
+
+// message is one unit of work for the machine.
+type message struct {
+	kind msgKind
+	o    outcome       // msgOutcome
+	req  request       // msgRequest
+	ev   locking.Event // msgEvent
+}
+
+// never is a due time the machine does not reach: the uncoordinated Follow
 // policy never contends (E9).
 var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newLoop(e *Elector, base context.Context) *loop {
-	return &loop{
-		e:        e,
-		base:     base,
-		results:  make(chan outcome),
-		quit:     make(chan struct{}),
-		loopDone: e.loopDone,
+	l := &loop{e: e, base: base}
+	l.timer = time.AfterFunc(MaxWait, func() { l.post(message{kind: msgTimer}) })
+	return l
+}
+
+// post queues m and starts the draining goroutine when none runs. It
+// never runs the machine on the caller's goroutine, so it is safe from
+// any goroutine, also one inside the lock (events) or the timer.
+func (l *loop) post(m message) {
+	l.mu.Lock()
+	l.inbox = append(l.inbox, m)
+	if l.draining {
+		l.mu.Unlock()
+		return
+	}
+	l.draining = true
+	l.mu.Unlock()
+	go l.drain()
+}
+
+// drain runs the machine on the queued messages, one at a time, until the
+// inbox is empty.
+func (l *loop) drain() {
+	for {
+		l.mu.Lock()
+		if len(l.inbox) == 0 {
+			l.inbox = nil // do not keep the drained backing array
+			l.draining = false
+			l.mu.Unlock()
+			return
+		}
+		m := l.inbox[0]
+		l.inbox[0] = message{}
+		l.inbox = l.inbox[1:]
+		l.mu.Unlock()
+		l.handle(m)
 	}
 }
 
-// run is the election loop: one per elector, from Start to Stop. It never
-// ends on its own (E10).
-func (l *loop) run() {
-	defer close(l.loopDone)
-	defer close(l.quit)
-	defer l.unwatch()
+// handle takes one message, then does what is due and sets the timer.
+func (l *loop) handle(m message) {
 	e := l.e
-	l.timer = time.NewTimer(MaxWait)
-	defer l.timer.Stop()
-	l.due = time.Now() // E1: the first attempt is immediate
-	if !e.coordinated && e.opts.WhenUncoordinated == Follow {
-		l.due = never // E9: never leads; only Stop ends the wait
-	} else {
-		l.watch()
+	if l.stopped {
+		l.afterStop(m)
+		return
 	}
-	for {
-		now := time.Now()
-		l.advance(now)
-		l.arm(now)
-		select {
-		case o := <-l.results:
-			l.finish(o)
-		case <-l.timer.C:
-		case req := <-e.requests:
-			if req.stop {
-				l.stop(req)
-				return
-			}
-			l.stepDown(req.ctx, req.ended, func(err error) { req.reply <- err })
-		case ev := <-l.events:
-			l.event(ev)
-		case <-l.released:
-			l.observe("", time.Time{})
-			l.wake(time.Now())
+	switch m.kind {
+	case msgStart:
+		l.due = time.Now() // E1: the first attempt is immediate
+		if !e.coordinated && e.opts.WhenUncoordinated == Follow {
+			l.due = never // E9: never leads; only Stop ends the wait
+		} else {
+			l.watch()
+		}
+	case msgTimer:
+	case msgOutcome:
+		if l.stopping != nil {
+			l.stopOutcome(m.o)
+		} else {
+			l.finish(m.o)
+		}
+	case msgRequest:
+		if l.stopping != nil {
+			l.afterStop(m)
+		} else if m.req.stop {
+			l.stop(m.req)
+		} else {
+			l.stepDown(m.req.ctx, m.req.ended, func(err error) { m.req.reply <- err })
+		}
+	case msgEvent:
+		if l.stopping == nil {
+			l.event(m.ev)
 		}
 	}
+	if l.stopping != nil {
+		l.finishStop()
+		return
+	}
+	now := time.Now()
+	l.advance(now)
+	l.arm(now)
 }
-
 // advance does what is due at now: end a term whose deadline passed (E5),
 // then start the acquisition or renewal that is due.
 func (l *loop) advance(now time.Time) {
@@ -205,6 +273,9 @@ func (l *loop) arm(now time.Time) {
 	l.timer.Reset(wait)
 }
 
+// send reports a call's outcome to the machine.
+func (l *loop) send(o outcome) { l.post(message{kind: msgOutcome, o: o}) }
+
 // start runs fn on a goroutine of its own with ctx, which cancel ends,
 // and reports its outcome to the loop. The lock is foreign code: a panic
 // in it becomes an errLockFault error (E10), and a call that never returns
@@ -223,13 +294,7 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 		o.err = guard(c.op, func() error { return fn(spanCtx, &o) })
 		endSpan(sp, classify(c.op, o.err), o.err)
 		cancel()
-		select {
-		case l.results <- o:
-		case <-l.quit:
-			if o.stopWatch != nil {
-				o.stopWatch()
-			}
-		}
+		l.send(o)
 	}()
 }
 
@@ -570,19 +635,16 @@ func (l *loop) giveBack(lease locking.Lease) {
 	})
 }
 
-// stop ends the term, releases its lease and deregisters, then waits for
-// every call under way, bounded by req.ctx (E8, E11). A lease an
-// acquisition under way still brings is released too.
+// stop ends the term, releases its lease, deregisters and ends the
+// subscription (E8, E11, P1); handle then waits through finishStop for
+// every call under way before it replies. A lease an acquisition under way
+// still brings is released too.
 func (l *loop) stop(req request) {
 	e := l.e
-	var errs []error
-	collect := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
+	l.stopping = &req
+	l.timer.Stop()
 	if lease := l.endTerm(Released, nil); lease != nil {
-		l.release(req.ctx, lease, collect)
+		l.release(req.ctx, lease, l.collect)
 	}
 	close(req.ended)
 	if l.step != nil {
@@ -590,53 +652,118 @@ func (l *loop) stop(req request) {
 	}
 	if e.caps.participants != nil && e.coordinated {
 		ctx, cancel := context.WithCancel(req.ctx)
-		l.start(&call{op: opDeregister, sent: time.Now(), done: collect}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+		l.start(&call{op: opDeregister, sent: time.Now(), done: l.collect}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
 			if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil {
 				return fmt.Errorf("leadership: deregister role %q: %w", e.role, err)
 			}
 			return nil
 		})
 	}
-	for l.step != nil || l.pending > 0 {
-		select {
-		case o := <-l.results:
-			if o.c.op == opAcquire && o.err == nil {
-				l.release(req.ctx, o.lease, collect)
-			}
-			switch o.c.op {
-			case opAcquire, opRenew:
-				l.step = nil
-			case opWatch:
-				l.pending--
-				l.watching(o)
-			default:
-				l.pending--
-				o.c.done(o.err)
-			}
-		case <-req.ctx.Done():
-			collect(fmt.Errorf("leadership: stop role %q: waiting for lock calls: %w", e.role, req.ctx.Err()))
-			req.reply <- errors.Join(errs...)
-			return
+	l.unwatch(l.stopWatch)
+	l.stopWatch = nil
+}
+
+// collect keeps an error for Stop's reply.
+func (l *loop) collect(err error) {
+	if err != nil {
+		l.stopErrs = append(l.stopErrs, err)
+	}
+}
+
+// stopOutcome takes an outcome while stopping: nothing may begin a term.
+func (l *loop) stopOutcome(o outcome) {
+	switch o.c.op {
+	case opAcquire:
+		l.step = nil
+		if o.err == nil {
+			l.release(l.stopping.ctx, o.lease, l.collect)
+		}
+	case opRenew:
+		l.step = nil
+	case opWatch:
+		l.pending--
+		l.unwatch(o.stopWatch)
+	default:
+		l.pending--
+		if o.c.done != nil {
+			o.c.done(o.err)
 		}
 	}
-	req.reply <- errors.Join(errs...)
+}
+
+// finishStop replies to Stop once no call is under way.
+func (l *loop) finishStop() {
+	if l.step != nil || l.pending > 0 {
+		return
+	}
+	req := l.stopping
+	l.stopping = nil
+	l.stopped = true
+	req.reply <- errors.Join(l.stopErrs...)
+}
+
+// afterStop takes what still arrives after Stop replied (its context ended
+// first): a lease an acquisition still brings goes back, a subscription
+// still made ends, a request is answered.
+func (l *loop) afterStop(m message) {
+	switch {
+	case m.kind == msgRequest:
+		close(m.req.ended)
+		m.req.reply <- nil
+	case m.kind == msgOutcome && m.o.c.op == opAcquire && m.o.err == nil:
+		lease := m.o.lease
+		ctx, cancel := context.WithTimeout(l.base, min(l.e.opts.RetryInterval, l.e.opts.Lease))
+		l.release(ctx, lease, func(error) { cancel() })
+	case m.kind == msgOutcome && m.o.c.op == opWatch:
+		l.unwatch(m.o.stopWatch)
+	}
 }
 
 // watch subscribes to the lock's notifications (L7, P2) on a goroutine of
-// its own: subscribing is network I/O.
+// its own: subscribing is network I/O. Events reach the machine through
+// post: from the lock's own delivery goroutine when the lock calls back
+// (locking.EventFuncWatcher), else from a small forwarding goroutine.
 func (l *loop) watch() {
 	e := l.e
-	if e.caps.events == nil && e.caps.watcher == nil {
+	if e.caps.eventFuncs == nil && e.caps.events == nil && e.caps.watcher == nil {
 		return
 	}
+	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: ev}) }
 	l.start(&call{op: opWatch, sent: time.Now()}, context.Background(), func() {}, func(_ context.Context, o *outcome) error {
-		if e.caps.events != nil {
-			o.events, o.stopWatch = e.caps.events.WatchEvents(e.key)
-		} else {
-			o.released, o.stopWatch = e.caps.watcher.Watch(e.key)
+		switch {
+		case e.caps.eventFuncs != nil:
+			o.stopWatch = e.caps.eventFuncs.WatchEventsFunc(e.key, postEvent)
+		case e.caps.events != nil:
+			ch, stop := e.caps.events.WatchEvents(e.key)
+			o.stopWatch = forward(ch, stop, postEvent)
+		default:
+			ch, stop := e.caps.watcher.Watch(e.key)
+			o.stopWatch = forward(ch, stop, func(struct{}) { postEvent(locking.Event{Kind: locking.EventReleased}) })
 		}
 		return nil
 	})
+}
+
+// forward hands every value of ch to fn until the returned function is
+// called, which also calls stop.
+func forward[T any](ch <-chan T, stop func(), fn func(T)) func() {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case v := <-ch:
+				fn(v)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		if stop != nil {
+			stop()
+		}
+	}
 }
 
 // watching takes the subscription a watch call made.
@@ -645,17 +772,19 @@ func (l *loop) watching(o outcome) {
 		l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
 		return
 	}
-	l.released, l.events, l.stopWatch = o.released, o.events, o.stopWatch
+	l.stopWatch = o.stopWatch
 }
 
-// unwatch ends the subscription; Watch's stop function is foreign code.
-func (l *loop) unwatch() {
-	if l.stopWatch == nil {
+// unwatch ends a subscription on a goroutine of its own: it is network
+// I/O in the lock.
+func (l *loop) unwatch(stop func()) {
+	if stop == nil {
 		return
 	}
-	if err := guard(opWatch, func() error { l.stopWatch(); return nil }); err != nil {
-		l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "unwatch"), zap.Error(err))
-	}
+	l.start(&call{op: opUnwatch, sent: time.Now()}, context.Background(), func() {}, func(context.Context, *outcome) error {
+		stop()
+		return nil
+	})
 }
 
 // event takes one notification of the lock (L7, P2, P3, O1).

@@ -45,6 +45,18 @@ func (l *DistributedLock) WatchEvents(key string) (<-chan Event, func()) {
 	return w.WatchEvents(pkey)
 }
 
+// WatchEventsFunc implements EventFuncWatcher when the provider delivers
+// by callback (ProviderEventFuncs); otherwise, and for a disabled lock or
+// an invalid key, fn is never called.
+func (l *DistributedLock) WatchEventsFunc(key string, fn func(Event)) func() {
+	w, ok := l.p.(ProviderEventFuncs)
+	pkey, err := l.ProviderKey(key)
+	if !ok || err != nil || !l.o.Enabled || fn == nil {
+		return func() {}
+	}
+	return w.WatchEventsFunc(pkey, fn)
+}
+
 // RequestResign asks owner, or whoever holds key when owner is "", to step
 // down (O1): it publishes an EventResign on key's event channel. Stepping
 // down is up to the holder (the elector releases at its next step); nothing

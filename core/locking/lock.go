@@ -136,6 +136,17 @@ type EventWatcher interface {
 	WatchEvents(key string) (events <-chan Event, stop func())
 }
 
+// EventFuncWatcher is EventWatcher delivering by callback: fn is called
+// with each of key's events, in order, on the lock's own delivery goroutine
+// (possibly while the lock holds an internal mutex), so it must return at
+// once and must not call back into the lock. It saves the watcher a
+// goroutine per watch. The same events are lost or kept as by
+// EventWatcher.
+type EventFuncWatcher interface {
+	// WatchEventsFunc calls fn with key's events until stop is called.
+	WatchEventsFunc(key string, fn func(Event)) (stop func())
+}
+
 // Participant is one registered contender for a key (P1).
 type Participant struct {
 	// Owner is the participant's identity.

@@ -165,6 +165,13 @@ type ProviderInspector interface {
 // events, never the subscription state (see SendEvent).
 const EventBuffer = 16
 
+// ProviderEventFuncs is implemented by providers that can deliver a key's
+// events by callback (see locking.EventFuncWatcher). Keys are provider
+// keys.
+type ProviderEventFuncs interface {
+	WatchEventsFunc(key string, fn func(Event)) (stop func())
+}
+
 // SendEvent delivers e on ch without blocking, by the rules of
 // EventWatcher: an ordinary event is dropped when ch is full; a
 // subscription state event (EventSubscribed, EventUnsubscribed) takes the

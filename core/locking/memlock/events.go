@@ -10,14 +10,21 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// eventWatcher is one WatchEvents channel.
+// eventWatcher is one WatchEvents channel or WatchEventsFunc callback.
 type eventWatcher struct {
 	ch chan locking.Event
+	fn func(locking.Event)
 }
 
-// send delivers e by locking.SendEvent's rules. The caller holds p.mu,
-// which serialises sends to one watcher.
-func (w *eventWatcher) send(e locking.Event) { locking.SendEvent(w.ch, e) }
+// send delivers e by locking.SendEvent's rules, or calls the callback. The
+// caller holds p.mu, which serialises deliveries to one watcher.
+func (w *eventWatcher) send(e locking.Event) {
+	if w.fn != nil {
+		w.fn(e)
+		return
+	}
+	locking.SendEvent(w.ch, e)
+}
 
 // publish sends e to key's event watchers. p.mu must be held.
 func (p *Provider) publish(key string, e locking.Event) {
@@ -31,6 +38,18 @@ func (p *Provider) publish(key string, e locking.Event) {
 // EventSubscribed. The channel holds locking.EventBuffer events.
 func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
 	w := &eventWatcher{ch: make(chan locking.Event, locking.EventBuffer)}
+	return w.ch, p.watchEvents(key, w)
+}
+
+// WatchEventsFunc implements locking.ProviderEventFuncs: fn is called with
+// the provider's mutex held, so it must return at once and must not call
+// the provider.
+func (p *Provider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+	return p.watchEvents(key, &eventWatcher{fn: fn})
+}
+
+// watchEvents registers w for key's events and returns its stop function.
+func (p *Provider) watchEvents(key string, w *eventWatcher) func() {
 	p.mu.Lock()
 	set := p.events[key]
 	if set == nil {
@@ -41,7 +60,7 @@ func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
 	w.send(locking.Event{Kind: locking.EventSubscribed})
 	p.mu.Unlock()
 	var once sync.Once
-	return w.ch, func() {
+	return func() {
 		once.Do(func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()

@@ -25,6 +25,20 @@ const (
 type watcher struct {
 	wake   chan struct{}
 	events chan locking.Event
+	fn     func(locking.Event) // WatchEventsFunc: called instead of a send on events
+}
+
+// wantsEvents reports whether w takes events (WatchEvents, WatchEventsFunc).
+func (w *watcher) wantsEvents() bool { return w.events != nil || w.fn != nil }
+
+// send delivers e to an event watcher. p.mu is held, which serialises the
+// deliveries to one watcher.
+func (w *watcher) send(e locking.Event) {
+	if w.fn != nil {
+		w.fn(e)
+		return
+	}
+	locking.SendEvent(w.events, e)
 }
 
 // watchTimeout bounds the SUBSCRIBE (or UNSUBSCRIBE) a Watch or its stop
@@ -93,6 +107,14 @@ func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
 	return w.events, p.watch(key, w)
 }
 
+// WatchEventsFunc implements locking.ProviderEventFuncs: WatchEvents
+// delivering by calling fn on the provider's receive goroutine, with the
+// provider's mutex held, so fn must return at once and must not call the
+// provider. Nothing is dropped for a slow reader: there is no buffer.
+func (p *Provider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+	return p.watch(key, &watcher{fn: fn})
+}
+
 // PublishResign implements locking.ProviderEvents: it publishes
 // "resign:OWNER" on key's channel (PUBLISH, or SPUBLISH on Cluster).
 func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
@@ -145,8 +167,8 @@ func (p *Provider) watch(key string, w *watcher) func() {
 	p.mu.Lock()
 	first := len(s.watchers[name]) == 0
 	s.watchers[name] = append(s.watchers[name], w)
-	if w.events != nil && s.live[name] {
-		locking.SendEvent(w.events, locking.Event{Kind: locking.EventSubscribed})
+	if w.wantsEvents() && s.live[name] {
+		w.send(locking.Event{Kind: locking.EventSubscribed})
 	}
 	p.mu.Unlock()
 	if first {
@@ -311,8 +333,8 @@ func (p *Provider) dispatch(s *subscription, name, payload string) {
 	defer p.mu.Unlock()
 	for _, w := range s.watchers[name] {
 		switch {
-		case w.events != nil:
-			locking.SendEvent(w.events, e)
+		case w.wantsEvents():
+			w.send(e)
 		case e.Kind == locking.EventReleased:
 			wake(w.wake)
 		}
@@ -329,8 +351,8 @@ func (p *Provider) subscribed(s *subscription, name string) {
 	}
 	s.live[name] = true
 	for _, w := range ws {
-		if w.events != nil {
-			locking.SendEvent(w.events, locking.Event{Kind: locking.EventSubscribed})
+		if w.wantsEvents() {
+			w.send(locking.Event{Kind: locking.EventSubscribed})
 		}
 	}
 }
@@ -342,8 +364,8 @@ func (p *Provider) dropped(s *subscription) {
 	defer p.mu.Unlock()
 	for name := range s.live {
 		for _, w := range s.watchers[name] {
-			if w.events != nil {
-				locking.SendEvent(w.events, locking.Event{Kind: locking.EventUnsubscribed})
+			if w.wantsEvents() {
+				w.send(locking.Event{Kind: locking.EventUnsubscribed})
 			}
 		}
 		delete(s.live, name)
