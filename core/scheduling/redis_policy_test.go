@@ -23,20 +23,20 @@ import (
 
 // TestScheduler_S8_RedisCatchUpAllAcrossFailover: two schedulers over one
 // redis-server; a leads, loses, and b leads 350ms later with CatchUpAll:
-// b runs the slots nobody started, oldest first, and every slot from the
-// first to the last ran exactly once.
+// b runs every slot nobody started since a's last one, oldest first, one
+// at a time, and no slot runs twice.
 func TestScheduler_S8_RedisCatchUpAllAcrossFailover(t *testing.T) {
 	srv := redistest.Start(t)
 	store := redisStore(t, srv)
 	ctx := context.Background()
 	var mu sync.Mutex
-	var ran []string // "who slot" in start order
+	runs := map[string][]int64{} // slots by replica, in start order
 	slots := make(map[int64]int)
 	job := func(who string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			slot, _ := scheduling.SlotFrom(ctx)
 			mu.Lock()
-			ran = append(ran, fmt.Sprint(who, " ", slot.UnixMilli()))
+			runs[who] = append(runs[who], slot.UnixMilli())
 			slots[slot.UnixMilli()]++
 			mu.Unlock()
 			return nil
@@ -48,7 +48,8 @@ func TestScheduler_S8_RedisCatchUpAllAcrossFailover(t *testing.T) {
 		f   *leadershiptest.Fake
 		who string
 	}{{fa, "a"}, {fb, "b"}} {
-		s, err := scheduling.New(r.f, scheduling.WithSlotStore(store), scheduling.WithMisfireWindow(time.Second))
+		// The window is far longer than the gap, also on a loaded machine.
+		s, err := scheduling.New(r.f, scheduling.WithSlotStore(store), scheduling.WithMisfireWindow(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,6 +63,7 @@ func TestScheduler_S8_RedisCatchUpAllAcrossFailover(t *testing.T) {
 	time.Sleep(time.Second)
 	fa.SetLeader(false)
 	time.Sleep(350 * time.Millisecond)
+	tb := time.Now().UnixMilli()
 	fb.SetLeader(true)
 	time.Sleep(600 * time.Millisecond)
 	for _, s := range ss {
@@ -71,31 +73,26 @@ func TestScheduler_S8_RedisCatchUpAllAcrossFailover(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var keys []int64
 	for slot, n := range slots {
-		keys = append(keys, slot)
 		if n != 1 {
 			t.Errorf("slot %d ran %d times", slot, n)
 		}
 	}
-	slices.Sort(keys)
-	if len(keys) < 15 {
-		t.Fatalf("only %d slots ran: %v", len(keys), ran)
+	a, b := runs["a"], runs["b"]
+	if len(a) == 0 || len(b) == 0 {
+		t.Fatalf("runs: a %v, b %v", a, b)
 	}
-	for i := 1; i < len(keys); i++ {
-		if keys[i]-keys[i-1] != 100 {
-			t.Errorf("slots %d and %d: a gap (nobody caught up the slots between): %v", keys[i-1], keys[i], ran)
-		}
+	// b first runs, in order, every slot after a's last one that fell due
+	// before b led (its catch-up), then its own.
+	var want []int64
+	for slot := a[len(a)-1] + 100; slot <= tb; slot += 100 {
+		want = append(want, slot)
 	}
-	// b's runs are in slot order: its catch-up, oldest first, then its own.
-	var bSlots []string
-	for _, r := range ran {
-		if s, ok := strings.CutPrefix(r, "b "); ok {
-			bSlots = append(bSlots, s)
-		}
+	if len(want) < 3 || len(b) < len(want) || !slices.Equal(b[:len(want)], want) {
+		t.Errorf("b ran %v; want it to start with the slots nobody started, %v", b, want)
 	}
-	if !slices.IsSorted(bSlots) || len(bSlots) < 5 {
-		t.Errorf("b ran %v, want its catch-up (3-4 slots) then its own slots, in order", bSlots)
+	if !slices.IsSorted(b) {
+		t.Errorf("b ran %v, not in slot order", b)
 	}
 }
 
