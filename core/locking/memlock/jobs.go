@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
@@ -24,8 +25,17 @@ type jobState struct {
 	Until   int64    `json:"until,omitempty"` // Unix ns: the claiming term certainly ended
 	Paused  bool     `json:"paused,omitempty"`
 	Seq     int64    `json:"seq,omitempty"`
-	History []string `json:"history,omitempty"` // ring: record seq at (seq-1) % JobHistoryLen
 }
+
+// historyKey is the entry of the history record at ring index i of key:
+// record seq lives at index (seq-1) % JobHistoryLen. The NUL cannot occur
+// in a provider key (locking.CheckKey refuses control characters).
+func historyKey(key string, i int64) string {
+	return key + "\x00h" + strconv.FormatInt(i, 10)
+}
+
+// ringIndex is where record seq lives.
+func ringIndex(seq int64) int64 { return (seq - 1) % locking.JobHistoryLen }
 
 // loadJob reads key's job state; p.mu must be held.
 func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, error) {
@@ -40,15 +50,30 @@ func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, 
 	return st, e.expires.Sub(now), nil
 }
 
-// storeJob writes key's job state with time to live ttl; p.mu must be held.
+// storeJob writes key's job state with time to live ttl, and gives its
+// history records the same expiry (they expire together, like the fields
+// of one Redis hash); p.mu must be held.
 func (p *Provider) storeJob(key string, st jobState, ttl time.Duration, now time.Time) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("memlock: job records %q: %w", key, err)
 	}
-	p.entries[key] = entry{value: string(b), expires: now.Add(ttl)}
+	expires := now.Add(ttl)
+	p.entries[key] = entry{value: string(b), expires: expires}
+	for seq := st.Seq; seq > 0 && seq > st.Seq-locking.JobHistoryLen; seq-- {
+		hk := historyKey(key, ringIndex(seq))
+		if e, ok := p.entries[hk]; ok {
+			p.entries[hk] = entry{value: e.value, expires: expires}
+		}
+	}
 	p.wrote(now)
 	return nil
+}
+
+// setRecord stores history record seq of key; p.mu must be held. storeJob
+// sets its expiry.
+func (p *Provider) setRecord(key string, seq int64, rec string) {
+	p.entries[historyKey(key, ringIndex(seq))] = entry{value: rec}
 }
 
 // waitFor is how long until the unfinished attempt's term certainly ended.
@@ -103,12 +128,7 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	st.Open, st.Running, st.Attempt, st.Term = c.Slot, true, c.Attempt, c.Term
 	st.Until = now.Add(c.Hold).UnixNano()
 	st.Seq++
-	i := int((st.Seq - 1) % locking.JobHistoryLen)
-	if i < len(st.History) {
-		st.History[i] = c.Record
-	} else {
-		st.History = append(st.History, c.Record)
-	}
+	p.setRecord(key, st.Seq, c.Record)
 	r.Status, r.Attempt, r.Seq = locking.ClaimGranted, c.Attempt, st.Seq
 	return r, p.storeJob(key, st, c.TTL, now)
 }
@@ -134,9 +154,7 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 		}
 	}
 	if c.Seq > 0 && c.Seq <= st.Seq && c.Seq > st.Seq-locking.JobHistoryLen {
-		if i := int((c.Seq - 1) % locking.JobHistoryLen); i < len(st.History) {
-			st.History[i] = c.Record
-		}
+		p.setRecord(key, c.Seq, c.Record)
 	}
 	return matched, p.storeJob(key, st, c.TTL, now)
 }
@@ -190,8 +208,8 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	}
 	var out []string
 	for seq := st.Seq; seq > 0 && seq > st.Seq-int64(min(n, locking.JobHistoryLen)); seq-- {
-		if i := int((seq - 1) % locking.JobHistoryLen); i < len(st.History) {
-			out = append(out, st.History[i])
+		if e, ok := p.live(historyKey(key, ringIndex(seq)), now); ok {
+			out = append(out, e.value)
 		}
 	}
 	return out, nil
