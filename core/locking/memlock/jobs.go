@@ -16,15 +16,15 @@ var _ locking.ProviderJobs = (*Provider)(nil)
 // JSON, in the provider's expiring entries under the job key, so job
 // records expire like the Redis ones and need no map of their own.
 type jobState struct {
-	Slot    int64    `json:"slot"`
-	HasSlot bool     `json:"has_slot,omitempty"`
-	Open    int64    `json:"open,omitempty"` // unfinished slot; 0 when none
-	Running bool     `json:"running,omitempty"`
-	Attempt int      `json:"attempt,omitempty"`
-	Term    string   `json:"term,omitempty"`
-	Until   int64    `json:"until,omitempty"` // Unix ns: the claiming term certainly ended
-	Paused  bool     `json:"paused,omitempty"`
-	Seq     int64    `json:"seq,omitempty"`
+	Slot    int64  `json:"slot"`
+	HasSlot bool   `json:"has_slot,omitempty"`
+	Open    int64  `json:"open,omitempty"` // unfinished slot; 0 when none
+	Running bool   `json:"running,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Term    string `json:"term,omitempty"`
+	Until   int64  `json:"until,omitempty"` // Unix ns: the claiming term certainly ended
+	Paused  bool   `json:"paused,omitempty"`
+	Seq     int64  `json:"seq,omitempty"`
 }
 
 // historyKey is the entry of the history record at ring index i of key:
