@@ -215,6 +215,7 @@ func (l *loop) handle(m message) {
 	l.advance(now)
 	l.arm(now)
 }
+
 // advance does what is due at now: end a term whose deadline passed (E5),
 // then start the acquisition or renewal that is due.
 func (l *loop) advance(now time.Time) {

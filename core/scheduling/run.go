@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 )
 
@@ -302,10 +303,12 @@ func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, att
 	return true
 }
 
-// fenceOf is the fencing token of the term ctx derives from. The
-// Leadership interface does not expose fences yet, so runs record 0 (the
-// documented value for a lock without fences).
-func fenceOf(context.Context) uint64 { return 0 }
+// fenceOf is the fencing token of the term ctx derives from (G2); 0 over a
+// lock without fences, or a Leadership whose Token carries none.
+func fenceOf(ctx context.Context) uint64 {
+	f, _ := leadership.FenceFrom(ctx)
+	return f
+}
 
 // run calls the job and records the outcome (S3).
 func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int, seq int64, term uint64) {
