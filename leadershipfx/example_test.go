@@ -20,6 +20,7 @@ func ExampleRole() {
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+		leadershipfx.Module, // last: the election starts after every other OnStart hook
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {
@@ -45,6 +46,7 @@ func ExampleRole_leaseOverMaxLease() {
 		})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
+		leadershipfx.Module,
 	)
 	fmt.Println(app.Start(context.Background()))
 	// Output: leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s

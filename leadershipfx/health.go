@@ -13,10 +13,6 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 )
 
-// Module provides *Health over every role's elector. Include it when the
-// app serves health endpoints.
-var Module = fx.Module("hostloom.leadership", fx.Provide(NewHealth))
-
 // HealthParams are NewHealth's dependencies.
 type HealthParams struct {
 	fx.In
