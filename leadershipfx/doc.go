@@ -90,8 +90,9 @@
 //
 // Module provides *Health over every elector: Livez and Readyz are
 // http.Handlers. Neither depends on leading: a follower is healthy and
-// ready. Readiness is false until the app has started and from the moment
-// it stops.
+// ready. Readiness is true from the moment the roles have started (after
+// every other OnStart hook) until they begin to stop, the first thing at
+// shutdown.
 //
 // # Logging
 //

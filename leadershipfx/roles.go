@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/fx"
@@ -82,6 +83,8 @@ type Roles struct {
 	byName   map[string]*role
 	anchored bool // the first hook is registered
 	sealed   bool // Module's hook is registered: no role or work joins
+
+	running atomic.Bool // started, and not yet stopping (Health.Ready)
 }
 
 type rolesParams struct {
@@ -257,5 +260,6 @@ func (r *Roles) start(ctx context.Context) error {
 			return roleError(ro.name, err)
 		}
 	}
+	r.running.Store(true)
 	return nil
 }

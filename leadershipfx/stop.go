@@ -13,6 +13,7 @@ import (
 
 // beginStop starts stopping every role, each on its own goroutine, once.
 func (r *Roles) beginStop() []*role {
+	r.running.Store(false)
 	rs := r.roles()
 	for _, ro := range rs {
 		ro.stopOnce.Do(func() { go ro.stop(r.log) })

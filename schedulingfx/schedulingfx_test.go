@@ -73,9 +73,11 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 	})
 }
 
-// TestJob_E11_JobsStopBeforeTheElectorReleases checks fx's stop order: a
-// run still going at shutdown ends, and the scheduler returns, while this
-// instance still holds the lease; only then does the elector release it.
+// TestJob_E11_JobsStopBeforeTheElectorReleases checks the role's stop
+// order, whatever the order of the options: a run still going at shutdown
+// ends, and the scheduler returns, while this instance still holds the
+// lease, also when the run's cleanup outlasts StopWarnAfter; only then does
+// the elector release it.
 func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
 	for _, order := range []string{"role first", "job first"} {
 		t.Run(order, func(t *testing.T) {
