@@ -20,6 +20,7 @@ func ExampleRole() {
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+		leadershipfx.Module, // last: the election starts after every other OnStart hook
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {
@@ -45,7 +46,40 @@ func ExampleRole_leaseOverMaxLease() {
 		})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
+		leadershipfx.Module,
 	)
 	fmt.Println(app.Start(context.Background()))
 	// Output: leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s
+}
+
+// A reader attached to its role (for a leader channel, range over
+// ch.All(ctx)): it starts with the roles and its ctx ends when the role
+// stops, before the role's lease is released.
+func ExampleRoles_Go() {
+	events := make(chan string, 2)
+	app := fx.New(
+		fx.NopLogger,
+		config.Module("", config.WithEnviron(nil)),
+		lockingfx.Module,
+		leadershipfx.Role("billing"),
+		fx.Invoke(func(r *leadershipfx.Roles) error {
+			return r.Go("billing", "invoices-reader", func(ctx context.Context) {
+				events <- "reader started"
+				<-ctx.Done()
+				events <- "reader ended"
+			})
+		}),
+		leadershipfx.Module, // last
+	)
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(<-events)
+	_ = app.Stop(ctx)
+	fmt.Println(<-events)
+	// Output:
+	// reader started
+	// reader ended
 }

@@ -13,16 +13,17 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 )
 
-// Module provides *Health over every role's elector. Include it when the
-// app serves health endpoints.
-var Module = fx.Module("hostloom.leadership", fx.Provide(NewHealth))
-
 // HealthParams are NewHealth's dependencies.
 type HealthParams struct {
 	fx.In
 
-	// Lifecycle, when set, makes Ready false until the app has started
-	// and again from the moment it starts stopping.
+	// Roles, when set (Module provides it), makes Ready true from the
+	// moment the roles have started, after every other OnStart hook, until
+	// they begin to stop, the first thing at shutdown.
+	Roles *Roles `optional:"true"`
+
+	// Lifecycle, used without Roles, makes Ready false until the app has
+	// started and again from the moment it starts stopping.
 	Lifecycle fx.Lifecycle `optional:"true"`
 
 	// Electors are every role's electors (the ElectorsGroup group).
@@ -34,14 +35,18 @@ type HealthParams struct {
 // ready as the leader.
 type Health struct {
 	electors []*leadership.Elector
+	roles    *Roles
 	ready    atomic.Bool
 }
 
-// NewHealth returns a Health over p.Electors, sorted by role. Without a
-// Lifecycle it is ready at once.
+// NewHealth returns a Health over p.Electors, sorted by role. Without
+// Roles or a Lifecycle it is ready at once.
 func NewHealth(p HealthParams) *Health {
-	h := &Health{electors: slices.Clone(p.Electors)}
+	h := &Health{electors: slices.Clone(p.Electors), roles: p.Roles}
 	slices.SortFunc(h.electors, func(a, b *leadership.Elector) int { return strings.Compare(a.Role(), b.Role()) })
+	if p.Roles != nil {
+		return h
+	}
 	if p.Lifecycle == nil {
 		h.ready.Store(true)
 		return h
@@ -74,7 +79,11 @@ var errNotReady = errors.New("leadershipfx: not started, or stopping")
 // Ready is Live, and an error before the app has started and once it
 // stops.
 func (h *Health) Ready() error {
-	if !h.ready.Load() {
+	ready := h.ready.Load()
+	if h.roles != nil {
+		ready = h.roles.running.Load()
+	}
+	if !ready {
 		return errNotReady
 	}
 	return h.Live()

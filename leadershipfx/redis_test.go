@@ -36,6 +36,7 @@ func TestRole_E7_UnreachableRedisAtStart(t *testing.T) {
 		leadershipfx.Role("billing"),
 		fx.Supply(zap.New(core)),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+		leadershipfx.Module,
 	)
 	app.RequireStart()
 	defer app.RequireStop()

@@ -1,7 +1,7 @@
 package leadershipfx
 
 import (
-	"context"
+	"fmt"
 	"reflect"
 	"strconv"
 
@@ -23,7 +23,10 @@ const ElectorsGroup = "hostloom.electors"
 type RoleParams struct {
 	fx.In
 
-	Lifecycle fx.Lifecycle
+	// Roles coordinates the app's roles (Module provides it). Absent, a
+	// Role fails fx.New asking for Module, and New returns an elector the
+	// caller starts and stops.
+	Roles *Roles `optional:"true"`
 
 	// Lock is the lock the election runs over (lockingfx.Module provides it).
 	Lock locking.Lock
@@ -74,13 +77,15 @@ func WithElectorOptions(opts ...leadership.Option) RoleOption {
 // Role runs an election for role name. It provides leadership.Leadership
 // and *leadership.Elector named name (`name:"<role>"`) and adds the elector
 // to the ElectorsGroup value group. Several roles per app are fine; a role
-// declared twice fails fx.New.
+// declared twice fails fx.New. The app must also use Module, last.
 //
 // The elector is built when the app is built (invalid options or key fail
-// fx.New). OnStart checks the composition (K5, and T2 strictly: a lease
-// longer than the lock's MaxLease fails start with an error naming the role
-// and both values) and then starts the election without waiting for it;
-// OnStop calls Stop, which releases the lease (F1).
+// fx.New with the elector's error, naming the role). At start, Roles checks
+// the composition (K5, and T2 strictly: a lease longer than the lock's
+// MaxLease fails start with an error naming the role and both values) and,
+// after every other OnStart hook succeeded, starts the election (O3); at
+// stop it stops the role's work and then the elector, which releases the
+// lease (F1, E11, O2).
 //
 // Declaring a role means running it, so Role also invokes the elector:
 // the election runs even when nothing in the app depends on it.
@@ -92,20 +97,40 @@ func Role(name string, opts ...RoleOption) fx.Option {
 		}
 	}
 	tag := "name:" + strconv.Quote(name)
-	return fx.Module("hostloom.role."+name,
+	build := func(p RoleParams) (*leadership.Elector, error) {
+		if p.Roles == nil {
+			return nil, fmt.Errorf("leadershipfx: role %s: leadershipfx.Module is missing: add it to fx.New, last", quoteRole(name))
+		}
+		return p.Roles.elector(name, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
+			return newElector(name, p, s)
+		})
+	}
+	module := "hostloom.role." + name
+	if len(name) > longRole {
+		module = "hostloom.role." + shortRole(name)
+	}
+	return fx.Module(module,
 		fx.Provide(fx.Annotate(
 			func(p RoleParams) (leadership.Leadership, *leadership.Elector, *leadership.Elector, error) {
-				e, err := newElector(name, p, s)
+				e, err := build(p)
 				return e, e, e, err
 			},
 			fx.ResultTags(tag, tag, `group:"`+ElectorsGroup+`"`),
 		)),
-		fx.Invoke(fx.Annotate(func(*leadership.Elector) {}, fx.ParamTags(tag))),
+		// The invoke builds the elector too, and runs before the invokes of
+		// the enclosing modules: a bad role fails fx.New with the
+		// elector's own error, not the chain fx wraps around a failed
+		// constructor.
+		fx.Invoke(func(p RoleParams) error {
+			_, err := build(p)
+			return err
+		}),
 	)
 }
 
-// New builds the elector for role from p and registers its lifecycle on
-// p.Lifecycle (when set): what Role provides, without fx.Annotate.
+// New builds the elector for role from p. With p.Roles it joins the app's
+// roles (started and stopped by Module's hooks, like Role's); without, the
+// caller starts and stops it.
 func New(role string, p RoleParams, opts ...RoleOption) (*leadership.Elector, error) {
 	var s roleSettings
 	for _, o := range opts {
@@ -113,10 +138,16 @@ func New(role string, p RoleParams, opts ...RoleOption) (*leadership.Elector, er
 			o.apply(&s)
 		}
 	}
-	return newElector(role, p, s)
+	if p.Roles == nil {
+		e, _, err := newElector(role, p, s)
+		return e, err
+	}
+	return p.Roles.elector(role, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
+		return newElector(role, p, s)
+	})
 }
 
-func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector, error) {
+func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector, leadership.Options, error) {
 	cfg := p.Config
 	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Leadership
@@ -133,18 +164,7 @@ func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector,
 	}
 	e, err := leadership.NewElector(role, p.Lock, o, append(eo, s.extra...)...)
 	if err != nil {
-		return nil, err
+		return nil, o, roleError(role, err)
 	}
-	if p.Lifecycle != nil {
-		p.Lifecycle.Append(fx.Hook{
-			OnStart: func(ctx context.Context) error {
-				if err := leadership.CheckComposition(role, o, p.Lock); err != nil {
-					return err
-				}
-				return e.Start(ctx)
-			},
-			OnStop: e.Stop,
-		})
-	}
-	return e, nil
+	return e, o, nil
 }

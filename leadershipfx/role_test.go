@@ -46,6 +46,7 @@ func TestRole_F1_StartsLeadsAndReleasesOnStop(t *testing.T) {
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),
 			fx.Populate(&got),
+			leadershipfx.Module,
 		)
 		if got.Billing.IsLeader() {
 			t.Fatal("leads before start")
@@ -78,6 +79,7 @@ func TestRole_F1_RunsWithoutDependents(t *testing.T) {
 		app := fxtest.New(t,
 			fx.Supply(fx.Annotate(lock, fx.As(new(locking.Lock)))),
 			leadershipfx.Role("billing"), // nothing depends on it
+			leadershipfx.Module,
 		)
 		app.RequireStart()
 		synctest.Wait()
@@ -108,7 +110,7 @@ func TestRole_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var b leadership.Leadership
 				app := fx.New(fx.NopLogger, env(tt.env...), lockingfx.Module, leadershipfx.Role("billing"),
-					fx.Populate(fx.Annotate(&b, fx.ParamTags(`name:"billing"`))))
+					fx.Populate(fx.Annotate(&b, fx.ParamTags(`name:"billing"`))), leadershipfx.Module)
 				if err := app.Err(); err != nil {
 					t.Fatalf("fx.New: %v", err)
 				}
@@ -127,7 +129,7 @@ func TestRole_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
 }
 
 func TestRole_K5_KeyTooLongFailsWithTheRole(t *testing.T) {
-	app := fx.New(fx.NopLogger, env("HOSTLOOM_LOCKING__MAX_KEY_LENGTH=10"), lockingfx.Module, leadershipfx.Role("billing-and-more"))
+	app := fx.New(fx.NopLogger, env("HOSTLOOM_LOCKING__MAX_KEY_LENGTH=10"), lockingfx.Module, leadershipfx.Role("billing-and-more"), leadershipfx.Module)
 	err := app.Err()
 	if err == nil || !strings.Contains(err.Error(), `role "billing-and-more"`) || !strings.Contains(err.Error(), "exceeds max_key_length 10") {
 		t.Fatalf("fx.New error %v", err)
@@ -148,7 +150,7 @@ func TestRole_E9_UncoordinatedPolicy(t *testing.T) {
 				app := fxtest.New(t,
 					env("HOSTLOOM_LOCKING__PROVIDER=disabled", "HOSTLOOM_LEADERSHIP__WHEN_UNCOORDINATED="+tt.policy),
 					lockingfx.Module, leadershipfx.Role("billing"),
-					fx.Populate(fx.Annotate(&b, fx.ParamTags(`name:"billing"`))))
+					fx.Populate(fx.Annotate(&b, fx.ParamTags(`name:"billing"`))), leadershipfx.Module)
 				app.RequireStart()
 				time.Sleep(time.Minute) // fake time
 				synctest.Wait()
@@ -171,7 +173,7 @@ func TestRole_HandoverOnStop(t *testing.T) {
 			return fxtest.New(t,
 				fx.Supply(fx.Annotate(lock, fx.As(new(locking.Lock)))),
 				leadershipfx.Role("billing", leadershipfx.WithElectorOptions(leadership.WithIdentity(id))),
-				fx.Populate(fx.Annotate(l, fx.ParamTags(`name:"billing"`))))
+				fx.Populate(fx.Annotate(l, fx.ParamTags(`name:"billing"`))), leadershipfx.Module)
 		}
 		var a, b leadership.Leadership
 		appA, appB := newApp("a", &a), newApp("b", &b)
@@ -204,6 +206,7 @@ func TestRole_OptionsFromConfigAndCode(t *testing.T) {
 			lockingfx.Module,
 			leadershipfx.Role("billing", leadershipfx.WithOptions(func(o *leadership.Options) { o.RetryInterval = 700 * time.Millisecond })),
 			fx.Populate(fx.Annotate(&e, fx.ParamTags(`name:"billing"`))),
+			leadershipfx.Module,
 		).RequireStart().RequireStop()
 		d := leadership.Describe(e)
 		if d.Identity != "pod-7" || d.LockKey != "election:eu:billing" || d.ProviderKey != "acme:lock:election:eu:billing" || d.RetryInterval != 700*time.Millisecond || d.Lease != 15*time.Second {
@@ -222,6 +225,7 @@ func TestRole_UsesGraphLoggerAndMeter(t *testing.T) {
 			leadershipfx.Role("billing"),
 			fx.Supply(zap.New(core)),
 			fx.Supply(fx.Annotate(mp, fx.As(new(metric.MeterProvider)))),
+			leadershipfx.Module,
 		).RequireStart()
 		synctest.Wait()
 		app.RequireStop()

@@ -6,7 +6,9 @@
 //		config.Module("app.yaml"),
 //		lockingfx.Module,
 //		leadershipfx.Role("billing"),
+//		schedulingfx.Module,
 //		schedulingfx.Job("billing", "invoices", "*/5 * * * *", runInvoices),
+//		leadershipfx.Module, // last
 //	)
 //
 // # Declaring jobs
@@ -14,26 +16,31 @@
 // Job takes a cron spec and a function; Schedule takes a ready-made
 // scheduling.Job (for example on scheduling.Every); JobFunc takes a
 // constructor whose parameters fx provides. Each contributes a JobSpec to
-// the value group JobsGroup (`group:"hostloom.jobs"`) and makes sure the
-// schedulers are built; JobSpec values added to the group by other
-// constructors are scheduled too, as long as one of these options is used.
+// the value group JobsGroup (`group:"hostloom.jobs"`) and asks for the
+// schedulers; JobSpec values added to the group by other constructors are
+// scheduled too, as long as one of these options is used. A job option
+// without Module fails fx.New with an error that says to add it.
 //
 // # Schedulers
 //
-// One scheduling.Scheduler per role with jobs is built over that role's
-// elector (leadershipfx.Role), with the config.SchedulingConfig section (time
-// zone, misfire window) and, when slot_store is on and the lock
-// coordinates, the lock as slot store so a slot starts at most once across
-// replicas. The schedulers are built once per app however many options
-// contribute jobs. A job bound to a role without an elector, or one the
-// scheduler rejects (S6), fails fx.New with every problem listed.
+// Module builds the schedulers, once per app: one scheduling.Scheduler per
+// role with jobs, over that role's elector (leadershipfx.Role), with the
+// config.SchedulingConfig section (time zone, misfire window) and, when
+// slot_store is on and the lock coordinates, the lock as slot store so a
+// slot starts at most once across replicas. A job bound to a role without
+// an elector, a job the scheduler rejects (S6) or a failing job
+// constructor fails fx.New with every problem listed, as HostLoom's own
+// error rather than inside fx's chain around a failed constructor.
 //
-// # Stop order (E11)
+// # Start and stop (E11, O2, O3)
 //
-// The schedulers are built after the electors they run on, so their
-// lifecycle hooks come later, and fx runs OnStop hooks in reverse: each
-// scheduler stops, cancelling its runs and waiting for them, before its
-// elector releases the lease. A successor therefore never starts a job
-// while this instance's run of it is still going, provided the run honours
-// its context.
+// Each scheduler is attached to its role (leadershipfx.Roles.Attach), so
+// leadershipfx starts and stops it: it starts after every OnStart hook of
+// the app succeeded, just before the electors contend, and at shutdown
+// the role stops it, cancelling its runs and waiting for them, before the
+// elector releases the lease. Roles stop in parallel. A run that ignores
+// its ctx is named in the role's Warn log (the job, the role, how long it
+// has run) and its role keeps the lease until the run returns or the
+// process exits; the other roles release at once. A successor therefore
+// never starts a job while this instance's run of it is still going.
 package schedulingfx

@@ -27,6 +27,8 @@ func ExampleJob() {
 			}
 			return nil
 		}),
+		schedulingfx.Module,
+		leadershipfx.Module, // last: roles start after every other OnStart hook
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {
@@ -43,7 +45,9 @@ func ExampleJob_roleWithoutElector() {
 		fx.NopLogger,
 		lockingfx.Module,
 		schedulingfx.Job("payroll", "pay", "@hourly", func(context.Context) error { return nil }),
+		schedulingfx.Module,
+		leadershipfx.Module,
 	)
-	fmt.Println(app.Err() != nil)
-	// Output: true
+	fmt.Println(app.Err())
+	// Output: schedulingfx: job "pay" is bound to role "payroll", which has no elector (add leadershipfx.Role("payroll"))
 }

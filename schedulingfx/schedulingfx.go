@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -18,6 +19,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/leadershipfx"
 )
 
 // JobsGroup is the value group of JobSpec values (`group:"hostloom.jobs"`).
@@ -27,6 +29,8 @@ const JobsGroup = "hostloom.jobs"
 type JobSpec struct {
 	Role string
 	Job  scheduling.Job
+
+	err error // JobFunc's constructor failed: reported by New
 }
 
 // JobOption adjusts a job declared with Job.
@@ -70,7 +74,8 @@ func Job(role, name, spec string, fn func(context.Context) error, opts ...JobOpt
 // this instance leads role.
 func Schedule(role string, j scheduling.Job) fx.Option {
 	spec := JobSpec{Role: role, Job: j}
-	return contribute(fx.Annotate(func() JobSpec { return spec }, fx.ResultTags(`group:"`+JobsGroup+`"`)))
+	return contribute(fmt.Sprintf("job %q of role %q", j.Name, role),
+		fx.Annotate(func() JobSpec { return spec }, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
 // JobFunc runs the job that ctor builds from its dependencies, while this
@@ -86,7 +91,8 @@ func JobFunc(role string, ctor any) fx.Option {
 	if err != nil {
 		return fx.Error(err)
 	}
-	return contribute(fx.Annotate(wrapped, fx.ResultTags(`group:"`+JobsGroup+`"`)))
+	return contribute(fmt.Sprintf("JobFunc for role %q", role),
+		fx.Annotate(wrapped, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
 var (
@@ -96,7 +102,9 @@ var (
 )
 
 // bindRole wraps ctor into a function with the same parameters that
-// returns (JobSpec, error).
+// returns a JobSpec. The constructor's error travels in the JobSpec, so
+// that New reports it as it is (a failing group member would fail the
+// schedulers' constructor, and fx would bury the error in its chain).
 func bindRole(role string, ctor any) (any, error) {
 	v := reflect.ValueOf(ctor)
 	t := v.Type()
@@ -108,50 +116,55 @@ func bindRole(role string, ctor any) (any, error) {
 	for i := range in {
 		in[i] = t.In(i)
 	}
-	ft := reflect.FuncOf(in, []reflect.Type{specType, errorType}, false)
+	ft := reflect.FuncOf(in, []reflect.Type{specType}, false)
 	return reflect.MakeFunc(ft, func(args []reflect.Value) []reflect.Value {
 		out := v.Call(args)
-		var err error
-		if len(out) == 2 && !out[1].IsNil() {
-			err = out[1].Interface().(error)
-		}
 		spec := JobSpec{Role: role, Job: out[0].Interface().(scheduling.Job)}
-		if err != nil {
-			err = fmt.Errorf("schedulingfx: job constructor for role %q: %w", role, err)
+		if len(out) == 2 && !out[1].IsNil() {
+			spec.err = fmt.Errorf("schedulingfx: job constructor for role %q: %w", role, out[1].Interface().(error))
 		}
-		return []reflect.Value{reflect.ValueOf(spec), reflect.ValueOf(&err).Elem()}
+		return []reflect.Value{reflect.ValueOf(spec)}
 	}).Interface(), nil
 }
 
-// owner marks one contributing option; the one with the lowest address
-// builds the schedulers for all of them, so there is one scheduler per
-// role however many options contribute jobs.
-type owner struct{ _ byte }
+// Module builds the schedulers: one per role with jobs, over that role's
+// elector, attached to the role (leadershipfx.Roles.Attach) so it starts
+// after every OnStart hook of the app and stops before the role's elector
+// releases its lease. Add it once to an app that declares jobs; a job
+// option without it fails fx.New with an error that says so.
+var Module = fx.Module("hostloom.scheduling", fx.Provide(provide))
 
-const ownersGroup = "hostloom.scheduling.owners"
-
-type buildParams struct {
-	fx.In
-
-	Params
-	Owners []*owner `group:"hostloom.scheduling.owners"`
+// provide is Module's constructor. It never fails: a problem is kept in
+// the Schedulers and returned by every job option's invoke, so fx.New
+// reports it as it is rather than wrapped in a failed constructor's chain.
+func provide(p Params) *Schedulers {
+	if p.Roles == nil {
+		return &Schedulers{err: errors.New("schedulingfx: leadershipfx.Module is missing: add it to fx.New, last")}
+	}
+	s, err := New(p)
+	if err != nil {
+		return &Schedulers{err: err}
+	}
+	return s
 }
 
-// contribute adds a JobSpec provider and makes sure the schedulers are
-// built (once per app) from every JobSpec.
-func contribute(provider any) fx.Option {
-	me := new(owner)
+type contributeParams struct {
+	fx.In
+
+	Schedulers *Schedulers `optional:"true"`
+}
+
+// contribute adds a JobSpec provider and an invoke that builds the
+// schedulers (through Module) and fails fx.New when that fails or when
+// Module is missing.
+func contribute(what string, provider any) fx.Option {
 	return fx.Options(
 		fx.Provide(provider),
-		fx.Supply(fx.Annotated{Group: ownersGroup, Target: me}),
-		fx.Invoke(func(p buildParams) error {
-			for _, o := range p.Owners {
-				if reflect.ValueOf(o).Pointer() < reflect.ValueOf(me).Pointer() {
-					return nil // another option builds them
-				}
+		fx.Invoke(func(p contributeParams) error {
+			if p.Schedulers == nil {
+				return fmt.Errorf("schedulingfx: %s: schedulingfx.Module is missing: add it to fx.New", what)
 			}
-			_, err := New(p.Params)
-			return err
+			return p.Schedulers.err
 		}),
 	)
 }
@@ -160,7 +173,10 @@ func contribute(provider any) fx.Option {
 type Params struct {
 	fx.In
 
-	Lifecycle fx.Lifecycle
+	// Roles are the app's roles (leadershipfx.Module provides them). New
+	// attaches each scheduler to its role; without Roles the caller starts
+	// and stops the schedulers.
+	Roles *leadershipfx.Roles `optional:"true"`
 
 	// Jobs are every contributed job.
 	Jobs []JobSpec `group:"hostloom.jobs"`
@@ -183,11 +199,17 @@ type Params struct {
 
 // Schedulers are the schedulers New built, one per role with jobs.
 type Schedulers struct {
-	byRole map[string]*scheduling.Scheduler
+	byRole map[string]*roleWork
+	err    error // what Module's constructor could not build
 }
 
 // For returns role's scheduler, nil when role has no jobs.
-func (s *Schedulers) For(role string) *scheduling.Scheduler { return s.byRole[role] }
+func (s *Schedulers) For(role string) *scheduling.Scheduler {
+	if w := s.byRole[role]; w != nil {
+		return w.s
+	}
+	return nil
+}
 
 // Roles returns the roles with a scheduler, sorted.
 func (s *Schedulers) Roles() []string {
@@ -200,14 +222,15 @@ func (s *Schedulers) Roles() []string {
 }
 
 // New builds one scheduler per role that has jobs, over that role's
-// elector, adds the jobs, and registers each scheduler's Start and Stop on
-// p.Lifecycle (when set). Every problem is reported at once: a job bound
-// to a role without an elector, a job Add rejects (S6), a bad option.
+// elector, adds the jobs and, with p.Roles, attaches each scheduler to its
+// role (leadershipfx.Roles.Attach): the scheduler starts after every
+// OnStart hook of the app, before the role's elector contends, and stops,
+// waiting for its runs, before the elector releases the lease (E11). A
+// run still going at the role's stop is named in the role's Warn log (O2).
+// Without p.Roles the caller starts and stops the schedulers.
 //
-// Because New needs the electors, fx has built them, and registered their
-// hooks, before New registers the schedulers' hooks; fx runs OnStop hooks
-// in reverse, so each scheduler stops (and waits for its runs) before its
-// elector releases the lease (E11).
+// Every problem is reported at once: a job bound to a role without an
+// elector, a job Add rejects (S6), a failed job constructor, a bad option.
 func New(p Params) (*Schedulers, error) {
 	cfg := p.Config
 	if reflect.ValueOf(cfg).IsZero() {
@@ -231,40 +254,101 @@ func New(p Params) (*Schedulers, error) {
 	}
 	specs := slices.Clone(p.Jobs)
 	slices.SortStableFunc(specs, func(a, b JobSpec) int { return strings.Compare(a.Role, b.Role) })
-	out := &Schedulers{byRole: map[string]*scheduling.Scheduler{}}
+	out := &Schedulers{byRole: map[string]*roleWork{}}
 	failed := map[string]bool{}
 	var errs []error
 	for _, js := range specs {
+		if js.err != nil {
+			errs = append(errs, js.err)
+			continue
+		}
 		if failed[js.Role] {
 			continue
 		}
-		s, ok := out.byRole[js.Role]
+		w, ok := out.byRole[js.Role]
 		if !ok {
 			e := electors[js.Role]
 			if e == nil {
 				errs = append(errs, fmt.Errorf("schedulingfx: job %q is bound to role %q, which has no elector (add leadershipfx.Role(%q))", js.Job.Name, js.Role, js.Role))
 				continue
 			}
-			s, err = scheduling.New(e, base...)
+			s, err := scheduling.New(e, base...)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
 				failed[js.Role] = true
 				continue
 			}
-			out.byRole[js.Role] = s
+			w = &roleWork{s: s, runs: map[uint64]leadershipfx.Activity{}}
+			out.byRole[js.Role] = w
 		}
-		if err := s.Add(js.Job); err != nil {
+		if err := w.s.Add(w.track(js.Job)); err != nil {
 			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if p.Lifecycle != nil {
+	if p.Roles != nil {
 		for _, role := range out.Roles() {
-			s := out.byRole[role]
-			p.Lifecycle.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
+			if err := p.Roles.Attach(role, out.byRole[role]); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// roleWork is one role's scheduler as leadershipfx.Work: it knows which
+// runs are going, and since when, for the role's shutdown warning.
+type roleWork struct {
+	s *scheduling.Scheduler
+
+	mu   sync.Mutex
+	next uint64
+	runs map[uint64]leadershipfx.Activity
+}
+
+// track wraps j.Run so that each run is listed by Running while it goes.
+// A nil Run stays nil, for Add to reject (S6).
+func (w *roleWork) track(j scheduling.Job) scheduling.Job {
+	run := j.Run
+	if run == nil {
+		return j
+	}
+	name := j.Name
+	j.Run = func(ctx context.Context) error {
+		w.mu.Lock()
+		id := w.next
+		w.next++
+		w.runs[id] = leadershipfx.Activity{Kind: "job", Name: name, Since: time.Now()}
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			delete(w.runs, id)
+			w.mu.Unlock()
+		}()
+		return run(ctx)
+	}
+	return j
+}
+
+// Start starts the scheduler (leadershipfx.Work).
+func (w *roleWork) Start(ctx context.Context) error { return w.s.Start(ctx) }
+
+// Stop stops the scheduler and waits for its runs (leadershipfx.Work).
+func (w *roleWork) Stop(ctx context.Context) error { return w.s.Stop(ctx) }
+
+// Running lists the runs still going, oldest first (leadershipfx.Work).
+func (w *roleWork) Running() []leadershipfx.Activity {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]leadershipfx.Activity, 0, len(w.runs))
+	for _, a := range w.runs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b leadershipfx.Activity) int { return a.Since.Compare(b.Since) })
+	return out
 }

@@ -46,8 +46,10 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 		count := func(n *atomic.Int64) func(context.Context) error {
 			return func(context.Context) error { n.Add(1); return nil }
 		}
-		appA := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsA)))
-		appB := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsB)))
+		appA := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsA)),
+			schedulingfx.Module, leadershipfx.Module)
+		appB := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsB)),
+			schedulingfx.Module, leadershipfx.Module)
 		appA.RequireStart()
 		synctest.Wait()
 		appB.RequireStart()
@@ -71,9 +73,11 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 	})
 }
 
-// TestJob_E11_JobsStopBeforeTheElectorReleases checks fx's stop order: a
-// run still going at shutdown ends, and the scheduler returns, while this
-// instance still holds the lease; only then does the elector release it.
+// TestJob_E11_JobsStopBeforeTheElectorReleases checks the role's stop
+// order, whatever the order of the options: a run still going at shutdown
+// ends, and the scheduler returns, while this instance still holds the
+// lease, also when the run's cleanup outlasts StopWarnAfter; only then does
+// the elector release it.
 func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
 	for _, order := range []string{"role first", "job first"} {
 		t.Run(order, func(t *testing.T) {
@@ -95,9 +99,9 @@ func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
 				}
 				role := leadershipfx.Role("billing")
 				job := schedulingfx.Schedule("billing", scheduling.Job{Name: "long", Schedule: scheduling.Every(time.Minute), Run: run})
-				opts := []fx.Option{over(lock), role, job}
+				opts := []fx.Option{over(lock), role, job, schedulingfx.Module, leadershipfx.Module}
 				if order == "job first" {
-					opts = []fx.Option{over(lock), job, role}
+					opts = []fx.Option{over(lock), schedulingfx.Module, job, role, leadershipfx.Module}
 				}
 				app := fxtest.New(t, opts...)
 				app.RequireStart()
@@ -141,6 +145,8 @@ func TestJobFunc_TakesDependencies(t *testing.T) {
 				return scheduling.Job{Name: "count-too", Schedule: scheduling.Every(time.Minute), Run: func(context.Context) error { c.Add(1); return nil }}, nil
 			}),
 			schedulingfx.Job("reports", "daily", "@daily", func(context.Context) error { return nil }, schedulingfx.Timeout(time.Minute)),
+			schedulingfx.Module,
+			leadershipfx.Module,
 		)
 		app.RequireStart()
 		time.Sleep(3*time.Minute + time.Second)
@@ -181,8 +187,8 @@ func TestJob_S6_BadJobsFailTheApp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]fx.Option{fx.NopLogger, lockingfx.Module, leadershipfx.Role("billing")}, tt.opts...)
-			err := fx.New(opts...).Err()
+			opts := append([]fx.Option{fx.NopLogger, lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
+			err := fx.New(append(opts, leadershipfx.Module)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")
 			}
@@ -203,6 +209,8 @@ func TestJob_RunsOverADisabledLockWithoutSlotStore(t *testing.T) {
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			schedulingfx.Job("billing", "tick", "@every 1m", func(context.Context) error { runs.Add(1); return nil }),
+			schedulingfx.Module,
+			leadershipfx.Module,
 		)
 		app.RequireStart()
 		time.Sleep(2*time.Minute + time.Second)

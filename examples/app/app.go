@@ -37,11 +37,15 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		lockingfx.Module,
 		leadershipfx.Role(roleBilling),
 		leadershipfx.Role(roleInventory),
-		leadershipfx.Module,
+		schedulingfx.Module,
 		schedulingfx.JobFunc(roleBilling, newInvoicesJob),
 		fx.Provide(newInventory),
 		fx.Provide(newHTTPServer),
 		fx.Invoke(logStartup, func(*inventory, *httpServer) {}),
+		// Last: the roles start contending after every OnStart hook above
+		// succeeded (a busy HTTP port fails the start before any election),
+		// and stop first, in parallel, at shutdown.
+		leadershipfx.Module,
 	)
 }
 

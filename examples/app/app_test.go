@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -186,5 +187,29 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.Unmarshal([]byte(body), v); err != nil {
 		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}
+
+// TestApp_O3_BusyPortNeverLeads: the HTTP server's OnStart fails (port
+// taken); the roles, which contend only after every OnStart hook
+// succeeded, never lead.
+func TestApp_O3_BusyPortNeverLeads(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := testSettings()
+	s.httpAddr = ln.Addr().String()
+	var got electors
+	app := fx.New(fx.Populate(&got), graph(s, zap.NewNop()))
+	if err := app.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		_ = app.Stop(context.Background())
+		t.Fatalf("Start error %v, want the busy port", err)
+	}
+	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
+		if l.IsLeader() || l.Term() != 0 {
+			t.Errorf("%s: leader=%t term=%d after a failed start, want never elected (O3)", l.Role(), l.IsLeader(), l.Term())
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/leadershipfx"
 )
 
 // inventoryChange is what the producers report.
@@ -31,6 +32,7 @@ type inventoryParams struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
+	Roles     *leadershipfx.Roles
 	Inventory leadership.Leadership `name:"inventory"`
 	Config    config.LeaderChannelConfig
 	Meters    metric.MeterProvider
@@ -49,9 +51,10 @@ type inventory struct {
 	wg      sync.WaitGroup
 }
 
-// newInventory builds the channel over the inventory role. Its hooks come
-// after the elector's (it depends on it), so on stop the producer and the
-// reader end before the elector releases the lease (E11).
+// newInventory builds the channel over the inventory role. The reader is
+// the role's work (Roles.Go): it ends before the role's elector releases
+// the lease (E11), and is named in the log if it does not. The producer
+// runs on every replica with its own hooks.
 func newInventory(p inventoryParams) (*inventory, error) {
 	ch, err := leadership.NewChannel[inventoryChange]("inventory-changes", p.Inventory, p.Config.Options(),
 		leadership.WithLogger(p.Log), leadership.WithMeterProvider(p.Meters))
@@ -59,6 +62,9 @@ func newInventory(p inventoryParams) (*inventory, error) {
 		return nil, err
 	}
 	inv := &inventory{ch: ch, l: p.Inventory, log: p.Log.With(zap.String("role", roleInventory))}
+	if err := p.Roles.Go(roleInventory, "inventory-changes", inv.consume); err != nil {
+		return nil, err
+	}
 	p.Lifecycle.Append(fx.Hook{OnStart: inv.start, OnStop: inv.stop})
 	return inv, nil
 }
@@ -67,7 +73,6 @@ func (inv *inventory) start(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	inv.cancel = cancel
 	inv.wg.Go(func() { inv.produce(ctx) })
-	inv.wg.Go(func() { inv.consume(ctx) })
 	return nil
 }
 

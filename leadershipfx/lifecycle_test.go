@@ -1,0 +1,190 @@
+package leadershipfx_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
+	"github.com/hostloom/hostloom/leadershipfx"
+	"github.com/hostloom/hostloom/lockingfx"
+)
+
+func memLock(t *testing.T) *locking.DistributedLock {
+	t.Helper()
+	l, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func supplyLock(l *locking.DistributedLock) fx.Option {
+	return fx.Supply(fx.Annotate(l, fx.As(new(locking.Lock))))
+}
+
+func held(t *testing.T, l *locking.DistributedLock, role string) bool {
+	t.Helper()
+	_, ok, err := l.Holder(context.Background(), "leader:"+role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// TestRoles_O3_ContendOnlyAfterEveryStartHook: the elector has not
+// contended while a later OnStart hook runs; when that hook fails the
+// instance never leads.
+func TestRoles_O3_ContendOnlyAfterEveryStartHook(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "later hook succeeds", true: "later hook fails"}[fail], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lock := memLock(t)
+				var heldInHook bool
+				var billing leadership.Leadership
+				app := fx.New(fx.NopLogger, supplyLock(lock),
+					leadershipfx.Role("billing"),
+					fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+					fx.Invoke(func(lc fx.Lifecycle) {
+						lc.Append(fx.Hook{OnStart: func(context.Context) error {
+							time.Sleep(time.Minute)
+							heldInHook = held(t, lock, "billing")
+							if fail {
+								return errors.New("later hook failed")
+							}
+							return nil
+						}})
+					}),
+					leadershipfx.Module,
+				)
+				err := app.Start(context.Background())
+				if fail != (err != nil) {
+					t.Fatalf("Start: %v", err)
+				}
+				synctest.Wait()
+				if heldInHook {
+					t.Fatal("the role contended before a later OnStart hook returned")
+				}
+				if billing.IsLeader() == fail || billing.Term() != map[bool]uint64{false: 1, true: 0}[fail] {
+					t.Fatalf("leader=%t term=%d after a start that failed=%t", billing.IsLeader(), billing.Term(), fail)
+				}
+				_ = app.Stop(context.Background())
+			})
+		})
+	}
+}
+
+// TestRoles_O2_StuckReaderKeepsOnlyItsRole: a reader of billing that
+// ignores its ctx; on stop, reports is released at once, the reader is
+// named at Warn with its role, and billing's lease is kept until the
+// reader returns.
+func TestRoles_O2_StuckReaderKeepsOnlyItsRole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		core, logs := observer.New(zapcore.InfoLevel)
+		release := make(chan struct{})
+		var roles *leadershipfx.Roles
+		app := fxtest.New(t, supplyLock(lock), fx.Supply(zap.New(core)),
+			leadershipfx.Role("billing"),
+			leadershipfx.Role("reports"),
+			fx.Invoke(func(r *leadershipfx.Roles) error {
+				roles = r
+				return r.Go("billing", "orders", func(context.Context) { <-release })
+			}),
+			leadershipfx.Module,
+		)
+		app.RequireStart()
+		synctest.Wait()
+		if !held(t, lock, "billing") || !held(t, lock, "reports") {
+			t.Fatal("not leading both roles")
+		}
+		if got := strings.Join(roles.Declared(), ","); got != "billing,reports" {
+			t.Fatalf("Declared = %s", got)
+		}
+		stopped := make(chan error, 1)
+		go func() { stopped <- app.Stop(context.Background()) }()
+		synctest.Wait()
+		if held(t, lock, "reports") || !held(t, lock, "billing") {
+			t.Fatalf("at stop: reports held %t (want released at once), billing held %t (want kept)", held(t, lock, "reports"), held(t, lock, "billing"))
+		}
+		time.Sleep(leadershipfx.StopWarnAfter)
+		synctest.Wait()
+		w := logs.FilterMessage("LeaderWorkStillRunning").All()
+		if len(w) != 1 || w[0].ContextMap()["role"] != "billing" || w[0].ContextMap()["reader"] != "orders" {
+			t.Fatalf("warnings %v", w)
+		}
+		if !held(t, lock, "billing") {
+			t.Fatal("billing released while its reader runs (E11)")
+		}
+		close(release)
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if held(t, lock, "billing") {
+			t.Fatal("billing still held after its reader returned and the app stopped")
+		}
+	})
+}
+
+func TestRoles_O4_ReadableErrors(t *testing.T) {
+	long := strings.Repeat("r", 2000)
+	tests := []struct {
+		name string
+		opts []fx.Option
+		want func(t *testing.T, msg string)
+	}{
+		{"module missing", []fx.Option{leadershipfx.Role("billing")}, func(t *testing.T, msg string) {
+			if msg != `leadershipfx: role "billing": leadershipfx.Module is missing: add it to fx.New, last` {
+				t.Errorf("got %s", msg)
+			}
+		}},
+		{"module nested before the role", []fx.Option{fx.Module("infra", leadershipfx.Module), leadershipfx.Role("billing")}, func(t *testing.T, msg string) {
+			if msg != `leadershipfx: role "billing" is built after leadershipfx.Module's start hook: put leadershipfx.Module last in fx.New, at the top level` {
+				t.Errorf("got %s", msg)
+			}
+		}},
+		{"work for an undeclared role", []fx.Option{leadershipfx.Role("billing"),
+			fx.Invoke(func(r *leadershipfx.Roles) error { return r.Go("payroll", "x", func(context.Context) {}) }), leadershipfx.Module},
+			func(t *testing.T, msg string) {
+				if msg != `leadershipfx: work for role "payroll": no such role (declared: "billing"); add leadershipfx.Role("payroll")` {
+					t.Errorf("got %s", msg)
+				}
+			}},
+		{"very long role", []fx.Option{leadershipfx.Role(long), leadershipfx.Module}, func(t *testing.T, msg string) {
+			if !strings.HasPrefix(msg, "leadership: ") || strings.Contains(msg, "could not build") || strings.Contains(msg, "makeFuncStub") {
+				t.Errorf("not the HostLoom error first: %.300s", msg)
+			}
+			if strings.Contains(msg, long[:100]) || len(msg) > 400 {
+				t.Errorf("the long name is printed in full (%d bytes): %.500s", len(msg), msg)
+			}
+			if !strings.Contains(msg, "exceeds max_key_length 512") || !strings.Contains(msg, "2000 bytes") {
+				t.Errorf("no limit or length in %s", msg)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module}, tt.opts...)...).Err()
+			if err == nil {
+				t.Fatal("fx.New succeeded")
+			}
+			tt.want(t, err.Error())
+		})
+	}
+	// The elector's error stays matchable.
+	err := fx.New(fx.NopLogger, lockingfx.Module, leadershipfx.Role(long), leadershipfx.Module).Err()
+	if !errors.Is(err, locking.ErrInvalidKey) {
+		t.Errorf("errors.Is(ErrInvalidKey) false for %v", err)
+	}
+}
