@@ -1,0 +1,233 @@
+package leadership_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+// countingLock counts acquisition attempts and forwards everything else,
+// optional interfaces included, to the DistributedLock it embeds.
+type countingLock struct {
+	*locking.DistributedLock
+	attempts atomic.Int64
+}
+
+func (c *countingLock) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (locking.Lease, error) {
+	c.attempts.Add(1)
+	return c.DistributedLock.TryAcquireAs(ctx, key, d, owner)
+}
+
+// identities records what OnNewLeader reports.
+type identities struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func watchLeaders(e *leadership.Elector) *identities {
+	r := &identities{}
+	e.OnNewLeader(func(id string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.ids = append(r.ids, id)
+	})
+	return r
+}
+
+func (r *identities) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ids)
+}
+
+func TestElector_P2_EveryInstanceLearnsTheLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		a := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("a"))
+		b := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("b"))
+		seenA, seenB := watchLeaders(a), watchLeaders(b)
+		mustStart(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		if id, ok := b.Leader(); !ok || id != "a" {
+			t.Fatalf("candidate's Leader() = %q, %v; want a (learned without I/O)", id, ok)
+		}
+		if d := leadership.Describe(b); d.Leader != "a" {
+			t.Fatalf("Describe(b).Leader = %q", d.Leader)
+		}
+		mustStop(t, a) // graceful handover: b leads at once
+		synctest.Wait()
+		if id, ok := b.Leader(); !ok || id != "b" || !b.IsLeader() {
+			t.Fatalf("after the handover Leader() = %q, %v, IsLeader %v", id, ok, b.IsLeader())
+		}
+		if got := seenA.all(); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("OnNewLeader on a = %v, want [a]", got)
+		}
+		if got := seenB.all(); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("OnNewLeader on b = %v, want [a b] (never empty, once per change)", got)
+		}
+	})
+}
+
+func TestElector_P3_QuietCandidateSleepsUntilTheLearnedExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &countingLock{DistributedLock: memLock(t)}
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", lock, o, leadership.WithIdentity("a"))
+		mustStart(t, a)
+		synctest.Wait()
+		b := mustElector(t, "r", lock, o, leadership.WithIdentity("b"))
+		before := lock.attempts.Load()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// The RetryInterval cadence would be 30 attempts; the learned
+		// expiry (up to 15s) allows a handful.
+		if n := lock.attempts.Load() - before; n > 8 {
+			t.Fatalf("candidate made %d attempts in a minute with a live subscription", n)
+		}
+		// It still takes over at once on a release.
+		mustStop(t, a)
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("the quiet candidate did not take over on the release")
+		}
+	})
+}
+
+func TestElector_P3_CrashTakeoverAtTheLearnedExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		// A crashed holder: its lease runs out in 7s and nobody releases it.
+		if _, err := lock.TryAcquireAs(bg, "leader:r", 7*time.Second, "crashed"); err != nil {
+			t.Fatal(err)
+		}
+		e := mustElector(t, "r", lock, leadership.DefaultOptions())
+		start := time.Now()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		if err := e.WaitForLeadership(bg); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != 7*time.Second+2*time.Millisecond {
+			t.Fatalf("took over after %v, want at the expiry plus the 2ms wake margin", got)
+		}
+	})
+}
+
+func TestElector_P1_Participants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		a := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("a"))
+		b := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("b"))
+		started := time.Now()
+		mustStart(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		synctest.Wait()
+		ps, err := b.Participants(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(ps, func(x, y leadership.Participant) int { return cmpStr(x.Identity, y.Identity) })
+		want := []leadership.Participant{{Identity: "a", Leader: true, Since: started}, {Identity: "b", Since: started}}
+		if !slices.Equal(ps, want) {
+			t.Fatalf("Participants = %+v, want %+v", ps, want)
+		}
+		if err := a.Resign(bg); err != nil { // still a participant (P1 pinned)
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if ps, _ := b.Participants(bg); len(ps) != 2 {
+			t.Fatalf("after Resign: %+v, want both still registered", ps)
+		}
+		mustStop(t, a) // deregisters at once
+		ps, _ = b.Participants(bg)
+		if len(ps) != 1 || ps[0].Identity != "b" || !ps[0].Leader {
+			t.Fatalf("after a's Stop: %+v, want only b, leading", ps)
+		}
+		mustStop(t, b)
+	})
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Over a real redis-server: when the pub/sub connection is killed, the
+// candidate falls back to the RetryInterval cadence, and when it is back it
+// makes one immediate attempt (P3).
+func TestElector_P3_Redis_SubscriptionDropFallsBackAndRetriesOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	node := newRedisNode(t, srv)
+	lock := &countingLock{DistributedLock: node.lock}
+	o := leadership.DefaultOptions()
+	o.Lease, o.RenewInterval, o.RetryInterval = 20*time.Second, 5*time.Second, 300*time.Millisecond
+	a := mustElector(t, "p3", lock, o, leadership.WithIdentity("a"))
+	mustStart(t, a)
+	defer mustStop(t, a)
+	if err := a.WaitForLeadership(bg); err != nil {
+		t.Fatal(err)
+	}
+	b := mustElector(t, "p3", lock, o, leadership.WithIdentity("b"))
+	mustStart(t, b)
+	defer mustStop(t, b)
+	waitFor(t, func() bool { id, ok := b.Leader(); return ok && id == "a" })
+	// Quiet: with a live subscription and a 20s lease, no attempt for a
+	// while after the first refusal.
+	time.Sleep(time.Second)
+	quiet := lock.attempts.Load()
+	time.Sleep(1500 * time.Millisecond)
+	if n := lock.attempts.Load() - quiet; n != 0 {
+		t.Fatalf("%d attempts while quiet; want none before the learned expiry", n)
+	}
+	// Kill the pub/sub connections: the candidate learns the subscription
+	// dropped (and would retry on the 300ms cadence while it stays down),
+	// and tries once as soon as it is back (go-redis reconnects on its
+	// own): a release published meanwhile may have been lost.
+	if err := srv.Client(t).Do(bg, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return lock.attempts.Load()-quiet >= 1 })
+	if b.IsLeader() {
+		t.Fatal("two leaders")
+	}
+	// Back to quiet once the subscription is live again.
+	waitFor(t, func() bool {
+		n := lock.attempts.Load()
+		time.Sleep(1200 * time.Millisecond)
+		return lock.attempts.Load() == n
+	})
+	// A release still wakes it at once.
+	mustStop(t, a)
+	waitFor(t, b.IsLeader)
+}
+
+// waitFor polls cond for up to 10s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
