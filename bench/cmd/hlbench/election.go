@@ -184,6 +184,34 @@ func waitIdle(ctx context.Context, inflight *atomic.Int64) error {
 	return nil
 }
 
+// AcquireWith forwards the fenced acquisition (fences, holder identity,
+// participants) until dead.
+func (f *faultProvider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	if !enter(&f.dead, &f.inflight) {
+		return locking.AcquireResult{}, errCrashed
+	}
+	defer f.inflight.Add(-1)
+	return f.inner.AcquireWith(ctx, r)
+}
+
+// ExtendWith forwards the registering extension until dead.
+func (f *faultProvider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
+	if !enter(&f.dead, &f.inflight) {
+		return false, errCrashed
+	}
+	defer f.inflight.Add(-1)
+	return f.inner.ExtendWith(ctx, r)
+}
+
+// WatchEventsFunc forwards events while alive: a dead process hears nothing.
+func (f *faultProvider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+	return f.inner.WatchEventsFunc(key, func(e locking.Event) {
+		if !f.dead.Load() {
+			fn(e)
+		}
+	})
+}
+
 func (f *faultProvider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
 	if !enter(&f.dead, &f.inflight) {
 		return false, 0, errCrashed
