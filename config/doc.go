@@ -48,4 +48,6 @@
 // Keys lists every key with its type, default and environment variable;
 // docs/configuration.md is the human-readable reference and a test keeps
 // the two in sync.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package config

@@ -28,4 +28,6 @@
 //
 // Build does the same work without fx and returns a Built whose Close
 // releases what it opened.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package lockingfx

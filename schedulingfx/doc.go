@@ -36,4 +36,6 @@
 // elector releases the lease. A successor therefore never starts a job
 // while this instance's run of it is still going, provided the run honours
 // its context.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package schedulingfx

@@ -108,4 +108,6 @@
 //
 // Jobs reports, per job, the next slot, whether it runs, the last slot run
 // here and when, and the last outcome and error.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package scheduling
