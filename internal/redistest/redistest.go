@@ -411,10 +411,10 @@ func (s *Server) Relaunch() error {
 		s.proc.kill()
 		s.proc = nil
 	}
-	// The port was ours a moment ago; retry briefly in case the kernel has
-	// not released it yet.
+	// The port was ours a moment ago; retry for about two seconds in case
+	// the kernel has not released it yet.
 	var err error
-	for range 20 {
+	for range 40 {
 		var p *process
 		if p, err = s.launch(); err == nil {
 			s.proc = p
