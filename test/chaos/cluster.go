@@ -86,11 +86,6 @@ func (c *redisCluster) waitOK(ctx context.Context, timeout time.Duration) error 
 	return c.WaitHealthy(ctx)
 }
 
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
-}
-
 // nodeCmd runs one command on one node and returns its reply as text.
 func nodeCmd(ctx context.Context, addr string, args ...any) (string, error) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
