@@ -198,3 +198,36 @@ func TestLaunchSentinel_Options(t *testing.T) {
 		t.Fatalf("LaunchSentinel with a bad master = %v, want an error naming it", err)
 	}
 }
+
+// TestStart_RunsTheSelectedBinary checks that the server a test gets is the
+// binary HOSTLOOM_REDIS_SERVER names (CI runs the Redis tests a second time
+// with it set to valkey-server), by asking the server for its executable.
+func TestStart_RunsTheSelectedBinary(t *testing.T) {
+	bin, err := redistest.ServerBinary()
+	if errors.Is(err, redistest.ErrNoServer) && !redistest.Required() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(redistest.ServerEnv, bin)
+	s := redistest.Start(t)
+	info, err := s.Client(t).Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if exe, ok := strings.CutPrefix(strings.TrimSpace(line), "executable:"); ok {
+			if got, err := filepath.EvalSymlinks(exe); err != nil || got != want {
+				t.Fatalf("server executable = %q (%v), want %q", exe, err, want)
+			}
+			t.Logf("%s: %s", redistest.ServerEnv, bin)
+			return
+		}
+	}
+	t.Fatalf("INFO server has no executable field:\n%s", info)
+}

@@ -77,6 +77,11 @@ func find(env string, notFound error, names ...string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("redistest: %s=%q: %w", env, v, err)
 		}
+		// Absolute: the server runs in its own directory, where a relative
+		// path (../shared/bin/valkey-server) would not resolve.
+		if bin, err = filepath.Abs(bin); err != nil {
+			return "", fmt.Errorf("redistest: %s=%q: %w", env, v, err)
+		}
 		return bin, nil
 	}
 	for _, n := range names {
@@ -178,8 +183,8 @@ func launchNew(o Options, config func(port int) string) (*Server, error) {
 	var err error
 	if bin == "" {
 		bin, err = lookPath()
-	} else {
-		bin, err = exec.LookPath(bin)
+	} else if bin, err = exec.LookPath(bin); err == nil {
+		bin, err = filepath.Abs(bin)
 	}
 	if err != nil {
 		return nil, err
