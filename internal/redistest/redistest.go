@@ -317,8 +317,9 @@ func (s *Server) logTail() string {
 }
 
 // WaitPing polls addr with a raw PING until it answers PONG, until exited
-// is closed (the server process ended), or for 10 seconds. Harnesses that
-// run their own redis-server processes (test/chaos) use it too.
+// is closed (the server process ended), or for 10 seconds. The launcher
+// waits with it; it is exported for code that waits on a server it did not
+// start here.
 func WaitPing(addr string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
