@@ -97,4 +97,6 @@
 // # Logging
 //
 // ZapEventLogger sends fx's own event log to the app's *zap.Logger.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package leadershipfx

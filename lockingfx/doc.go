@@ -50,4 +50,6 @@
 //
 // Build does the same work without fx, contacting no server, and returns a
 // Built whose Close releases what it opened.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package lockingfx

@@ -43,4 +43,6 @@
 // has run) and its role keeps the lease until the run returns or the
 // process exits; the other roles release at once. A successor therefore
 // never starts a job while this instance's run of it is still going.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package schedulingfx

@@ -145,7 +145,7 @@ func (o ChannelOptions) Validate() error {
 func (o ChannelOptions) problems() []error {
 	var errs []error
 	if o.Capacity <= 0 {
-		errs = append(errs, fmt.Errorf("Capacity %d: must be > 0", o.Capacity))
+		errs = append(errs, fmt.Errorf("capacity %d: must be > 0", o.Capacity))
 	}
 	if o.FullMode < Wait || o.FullMode > DropOldest {
 		errs = append(errs, fmt.Errorf("FullMode %d: want Wait, DropWrite, DropNewest or DropOldest", int(o.FullMode)))

@@ -14,9 +14,9 @@ import (
 
 // chanBenchItem is a non-pointer payload of a realistic size.
 type chanBenchItem struct {
-	id    int64
-	value float64
-	kind  [16]byte
+	id int64
+	_  float64  // value
+	_  [16]byte // kind
 }
 
 // BenchmarkChannel compares a leader's Write+Read with a plain buffered Go

@@ -65,7 +65,7 @@ func ExampleNewChannel_badOptions() {
 	o.Capacity = 0
 	_, err := leadership.NewChannel[int]("jobs", leadershiptest.NewFake("r"), o)
 	fmt.Println(err)
-	// Output: leadership: invalid channel options: channel "jobs": Capacity 0: must be > 0
+	// Output: leadership: invalid channel options: channel "jobs": capacity 0: must be > 0
 }
 
 func ExampleParseFullMode() {

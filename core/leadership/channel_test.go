@@ -134,15 +134,15 @@ func TestNewChannel_BadInput(t *testing.T) {
 		edit  func(*leadership.ChannelOptions)
 		want  []string // substrings naming the field and value
 	}{
-		{"zero capacity", "c", fake, func(o *leadership.ChannelOptions) { o.Capacity = 0 }, []string{"Capacity 0"}},
-		{"negative capacity", "c", fake, func(o *leadership.ChannelOptions) { o.Capacity = -3 }, []string{"Capacity -3"}},
+		{"zero capacity", "c", fake, func(o *leadership.ChannelOptions) { o.Capacity = 0 }, []string{"capacity 0"}},
+		{"negative capacity", "c", fake, func(o *leadership.ChannelOptions) { o.Capacity = -3 }, []string{"capacity -3"}},
 		{"zero full mode", "c", fake, func(o *leadership.ChannelOptions) { o.FullMode = 0 }, []string{"FullMode 0"}},
 		{"unknown full mode", "c", fake, func(o *leadership.ChannelOptions) { o.FullMode = 9 }, []string{"FullMode 9"}},
 		{"negative interval", "c", fake, func(o *leadership.ChannelOptions) { o.DropReportInterval = -time.Second }, []string{"DropReportInterval -1s"}},
 		{"nil leadership", "c", nil, func(*leadership.ChannelOptions) {}, []string{"Leadership <nil>"}},
 		{"empty name", "", fake, func(*leadership.ChannelOptions) {}, []string{`name ""`}},
 		{"all at once", "", nil, func(o *leadership.ChannelOptions) { *o = leadership.ChannelOptions{DropReportInterval: -1} },
-			[]string{`name ""`, "Leadership <nil>", "Capacity 0", "FullMode 0", "DropReportInterval -1ns"}},
+			[]string{`name ""`, "Leadership <nil>", "capacity 0", "FullMode 0", "DropReportInterval -1ns"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

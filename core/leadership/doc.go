@@ -151,4 +151,6 @@
 // role, MetricTransitions by reason, MetricRenewals by outcome,
 // MetricRenewalDuration, MetricAcquireAttempts by outcome, and the spans
 // SpanAcquire, SpanRenew and SpanRelease.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package leadership

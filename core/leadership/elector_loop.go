@@ -67,10 +67,7 @@ type outcome struct {
 	granted time.Duration // opAcquire, opRenew: what the backend granted
 	fence   uint64        // opAcquire: the lease's fence
 
-	// opWatch: the subscription.
-	released  <-chan struct{}
-	events    <-chan locking.Event
-	stopWatch func()
+	stopWatch func() // opWatch: ends the subscription
 }
 
 // loop is the elector's state machine. It owns the term: the lease, the

@@ -186,4 +186,6 @@
 // Jobs reports, per job, the next slot, whether it runs, the last slot run
 // here and when, the last outcome and error, and the paused state. A run's
 // ctx tells the job its slot (SlotFrom) and attempt (AttemptFrom).
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package scheduling

@@ -11,6 +11,19 @@
 // Sentinel (redis-server --sentinel) monitoring a Server, and
 // FailoverClient connects through it.
 //
+// # One launcher
+//
+// Launch, LaunchCluster and LaunchSentinel are the same launcher for code
+// without a testing.TB, with options: extra server arguments (a replica's
+// --replicaof, a benchmark's --maxclients), a directory kept for a
+// post-mortem, clusters with replicas and a node timeout, Sentinel quorum
+// and timeouts. The unit tests, the benchmark harness (bench/, a module
+// of its own that replaces this one with its checkout) and the chaos
+// harness (test/chaos) all start their servers through this package, so a
+// server binary chosen once (see Valkey) applies to all of them.
+// Server.Relaunch, Kill and Signal inject faults: a restart with an empty
+// data set on the same port, a crash, a frozen process.
+//
 // # Missing redis-server
 //
 // When no server binary is found, Start skips the test with a clear

@@ -2,9 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,89 +22,20 @@ func StartClusterWithReplicas(tb testing.TB, masters, replicas int) *Cluster {
 		tb.Fatalf("redistest: StartClusterWithReplicas needs at least 3 masters and 1 replica each, got %d and %d", masters, replicas)
 	}
 	bin := requireBinary(tb)
-	cli, err := find(CLIEnv, errors.New("redistest: redis-cli not found on PATH"), "redis-cli", "valkey-cli")
-	if err != nil {
+	if _, err := CLIBinary(); err != nil {
 		if Required() {
 			tb.Fatalf("%v (the Redis tests are required here)", err)
 		}
 		tb.Skip("redis-cli not found: install redis-tools to run the Redis Cluster tests")
 	}
-	c := &Cluster{}
-	tb.Cleanup(c.Stop)
-	total := masters * (1 + replicas)
-	for range total {
-		s, err := start(bin, []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000",
-		}, true)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		c.nodes = append(c.nodes, s)
-	}
-	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	out, err := exec.Command(cli, args...).CombinedOutput()
+	c, err := LaunchCluster(ClusterOptions{Masters: masters, ReplicasPerMaster: replicas, Bin: bin})
 	if err != nil {
-		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
-	}
-	if err := c.waitConverged(masters, total); err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(c.Stop)
 	return c
 }
 
-// waitConverged polls every node until it reports cluster_state:ok with
-// total known nodes and masters shards, and every replica's master link is
-// up.
-func (c *Cluster) waitConverged(masters, total int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	want := []string{
-		"cluster_state:ok",
-		"cluster_slots_ok:16384",
-		"cluster_known_nodes:" + strconv.Itoa(total),
-		"cluster_size:" + strconv.Itoa(masters),
-	}
-	var last string
-	for {
-		ready := true
-	nodes:
-		for _, n := range c.nodes {
-			cl := n.NewClient()
-			info, err := cl.ClusterInfo(ctx).Result()
-			repl, rerr := cl.Info(ctx, "replication").Result()
-			_ = cl.Close()
-			switch {
-			case err != nil || rerr != nil:
-				last = fmt.Sprintf("%s: %v %v", n.Addr(), err, rerr)
-				ready = false
-				break nodes
-			case strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up"):
-				last = fmt.Sprintf("%s: replica link not up:\n%s", n.Addr(), repl)
-				ready = false
-				break nodes
-			}
-			for _, w := range want {
-				if !strings.Contains(info, w) {
-					last = fmt.Sprintf("%s: missing %s in:\n%s", n.Addr(), w, info)
-					ready = false
-					break nodes
-				}
-			}
-		}
-		if ready {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redistest: cluster not converged after %v: %s", clusterTimeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // NodeByAddr returns the node listening on addr (host:port), or nil.
 func (c *Cluster) NodeByAddr(addr string) *Server {

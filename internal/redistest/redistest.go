@@ -77,6 +77,11 @@ func find(env string, notFound error, names ...string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("redistest: %s=%q: %w", env, v, err)
 		}
+		// Absolute: the server runs in its own directory, where a relative
+		// path (../shared/bin/valkey-server) would not resolve.
+		if bin, err = filepath.Abs(bin); err != nil {
+			return "", fmt.Errorf("redistest: %s=%q: %w", env, v, err)
+		}
 		return bin, nil
 	}
 	for _, n := range names {
@@ -109,7 +114,7 @@ func requireBinary(tb testing.TB) string {
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	bin := requireBinary(tb)
-	s, err := start(bin, nil, false)
+	s, err := Launch(Options{Bin: bin})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -122,43 +127,91 @@ func Start(tb testing.TB) *Server {
 // safe to call more than once. err wraps ErrNoServer when redis-server is not
 // on PATH; the caller decides whether to skip (see Required).
 func StartMain() (s *Server, stop func(), err error) {
-	bin, err := lookPath()
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err = start(bin, nil, false)
+	s, err = Launch(Options{})
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, s.Stop, nil
 }
 
-// start picks a free port and launches a server on it, retrying when another
-// process took the port in between.
-func start(bin string, extra []string, clusterPort bool) (*Server, error) {
-	return startWith(bin, extra, clusterPort, nil)
+// Options configure a server started by Launch. The zero value is what
+// Start uses.
+type Options struct {
+	// Bin is the server binary, a path or a name looked up on PATH. Empty
+	// (the default) means ServerBinary: HOSTLOOM_REDIS_SERVER, else
+	// redis-server, else valkey-server.
+	Bin string
+	// Args are appended to the server's command line, for example
+	// "--replicaof", host, port or "--maxclients", "20000".
+	Args []string
+	// ClusterBus also requires the cluster bus port (port+10000) to be
+	// free, for a node started with "--cluster-enabled", "yes".
+	ClusterBus bool
+	// Dir, when set, is the directory under which the server gets a
+	// directory of its own (log, cluster config), kept after Stop for a
+	// post-mortem. Empty (the default) means a temporary directory that
+	// Stop removes.
+	Dir string
 }
 
-// startWith is start with a function that returns the config file of the
-// server on a given port ("" for none).
-func startWith(bin string, extra []string, clusterPort bool, config func(port int) string) (*Server, error) {
+// Launch starts a redis-server on 127.0.0.1 at a random free port with
+// persistence off, and waits until it answers PING. It is the launcher
+// behind Start, for code without a testing.TB (TestMain, benchmarks, the
+// chaos harness); the caller stops the server. err wraps ErrNoServer when
+// no server binary is found.
+func Launch(o Options) (*Server, error) {
+	return launchNew(o, nil)
+}
+
+// ServerBinary returns the path of the server binary the launcher uses:
+// HOSTLOOM_REDIS_SERVER when set, else redis-server, else valkey-server on
+// PATH. err wraps ErrNoServer when none is found; a HOSTLOOM_REDIS_SERVER
+// that does not name an executable is a different error.
+func ServerBinary() (string, error) { return lookPath() }
+
+// CLIBinary returns the path of the CLI used to create clusters:
+// HOSTLOOM_REDIS_CLI when set, else redis-cli, else valkey-cli on PATH.
+func CLIBinary() (string, error) {
+	return find(CLIEnv, errors.New("redistest: redis-cli not found on PATH: install redis-tools for the Redis Cluster tests"), "redis-cli", "valkey-cli")
+}
+
+// launchNew picks a free port and launches a server on it, retrying when
+// another process took the port in between. config, when not nil, returns
+// the config file of the server on a given port (Sentinel).
+func launchNew(o Options, config func(port int) string) (*Server, error) {
+	bin := o.Bin
+	var err error
+	if bin == "" {
+		bin, err = lookPath()
+	} else if bin, err = exec.LookPath(bin); err == nil {
+		bin, err = filepath.Abs(bin)
+	}
+	if err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for range 5 {
-		port, err := freePort(clusterPort)
+		port, err := freePort(o.ClusterBus)
 		if err != nil {
 			return nil, err
 		}
-		dir, err := os.MkdirTemp("", "redistest-")
+		var dir string
+		if o.Dir == "" {
+			dir, err = os.MkdirTemp("", "redistest-")
+		} else {
+			dir = filepath.Join(o.Dir, "redis-"+strconv.Itoa(port))
+			err = os.MkdirAll(dir, 0o700)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("redistest: temp dir: %w", err)
+			return nil, fmt.Errorf("redistest: server dir: %w", err)
 		}
 		s := &Server{
 			bin:      bin,
 			port:     port,
 			addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 			dir:      dir,
-			ownDir:   true,
-			extraArg: extra,
+			ownDir:   o.Dir == "",
+			extraArg: append([]string(nil), o.Args...),
 		}
 		if config != nil {
 			s.config = config(port)
@@ -169,7 +222,9 @@ func startWith(bin string, extra []string, clusterPort bool, config func(port in
 			return s, nil
 		}
 		lastErr = err
-		_ = os.RemoveAll(dir)
+		if s.ownDir {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	return nil, lastErr
 }
@@ -262,8 +317,9 @@ func (s *Server) logTail() string {
 }
 
 // WaitPing polls addr with a raw PING until it answers PONG, until exited
-// is closed (the server process ended), or for 10 seconds. Harnesses that
-// run their own redis-server processes (test/chaos) use it too.
+// is closed (the server process ended), or for 10 seconds. The launcher
+// waits with it; it is exported for code that waits on a server it did not
+// start here.
 func WaitPing(addr string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
@@ -345,22 +401,26 @@ func (s *Server) Kill() {
 // server does not answer PING.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	if err := s.restart(); err != nil {
+	if err := s.Relaunch(); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func (s *Server) restart() error {
+// Relaunch is Restart for code without a testing.TB (the chaos harness):
+// it kills the server if it runs and starts an empty one on the same port
+// and with the same directory, and returns an error when the new server
+// does not answer PING.
+func (s *Server) Relaunch() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc != nil {
 		s.proc.kill()
 		s.proc = nil
 	}
-	// The port was ours a moment ago; retry briefly in case the kernel has
-	// not released it yet.
+	// The port was ours a moment ago; retry for about two seconds in case
+	// the kernel has not released it yet.
 	var err error
-	for range 20 {
+	for range 40 {
 		var p *process
 		if p, err = s.launch(); err == nil {
 			s.proc = p
@@ -370,6 +430,21 @@ func (s *Server) restart() error {
 	}
 	return err
 }
+
+// Signal sends sig to the running server, for example SIGSTOP to freeze
+// it and SIGCONT to resume it. It is an error when the server is down.
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return fmt.Errorf("redistest: server on %s is not running", s.addr)
+	}
+	return s.proc.cmd.Process.Signal(sig)
+}
+
+// Dir is the server's working directory: its log (server.log) and, in
+// cluster mode, its cluster config.
+func (s *Server) Dir() string { return s.dir }
 
 // Stop ends the server (SIGTERM, then SIGKILL after five seconds), waits for
 // it and removes its directory. It is safe to call more than once.
@@ -407,13 +482,28 @@ func (s *Server) Running() bool {
 	}
 }
 
-// Cluster is a Redis Cluster of masters without replicas, each a Server.
+// Cluster is a Redis Cluster, each node a Server.
 type Cluster struct {
-	nodes []*Server
+	nodes   []*Server
+	masters int
 }
 
 // clusterTimeout bounds how long a new cluster may take to converge.
 const clusterTimeout = 30 * time.Second
+
+// ClusterOptions configure a cluster started by LaunchCluster.
+type ClusterOptions struct {
+	// Masters is the number of masters, at least 3 (redis-cli --cluster
+	// create demands it).
+	Masters int
+	// ReplicasPerMaster is the number of replicas of each master (0: none).
+	ReplicasPerMaster int
+	// NodeTimeout is cluster-node-timeout: how long a master may be
+	// unreachable before a replica is promoted. Zero means 5s.
+	NodeTimeout time.Duration
+	// Bin and Dir are as in Options.
+	Bin, Dir string
+}
 
 // StartCluster launches masters cluster-mode servers (at least 3, as
 // redis-cli --cluster create demands), joins them with redis-cli --cluster
@@ -425,89 +515,139 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 		tb.Fatalf("redistest: StartCluster needs at least 3 masters, got %d", masters)
 	}
 	bin := requireBinary(tb)
-	cli, err := find(CLIEnv, errors.New("redistest: redis-cli not found on PATH"), "redis-cli", "valkey-cli")
-	if err != nil {
+	if _, err := CLIBinary(); err != nil {
 		if Required() {
 			tb.Fatalf("%v (the Redis tests are required here)", err)
 		}
 		tb.Skip("redis-cli not found: install redis-tools to run the Redis Cluster tests")
 	}
-	c := &Cluster{}
+	c, err := LaunchCluster(ClusterOptions{Masters: masters, Bin: bin})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(c.Stop)
-	for range masters {
-		s, err := start(bin, []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000",
-		}, true)
+	return c
+}
+
+// LaunchCluster starts a Redis Cluster of o.Masters masters with
+// o.ReplicasPerMaster replicas each, joined with redis-cli --cluster create
+// (see CLIBinary), and waits until it is healthy (see WaitHealthy). It is
+// StartCluster for code without a testing.TB; the caller stops the
+// cluster. err wraps ErrNoServer when no server binary is found.
+func LaunchCluster(o ClusterOptions) (*Cluster, error) {
+	if o.Masters < 3 {
+		return nil, fmt.Errorf("redistest: a cluster needs at least 3 masters, got %d", o.Masters)
+	}
+	if o.ReplicasPerMaster < 0 {
+		return nil, fmt.Errorf("redistest: ReplicasPerMaster %d is negative", o.ReplicasPerMaster)
+	}
+	timeout := o.NodeTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	cli, err := CLIBinary()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{masters: o.Masters}
+	for range o.Masters * (1 + o.ReplicasPerMaster) {
+		s, err := Launch(Options{
+			Bin: o.Bin,
+			Dir: o.Dir,
+			Args: []string{
+				"--cluster-enabled", "yes",
+				"--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10),
+			},
+			ClusterBus: true,
+		})
 		if err != nil {
-			tb.Fatal(err)
+			c.Stop()
+			return nil, err
 		}
 		c.nodes = append(c.nodes, s)
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-yes")
-	out, err := exec.Command(cli, args...).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	args = append(args, "--cluster-replicas", strconv.Itoa(o.ReplicasPerMaster), "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %w\n%s", err, out)
 	}
-	if err := c.waitOK(masters); err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
-// waitOK polls CLUSTER INFO on every node until all agree the cluster is
-// whole.
-func (c *Cluster) waitOK(masters int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
+	if err := c.WaitHealthy(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// WaitHealthy polls every node until all agree the cluster is whole — state
+// ok, every slot served, every node known, as many shards as masters — and
+// every replica's link to its master is up (a replica that has not synced
+// cannot be promoted). It returns an error saying what is missing when ctx
+// ends first.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	clients := make([]*redis.Client, len(c.nodes))
 	for i, n := range c.nodes {
-		clients[i] = n.NewClient()
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
 		defer clients[i].Close()
 	}
 	want := []string{
 		"cluster_state:ok",
 		"cluster_slots_ok:16384",
-		"cluster_known_nodes:" + strconv.Itoa(masters),
-		"cluster_size:" + strconv.Itoa(masters),
+		"cluster_known_nodes:" + strconv.Itoa(len(c.nodes)),
+		"cluster_size:" + strconv.Itoa(c.masters),
 	}
 	var last string
 	for {
-		ready := true
-		for i, cl := range clients {
-			info, err := cl.ClusterInfo(ctx).Result()
-			if err != nil {
-				last = fmt.Sprintf("%s: %v", c.nodes[i].Addr(), err)
-				ready = false
-				break
-			}
-			for _, w := range want {
-				if !strings.Contains(info, w) {
-					last = fmt.Sprintf("%s: missing %s in:\n%s", c.nodes[i].Addr(), w, info)
-					ready = false
-					break
-				}
-			}
-			if !ready {
-				break
-			}
-		}
-		if ready {
+		if last = c.unhealthy(ctx, clients, want); last == "" {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: cluster not ready after %v: %s", clusterTimeout, last)
+			return fmt.Errorf("redistest: cluster not healthy: %s (%w)", last, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
+// unhealthy returns why the cluster is not healthy, "" when it is.
+func (c *Cluster) unhealthy(ctx context.Context, clients []*redis.Client, want []string) string {
+	for i, cl := range clients {
+		info, err := cl.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Sprintf("%s: %v", c.nodes[i].Addr(), err)
+		}
+		for _, w := range want {
+			if !strings.Contains(info, w) {
+				return fmt.Sprintf("%s: missing %s in:\n%s", c.nodes[i].Addr(), w, info)
+			}
+		}
+		repl, err := cl.Info(ctx, "replication").Result()
+		if err != nil {
+			return fmt.Sprintf("%s: %v", c.nodes[i].Addr(), err)
+		}
+		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+			return fmt.Sprintf("%s: replica not in sync with its master", c.nodes[i].Addr())
+		}
+	}
+	return ""
+}
+
 // Nodes returns the cluster's servers.
 func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
+
+// Node returns the node listening on addr, or nil.
+func (c *Cluster) Node(addr string) *Server {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
 
 // Addrs returns the host:port of every node.
 func (c *Cluster) Addrs() []string {
@@ -537,6 +677,54 @@ func (c *Cluster) Stop() {
 // SentinelMaster is the master name StartSentinel monitors.
 const SentinelMaster = "hostloom"
 
+// SentinelOptions configure a Sentinel started by LaunchSentinel.
+type SentinelOptions struct {
+	// Master is the monitored master's host:port.
+	Master string
+	// Name is the master's name (default SentinelMaster).
+	Name string
+	// Quorum is how many sentinels must agree the master is down
+	// (default 1).
+	Quorum int
+	// DownAfter is down-after-milliseconds (default 1s).
+	DownAfter time.Duration
+	// FailoverTimeout is failover-timeout (default: Sentinel's own, 3m).
+	FailoverTimeout time.Duration
+	// Bin and Dir are as in Options.
+	Bin, Dir string
+}
+
+// LaunchSentinel starts a Redis Sentinel (the server binary with
+// --sentinel) on a random free port monitoring o.Master. It returns once
+// the Sentinel answers PING; it does not wait for the Sentinel to discover
+// replicas or other sentinels. The caller stops it.
+func LaunchSentinel(o SentinelOptions) (*Server, error) {
+	host, port, err := net.SplitHostPort(o.Master)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: sentinel master %q: %w", o.Master, err)
+	}
+	name := o.Name
+	if name == "" {
+		name = SentinelMaster
+	}
+	quorum := o.Quorum
+	if quorum <= 0 {
+		quorum = 1
+	}
+	downAfter := o.DownAfter
+	if downAfter <= 0 {
+		downAfter = time.Second
+	}
+	return launchNew(Options{Bin: o.Bin, Dir: o.Dir}, func(p int) string {
+		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s %s %s %d\nsentinel down-after-milliseconds %s %d\n",
+			p, name, host, port, quorum, name, downAfter.Milliseconds())
+		if o.FailoverTimeout > 0 {
+			conf += fmt.Sprintf("sentinel failover-timeout %s %d\n", name, o.FailoverTimeout.Milliseconds())
+		}
+		return conf
+	})
+}
+
 // StartSentinel launches a Redis Sentinel (redis-server --sentinel) on a
 // random free port monitoring master under the name SentinelMaster with a
 // quorum of 1, and waits until it reports master's address. It stops when
@@ -544,10 +732,7 @@ const SentinelMaster = "hostloom"
 func StartSentinel(tb testing.TB, master *Server) *Server {
 	tb.Helper()
 	bin := requireBinary(tb)
-	s, err := startWith(bin, nil, false, func(port int) string {
-		return fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n",
-			port, SentinelMaster, master.Port(), SentinelMaster)
-	})
+	s, err := LaunchSentinel(SentinelOptions{Master: master.Addr(), Bin: bin})
 	if err != nil {
 		tb.Fatal(err)
 	}

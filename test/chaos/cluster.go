@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/internal/redistest"
 )
 
 // ClusterFaults are the fault kinds of a run over Redis Cluster.
@@ -59,7 +59,7 @@ func (s *FailoverStats) fill(rep *Report) {
 
 // redisCluster is 3 masters with one replica each, on loopback.
 type redisCluster struct {
-	nodes []*RedisServer
+	*redistest.Cluster
 }
 
 // clusterNodeTimeout is cluster-node-timeout: how long a master may be
@@ -67,89 +67,23 @@ type redisCluster struct {
 const clusterNodeTimeout = 1000 * time.Millisecond
 
 func startCluster(dir string) (*redisCluster, error) {
-	cli, err := exec.LookPath("redis-cli")
+	c, err := redistest.LaunchCluster(redistest.ClusterOptions{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: clusterNodeTimeout, Dir: dir})
 	if err != nil {
-		return nil, errors.New("chaos: redis-cli not found on PATH: install redis-tools for the cluster run")
+		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	c := &redisCluster{}
-	for range 6 {
-		s, err := StartRedis(dir, true, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())))
-		if err != nil {
-			c.stop()
-			return nil, err
-		}
-		c.nodes = append(c.nodes, s)
-	}
-	args := append([]string{"--cluster", "create"}, c.addrs()...)
-	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("chaos: redis-cli --cluster create: %w\n%s", err, out)
-	}
-	if err := c.waitOK(context.Background(), 6, 30*time.Second); err != nil {
-		c.stop()
-		return nil, err
-	}
-	return c, nil
+	return &redisCluster{c}, nil
 }
 
-func (c *redisCluster) addrs() []string {
-	a := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		a[i] = n.Addr()
-	}
-	return a
-}
+func (c *redisCluster) addrs() []string { return c.Addrs() }
 
-func (c *redisCluster) stop() {
-	for _, n := range c.nodes {
-		n.Stop()
-	}
-}
+func (c *redisCluster) stop() { c.Stop() }
 
-func (c *redisCluster) node(addr string) *RedisServer {
-	for _, n := range c.nodes {
-		if n.Addr() == addr {
-			return n
-		}
-	}
-	return nil
-}
-
-// waitOK waits until every node reports cluster_state:ok and knows want
-// nodes, and every replica's link to its master is up (a replica that has
-// not synced yet cannot be promoted).
-func (c *redisCluster) waitOK(ctx context.Context, want int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok := true
-		for _, n := range c.nodes {
-			info, err := nodeCmd(ctx, n.Addr(), "CLUSTER", "INFO")
-			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(want)) {
-				ok = false
-				last = fmt.Sprintf("%s: %v %s", n.Addr(), err, firstLine(info))
-				break
-			}
-			repl, err := nodeCmd(ctx, n.Addr(), "INFO", "replication")
-			if err != nil || (strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up")) {
-				ok = false
-				last = fmt.Sprintf("%s: replica not in sync (%v)", n.Addr(), err)
-				break
-			}
-		}
-		if ok {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("chaos: cluster not ok after %v: %s", timeout, last)
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
+// waitOK waits until the cluster is whole again and every replica is in
+// sync (a replica that has not synced cannot be promoted), or timeout.
+func (c *redisCluster) waitOK(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.WaitHealthy(ctx)
 }
 
 // nodeCmd runs one command on one node and returns its reply as text.
@@ -194,7 +128,7 @@ func (c *redisCluster) topology(ctx context.Context, from string) ([]clusterNode
 func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 	var topo []clusterNode
 	var err error
-	for _, n := range r.cluster.nodes {
+	for _, n := range r.cluster.Nodes() {
 		if topo, err = r.cluster.topology(ctx, n.Addr()); err == nil {
 			break
 		}
@@ -240,11 +174,11 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 		}
 	case FaultKillMaster:
 		r.stats.KilledMasters++
-		node := r.cluster.node(masterAddr)
+		node := r.cluster.Node(masterAddr)
 		node.Kill()
 		defer func() {
 			// The old master comes back empty and rejoins as a replica.
-			if err := node.Restart(); err != nil {
+			if err := node.Relaunch(); err != nil {
 				r.logf("chaos: restart %s: %v", masterAddr, err)
 			}
 		}()
@@ -281,7 +215,7 @@ func (r *run) settle(ctx context.Context) {
 	var err error
 	switch {
 	case r.cluster != nil:
-		err = r.cluster.waitOK(ctx, 6, 30*time.Second)
+		err = r.cluster.waitOK(ctx, 30*time.Second)
 	case r.sentinel != nil:
 		err = r.sentinel.waitReady(ctx, 30*time.Second)
 	}

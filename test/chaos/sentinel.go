@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/internal/redistest"
 )
 
 // Sentinel fault kinds.
@@ -53,12 +55,13 @@ func startSentinelSet(dir string) (*redisSentinel, error) {
 	}
 	rs.data = append(rs.data, replica)
 	for range 3 {
-		s, err := startSentinel(dir, SentinelMaster, master.Addr())
+		s, err := redistest.LaunchSentinel(redistest.SentinelOptions{Master: master.Addr(), Name: SentinelMaster, Quorum: 2,
+			DownAfter: sentinelDownAfter, FailoverTimeout: 10 * time.Second, Dir: dir})
 		if err != nil {
 			rs.stop()
 			return nil, err
 		}
-		rs.sentinels = append(rs.sentinels, s)
+		rs.sentinels = append(rs.sentinels, &RedisServer{srv: s})
 	}
 	if err := rs.waitReady(context.Background(), 30*time.Second); err != nil {
 		rs.stop()

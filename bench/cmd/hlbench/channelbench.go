@@ -9,11 +9,12 @@ import (
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 )
 
-// item is a small non-pointer payload.
+// item is a small non-pointer payload of 32 bytes; the blank fields only
+// give it its size.
 type item struct {
-	id    int64
-	value float64
-	kind  [16]byte
+	id int64
+	_  float64
+	_  [16]byte
 }
 
 // chanResult is one channel benchmark, median over the repeats.

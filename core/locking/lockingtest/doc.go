@@ -40,4 +40,6 @@
 // with short leases (Config.Short, 50ms by default); no check asserts on how
 // fast anything is, only on what happens, with generous timeouts that fail
 // a broken backend instead of hanging.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package lockingtest
