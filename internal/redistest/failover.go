@@ -36,7 +36,6 @@ func StartClusterWithReplicas(tb testing.TB, masters, replicas int) *Cluster {
 	return c
 }
 
-
 // NodeByAddr returns the node listening on addr (host:port), or nil.
 func (c *Cluster) NodeByAddr(addr string) *Server {
 	for _, n := range c.nodes {
