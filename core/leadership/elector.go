@@ -150,12 +150,12 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		e.log = s.logger.With(zap.String("role", role), zap.String("lock_key", key), zap.String("identity", e.identity))
 	}
 	e.notes.log = e.log
-	e.tel = newElectorTelemetry(s, role, key)
+	e.tel = newElectorTelemetry(s, role, key, e.identity)
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrNotLeader)
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
 	e.observed.Store(&observation{})
-	e.tel.leader(false)
+	e.tel.leader(false, 0)
 	if e.capped {
 		e.log.Warn("LeadershipLeaseCapped",
 			zap.Duration("lease", opts.Lease), zap.Duration("max_lease", e.opts.Lease),
@@ -435,6 +435,7 @@ func (e *Elector) Participants(ctx context.Context) (ps []Participant, err error
 		return nil, fmt.Errorf("leadership: role %q: participants: %w", e.role, err)
 	}
 	leader, _ := e.Leader() // what this instance learned: no second round trip
+	e.tel.participants(len(list))
 	ps = make([]Participant, 0, len(list))
 	for _, p := range list {
 		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Owner == leader, Since: p.Since})

@@ -104,6 +104,12 @@ type loop struct {
 	live          bool // the event subscription is live (P3)
 	subscriptions int  // EventSubscribed seen so far
 	announced     string
+
+	// When the role became free as this instance learned it, for the
+	// handover metric (O6): "handover" from a release notification,
+	// "takeover" from the expiry of the holder's lease.
+	freeSince time.Time
+	freeKind  string
 }
 
 // msgKind is the kind of a message to the machine.
@@ -412,6 +418,7 @@ func (l *loop) acquired(o outcome) {
 		next := retry
 		if held != nil && held.Remaining > 0 {
 			l.observe(held.Owner, now.Add(held.Remaining))
+			l.freeSince, l.freeKind = now.Add(held.Remaining), "takeover"
 			if l.live {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
@@ -535,8 +542,12 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
 	close(old.led)
 	l.lease = lease
-	e.tel.leader(true)
+	e.tel.leader(true, fence)
 	e.tel.transition(Acquired)
+	if !l.freeSince.IsZero() && !now.Before(l.freeSince) {
+		e.tel.leaderless(l.freeKind, now.Sub(l.freeSince))
+	}
+	l.freeSince = time.Time{}
 	e.notes.change(Change{Role: e.role, IsLeader: true, Term: term, Fence: fence, Reason: Acquired, At: now})
 	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Uint64("fence", fence), zap.Time("lease_deadline", deadline))
 	l.observe(e.identity, deadline)
@@ -560,7 +571,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		l.step.ended = reason
 		l.step.cancel()
 	}
-	e.tel.leader(false)
+	e.tel.leader(false, 0)
 	e.tel.transition(reason)
 	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
 	l.observe("", time.Time{})
@@ -792,6 +803,7 @@ func (l *loop) event(ev locking.Event) {
 	switch ev.Kind {
 	case locking.EventReleased:
 		l.observe("", time.Time{})
+		l.freeSince, l.freeKind = now, "handover"
 		l.wake(now)
 	case locking.EventAcquired:
 		if ev.Owner != e.identity {

@@ -2,6 +2,7 @@ package leadership
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,18 @@ const (
 	// MetricAcquireAttempts counts acquisition attempts by role and outcome
 	// (acquired, held, error, fault).
 	MetricAcquireAttempts = "hostloom.leadership.acquire.attempts"
+	// MetricFence is a gauge per role and identity: the current term's
+	// fencing token while this instance leads, 0 otherwise (O6, G2).
+	MetricFence = "hostloom.leadership.fence"
+	// MetricHandoverDuration is how long the role was leaderless before this
+	// instance took it, as the new leader observed it, in seconds, by kind:
+	// "handover" (from the release notification to the acquisition) or
+	// "takeover" (from the expiry of the lease it learned to the
+	// acquisition) (O6).
+	MetricHandoverDuration = "hostloom.leadership.handover.duration"
+	// MetricParticipants is a gauge per role: the participants the latest
+	// Participants call listed (O6, P1).
+	MetricParticipants = "hostloom.leadership.participants"
 )
 
 // Span names of the elector.
@@ -53,6 +66,10 @@ type electorTelemetry struct {
 	role        attribute.KeyValue
 	key         attribute.KeyValue
 	roleSet     metric.MeasurementOption
+	leaderSet   metric.MeasurementOption // role and identity
+	fence       metric.Int64Gauge
+	handover    metric.Float64Histogram
+	members     metric.Int64Gauge
 	tracer      trace.Tracer
 	isLeader    metric.Int64Gauge
 	transitions metric.Int64Counter
@@ -61,7 +78,7 @@ type electorTelemetry struct {
 	acquires    metric.Int64Counter
 }
 
-func newElectorTelemetry(s settings, role, key string) *electorTelemetry {
+func newElectorTelemetry(s settings, role, key, identity string) *electorTelemetry {
 	m := s.meters.Meter(instrumentationScope)
 	t := &electorTelemetry{
 		role:   attribute.String("role", role),
@@ -69,8 +86,15 @@ func newElectorTelemetry(s settings, role, key string) *electorTelemetry {
 		tracer: s.tracers.Tracer(instrumentationScope),
 	}
 	t.roleSet = metric.WithAttributeSet(attribute.NewSet(t.role))
+	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String("identity", identity)))
 	t.isLeader, _ = m.Int64Gauge(MetricIsLeader,
 		metric.WithDescription("1 while this instance leads the role, else 0"))
+	t.fence, _ = m.Int64Gauge(MetricFence,
+		metric.WithDescription("The fencing token of the term this instance leads, else 0"))
+	t.handover, _ = m.Float64Histogram(MetricHandoverDuration, metric.WithUnit("s"),
+		metric.WithDescription("Leaderless time before this instance took the role, as it observed it"))
+	t.members, _ = m.Int64Gauge(MetricParticipants,
+		metric.WithDescription("Participants of the role at the latest lookup"))
 	t.transitions, _ = m.Int64Counter(MetricTransitions,
 		metric.WithDescription("Leadership transitions by reason"))
 	t.renewals, _ = m.Int64Counter(MetricRenewals,
@@ -82,12 +106,25 @@ func newElectorTelemetry(s settings, role, key string) *electorTelemetry {
 	return t
 }
 
-func (t *electorTelemetry) leader(v bool) {
+func (t *electorTelemetry) leader(v bool, fence uint64) {
 	n := int64(0)
 	if v {
 		n = 1
+	} else {
+		fence = 0
 	}
-	t.isLeader.Record(context.Background(), n, t.roleSet)
+	t.isLeader.Record(context.Background(), n, t.leaderSet)
+	t.fence.Record(context.Background(), int64(min(fence, math.MaxInt64)), t.leaderSet)
+}
+
+// leaderless records how long the role was free before this instance
+// took it.
+func (t *electorTelemetry) leaderless(kind string, d time.Duration) {
+	t.handover.Record(context.Background(), d.Seconds(), metric.WithAttributes(t.role, attribute.String("kind", kind)))
+}
+
+func (t *electorTelemetry) participants(n int) {
+	t.members.Record(context.Background(), int64(n), t.roleSet)
 }
 
 func (t *electorTelemetry) transition(r Reason) {

@@ -83,6 +83,14 @@ func TestElector_Telemetry(t *testing.T) {
 		if got := gaugeValue(t, m[leadership.MetricIsLeader]); got != 1 {
 			t.Fatalf("is_leader = %d, want 1", got)
 		}
+		// O6: the gauge names the identity; the fence gauge shows the term's fence.
+		g := m[leadership.MetricIsLeader].(metricdata.Gauge[int64])
+		if id, ok := g.DataPoints[0].Attributes.Value("identity"); !ok || id.AsString() != e.Identity() {
+			t.Fatalf("is_leader identity attribute = %v, %v; want %q", id, ok, e.Identity())
+		}
+		if got := gaugeValue(t, m[leadership.MetricFence]); got != int64(e.Fence()) || got == 0 {
+			t.Fatalf("fence gauge = %d, want the term's fence %d", got, e.Fence())
+		}
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultError)
 		time.Sleep(time.Second) // 3s: error, keeps leadership
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultRefuse)

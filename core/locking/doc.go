@@ -84,4 +84,6 @@
 // Custom providers that implement only Provider keep working: their leases
 // carry no fence and their refusals no owner, WatchEvents returns a nil
 // channel, and the other methods above report ErrNotSupported.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package locking

@@ -336,3 +336,12 @@ func (l *faultLease) Owner() string {
 	}
 	return ""
 }
+
+// Fence forwards to the inner lease (locking.Fenced); 0 when it carries
+// none, which the elector treats as a lock without fences.
+func (l *faultLease) Fence() uint64 {
+	if f, ok := l.inner.(locking.Fenced); ok {
+		return f.Fence()
+	}
+	return 0
+}

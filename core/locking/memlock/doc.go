@@ -15,4 +15,6 @@
 //
 // It coordinates goroutines of one process only: replicas in separate
 // processes need the Redis provider.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package memlock

@@ -137,4 +137,6 @@
 // know a lease the old one granted, and two holders may overlap. The fence
 // tells them apart (the successor's is larger) where a store checks it;
 // see package locking.
+//
+// Rule ids (E6, K5, …) are explained in docs/rules.md.
 package redislock
