@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 	"github.com/hostloom/hostloom/core/locking"
@@ -201,4 +203,41 @@ func TestNewElector_IdentityRejected(t *testing.T) {
 	if _, err := leadership.NewElector("r", lock, leadership.DefaultOptions(), leadership.WithIdentity(strings.Repeat("x", 256))); err != nil {
 		t.Fatalf("a 256-byte identity: %v", err)
 	}
+}
+
+// A lock call that never returns must not wedge Stop: Stop is bounded by
+// its ctx, and the stuck call is logged once as LeadershipLoopFaulted (E10).
+func TestElector_E10_StuckLockCallDoesNotWedgeStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log, logs := observed()
+		lock := memLock(t)
+		fl := leadershiptest.NewFaultLock(lock)
+		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultStall) // ignores its context
+		e := mustElector(t, "r", fl, fastOpts(), leadership.WithLogger(log))
+		mustStart(t, e)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := countLogs(logs, zapcore.ErrorLevel, "LeadershipLoopFaulted"); n != 1 {
+			t.Fatalf("LeadershipLoopFaulted logged %d times for one stuck call, want 1", n)
+		}
+		if err := e.Check(); err == nil {
+			t.Fatal("Check reports a healthy elector while its lock call is stuck")
+		}
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		start := time.Now()
+		err := e.Stop(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
+			t.Fatalf("Stop = %v after %v; want the ctx's error after 1s", err, time.Since(start))
+		}
+		if e.IsLeader() {
+			t.Fatal("leading after Stop")
+		}
+		fl.Clear()
+		fl.Unstall() // the stuck call returns now: its lease goes back
+		synctest.Wait()
+		if _, ok, _ := lock.Holder(bg, "leader:r"); ok {
+			t.Fatal("the lease a stuck acquisition brought after Stop was kept")
+		}
+	})
 }
