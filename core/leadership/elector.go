@@ -54,6 +54,9 @@ type Elector struct {
 	log         *zap.Logger
 	tel         *electorTelemetry
 
+	group    *BalanceGroup // B1: nil unless Options.Balance
+	holdFree atomic.Bool   // B1: at or above the share: take a free role only after a RetryInterval
+
 	state    atomic.Pointer[termState]    // written by the loop only
 	progress atomic.Pointer[loopProgress] // written by the loop only
 	observed atomic.Pointer[observation]  // written by the loop only
@@ -119,6 +122,9 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if err := checkIdentity(s.identity); err != nil {
 		return nil, fmt.Errorf("leadership: role %q: %w", role, err)
 	}
+	if opts.Balance && s.balance == nil {
+		return nil, fmt.Errorf("leadership: role %q: balance needs a balance group: pass WithBalanceGroup (leadershipfx does)", role)
+	}
 	e := &Elector{
 		role:        role,
 		key:         key,
@@ -131,6 +137,9 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		asked:       opts,
 		identity:    s.identity,
 		stopDone:    make(chan struct{}),
+	}
+	if opts.Balance {
+		e.group = s.balance
 	}
 	if caps.maxLease > 0 && opts.Lease > caps.maxLease {
 		e.capped = true
@@ -321,6 +330,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.progress.Store(&loopProgress{at: time.Now()})
 	e.loop = newLoop(e, context.WithoutCancel(ctx))
 	e.loop.post(message{kind: msgStart})
+	if e.group != nil && e.coordinated {
+		e.group.join(e)
+	}
 	return nil
 }
 
@@ -353,6 +365,9 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.phase = phaseStopping
 	l := e.loop
 	e.mu.Unlock()
+	if e.group != nil {
+		e.group.leave(e)
+	}
 
 	req := request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
 	l.post(message{kind: msgRequest, req: req})

@@ -423,6 +423,9 @@ func (l *loop) acquired(o outcome) {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
 				next = min(held.Remaining+wakeMargin, MaxWait)
+				if e.holdFree.Load() {
+					next += retry // B1: others under their share first
+				}
 			} else {
 				next = min(retry, held.Remaining+wakeMargin)
 			}
@@ -831,10 +834,18 @@ func (l *loop) event(ev locking.Event) {
 	}
 }
 
-// wake makes an idle candidate try at once.
+// wake makes an idle candidate try at once, or after one RetryInterval
+// when its balance group is at or above its share (B1).
 func (l *loop) wake(now time.Time) {
-	if l.lease == nil && l.step == nil && l.due.After(now) && l.due != never {
-		l.due = now
+	if l.lease != nil || l.step != nil || l.due == never {
+		return
+	}
+	at := now
+	if l.e.holdFree.Load() {
+		at = now.Add(l.e.opts.RetryInterval)
+	}
+	if l.due.After(at) {
+		l.due = at
 	}
 }
 

@@ -22,6 +22,7 @@ type settings struct {
 	meters    metric.MeterProvider
 	tracers   trace.TracerProvider
 	identity  string
+	balance   *BalanceGroup
 }
 
 type optionFunc func(*settings)

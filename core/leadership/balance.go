@@ -1,0 +1,255 @@
+package leadership
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// BalanceGroup spreads the leadership of many roles over the live
+// participants (B1). One group stands for one process (one identity): give
+// every elector of the process that has Options.Balance the same group
+// with WithBalanceGroup (leadershipfx does so for an app). While at least
+// one member runs, the group looks at its roles every RetryInterval (the
+// shortest of its members'):
+//
+//   - R is the number of its roles with a live participant, N the number of
+//     distinct identities among their participants, and the share is
+//     ceil(R/N);
+//   - an instance leading more than its share resigns the surplus, choosing
+//     roles another participant under its share can take, whose other
+//     participants lead least; the release wakes that participant at once,
+//     so a moving role is leaderless no longer than a graceful handover;
+//   - an instance at or above its share contends for a free role only after
+//     it has been free for one RetryInterval, so instances under their
+//     share take free roles first;
+//   - hysteresis: a role that moved is not moved again within a lease
+//     unless the participants changed.
+//
+// It costs one Participants round trip per role per round. Identities must
+// be distinct per process: two processes sharing one identity balance as
+// one instance. Over the in-process memory lock every instance of a
+// process shares one identity by default, so balancing only moves roles
+// between electors given distinct identities.
+type BalanceGroup struct {
+	log *zap.Logger
+
+	mu      sync.Mutex
+	members map[*Elector]struct{}
+	running int
+	stop    chan struct{}
+	done    chan struct{}
+
+	// Owned by the round goroutine.
+	moved   map[string]time.Time // role -> when this group last resigned it
+	members0 string              // the participants' identities at the last round
+}
+
+// NewBalanceGroup returns an empty group. Its goroutine runs while at
+// least one member runs; logger may be nil.
+func NewBalanceGroup(logger *zap.Logger) *BalanceGroup {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, moved: map[string]time.Time{}}
+}
+
+// WithBalanceGroup makes the elector a member of g when Options.Balance is
+// set (B1). Default: none; NewElector rejects Balance without a group.
+func WithBalanceGroup(g *BalanceGroup) Option {
+	return optionFunc(func(s *settings) { s.balance = g })
+}
+
+// join registers a started member and starts the round goroutine with the
+// first one.
+func (g *BalanceGroup) join(e *Elector) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.members[e] = struct{}{}
+	g.running++
+	if g.running == 1 {
+		g.stop, g.done = make(chan struct{}), make(chan struct{})
+		go g.loop(g.stop, g.done)
+	}
+}
+
+// leave deregisters a stopping member; the last one ends the round
+// goroutine and waits for it.
+func (g *BalanceGroup) leave(e *Elector) {
+	g.mu.Lock()
+	if _, ok := g.members[e]; !ok {
+		g.mu.Unlock()
+		return
+	}
+	delete(g.members, e)
+	g.running--
+	var stop, done chan struct{}
+	if g.running == 0 {
+		stop, done = g.stop, g.done
+	}
+	g.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// snapshot lists the members.
+func (g *BalanceGroup) snapshot() []*Elector {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	es := make([]*Elector, 0, len(g.members))
+	for e := range g.members {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *Elector) int { return cmp.Compare(a.role, b.role) })
+	return es
+}
+
+// loop runs a round every RetryInterval until stop is closed.
+func (g *BalanceGroup) loop(stop, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-done:
+		}
+	}()
+	for {
+		wait := g.round(ctx)
+		t := time.NewTimer(wait)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// roleView is one role as a round sees it.
+type roleView struct {
+	e      *Elector
+	ids    []string // participants' identities
+	leader string   // "" when unknown
+}
+
+// round looks at every member role once, resigns this instance's surplus,
+// and sets each member's hold; it returns the wait before the next round.
+func (g *BalanceGroup) round(ctx context.Context) time.Duration {
+	members := g.snapshot()
+	if len(members) == 0 {
+		return time.Second
+	}
+	retry, lease := members[0].opts.RetryInterval, members[0].opts.Lease
+	for _, e := range members {
+		retry, lease = min(retry, e.opts.RetryInterval), max(lease, e.opts.Lease)
+	}
+	self := members[0].identity
+	var views []roleView
+	identities := map[string]bool{}
+	for _, e := range members {
+		ps, err := e.Participants(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return retry
+			}
+			g.log.Debug("LeadershipBalanceLookupFailed", zap.String("role", e.role), zap.Error(err))
+			continue
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		v := roleView{e: e}
+		for _, p := range ps {
+			v.ids = append(v.ids, p.Identity)
+			identities[p.Identity] = true
+			if p.Leader {
+				v.leader = p.Identity
+			}
+		}
+		if e.IsLeader() {
+			v.leader = self
+		}
+		views = append(views, v)
+	}
+	if len(views) == 0 || len(identities) == 0 {
+		return retry
+	}
+	share := (len(views) + len(identities) - 1) / len(identities)
+	leads := map[string]int{}
+	for _, v := range views {
+		if v.leader != "" {
+			leads[v.leader]++
+		}
+	}
+	mine := leads[self]
+	for _, v := range views {
+		v.e.holdFree.Store(mine >= share)
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for id := range identities {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	membership := ""
+	for _, k := range keys {
+		membership += k + "\x00"
+	}
+	changed := membership != g.members0
+	g.members0 = membership
+	surplus := mine - share
+	if surplus <= 0 {
+		return retry
+	}
+	now := time.Now()
+	// Roles to hand over: led here, with a participant under its share,
+	// not moved within a lease (unless the participants changed), whose
+	// least-leading other participant leads least.
+	type move struct {
+		v      roleView
+		others int
+	}
+	var moves []move
+	for _, v := range views {
+		if v.leader != self || !v.e.IsLeader() {
+			continue
+		}
+		if at, ok := g.moved[v.e.role]; ok && !changed && now.Sub(at) < lease {
+			continue
+		}
+		least := -1
+		for _, id := range v.ids {
+			if id == self {
+				continue
+			}
+			if n := leads[id]; n < share && (least < 0 || n < least) {
+				least = n
+			}
+		}
+		if least >= 0 {
+			moves = append(moves, move{v, least})
+		}
+	}
+	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
+	for _, m := range moves[:min(surplus, len(moves))] {
+		g.moved[m.v.e.role] = now
+		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.role),
+			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
+		rctx, cancel := context.WithTimeout(ctx, lease)
+		if err := m.v.e.Resign(rctx); err != nil {
+			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.role), zap.Error(err))
+		}
+		cancel()
+	}
+	return retry
+}
