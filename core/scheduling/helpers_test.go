@@ -169,3 +169,21 @@ func mustStart(t *testing.T, s *scheduling.Scheduler) {
 
 // newStoreNoBubble is newStore for tests that start no goroutine.
 func newStoreNoBubble(t *testing.T) *locking.DistributedLock { return newStore(t) }
+
+// stateStore hides everything of a store but StateStore: the scheduler's
+// path for stores without job records.
+type stateStore struct{ locking.StateStore }
+
+// seedSlot records slot as started and finished in store's job records, as
+// a run of another instance would have.
+func seedSlot(t *testing.T, store locking.JobStore, key string, slot time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := store.ClaimSlot(ctx, key, locking.SlotClaim{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", TTL: time.Hour, Record: "{}"})
+	if err != nil || r.Status != locking.ClaimGranted {
+		t.Fatalf("seed claim: %+v %v", r, err)
+	}
+	if _, err := store.CompleteSlot(ctx, key, locking.SlotCompletion{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", Seq: r.Seq, Done: true, Record: "{}", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -30,6 +30,25 @@ type Job struct {
 	// stays the scheduled time; it is claimed after the delay. Zero means
 	// no delay. Negative is rejected by Add.
 	Jitter time.Duration
+
+	// Overlap decides what happens to a slot that falls due while the
+	// previous run is going (S7). Zero means OverlapSkip. Add rejects an
+	// unknown value.
+	Overlap OverlapPolicy
+
+	// CatchUp decides which slots nobody started this instance runs when
+	// it starts leading (S8). Zero means CatchUpLatest. It needs a slot
+	// store (without one nobody can tell which slots were started). Add
+	// rejects an unknown value.
+	CatchUp CatchUpPolicy
+
+	// Recover makes a slot whose run started but did not finish (its term
+	// ended, its process died) run once more on the next leader, with
+	// AttemptFrom 2 (then 3; at most locking.MaxJobAttempts attempts), after
+	// the earlier attempt's term has certainly ended (S9): at-least-once
+	// per slot instead of at-most-once. It needs a slot store that keeps
+	// job records (locking.JobStore); Add rejects it otherwise.
+	Recover bool
 }
 
 // Outcome is how a run ended.
@@ -90,4 +109,27 @@ type JobInfo struct {
 	LastError   error
 	// LastSuccess is when the latest successful run started.
 	LastSuccess time.Time
+	// Paused is the job's paused state as this instance last saw it: set
+	// by Pause and Resume here and by every claim of the slot store (so a
+	// follower may report a stale value).
+	Paused bool
+}
+
+// RunRecord is one run in a job's history (S11).
+type RunRecord struct {
+	// Slot is the slot the run was for.
+	Slot time.Time
+	// Started and Ended are when the run started and returned; Ended is
+	// zero while it runs, or when its process died before reporting.
+	Started, Ended time.Time
+	// Identity is the identity of the instance that ran it.
+	Identity string
+	// Fence is the fencing token of the term it ran in; 0 when the lock
+	// issues none.
+	Fence uint64
+	// Outcome is how it ended; zero (String "unknown") while it runs or
+	// when it never reported its end.
+	Outcome Outcome
+	// Attempt is 1 for a slot's first run, 2 or more for a recovery.
+	Attempt int
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 )
 
 // Metric names. Every instrument carries the attributes role and job.
@@ -17,8 +18,16 @@ const (
 	// outcome.
 	MetricRunDuration = "hostloom.scheduling.run.duration"
 	// MetricSkipped counts slots that fell due and were not run, by reason
-	// (attribute reason): overlap, follower, started, store_error.
+	// (attribute reason): overlap, follower, started, store_error, paused.
 	MetricSkipped = "hostloom.scheduling.skipped"
+	// MetricOverlap counts slots that fell due while the job's previous
+	// run was going, by what the Overlap policy did (attribute action):
+	// skip, buffer, cancel (S7). A buffered slot superseded by a later one
+	// is also counted as skipped (reason overlap).
+	MetricOverlap = "hostloom.scheduling.overlap"
+	// MetricLag is the time from a run's slot to its start, in seconds
+	// (jitter, claim, catch-up and recovery delays), per job (S11).
+	MetricLag = "hostloom.scheduling.lag"
 	// MetricMissed counts slots nobody started that were not run: slots
 	// older than the misfire window when a new leader took over, slots the
 	// window held but a later one superseded, and slots that passed while
@@ -41,6 +50,20 @@ const (
 	// SkipStoreError: the slot could not be claimed because the slot
 	// store failed; the slot is not run rather than risk running it twice.
 	SkipStoreError = "store_error"
+	// SkipPaused: the job is paused (Scheduler.Pause, S10).
+	SkipPaused = "paused"
+)
+
+// Overlap actions (attribute action of MetricOverlap).
+const (
+	// OverlapActionSkip: the slot was skipped (OverlapSkip).
+	OverlapActionSkip = "skip"
+	// OverlapActionBuffer: the slot will run after the current run
+	// (OverlapBufferOne).
+	OverlapActionBuffer = "buffer"
+	// OverlapActionCancel: the current run was cancelled for the slot
+	// (OverlapCancelPrevious).
+	OverlapActionCancel = "cancel"
 )
 
 // instruments holds the scheduler's OpenTelemetry instruments.
@@ -50,6 +73,8 @@ type instruments struct {
 	skipped  metric.Int64Counter
 	missed   metric.Int64Counter
 	success  metric.Float64ObservableGauge
+	overlap  metric.Int64Counter
+	lag      metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
@@ -80,23 +105,41 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		metric.WithUnit("s")); err != nil {
 		return in, err
 	}
+	if in.overlap, err = m.Int64Counter(MetricOverlap,
+		metric.WithDescription("Slots that fell due while the previous run was going, by overlap action."),
+		metric.WithUnit("{slot}")); err != nil {
+		return in, err
+	}
+	if in.lag, err = m.Float64Histogram(MetricLag,
+		metric.WithDescription("Time from a run's slot to its start."),
+		metric.WithUnit("s")); err != nil {
+		return in, err
+	}
 	return in, nil
 }
 
 // Indices of a job's attribute sets: the base set (role, job), one per
 // outcome, one per skip reason.
 const (
-	attrBase     = 0
-	attrSkip     = int(outcomeCount) // first skip reason
-	skipOverlap  = attrSkip + 0
-	skipFollower = attrSkip + 1
-	skipStarted  = attrSkip + 2
-	skipStore    = attrSkip + 3
-	attrCount    = attrSkip + 4
+	attrBase      = 0
+	attrSkip      = int(outcomeCount) // first skip reason
+	skipOverlap   = attrSkip + 0
+	skipFollower  = attrSkip + 1
+	skipStarted   = attrSkip + 2
+	skipStore     = attrSkip + 3
+	skipPaused    = attrSkip + 4
+	attrAction    = attrSkip + len(skipReasons) // first overlap action
+	overlapSkip   = attrAction + 0
+	overlapBuffer = attrAction + 1
+	overlapCancel = attrAction + 2
+	attrCount     = attrAction + len(overlapActions)
 )
 
 // skipReasons names the skip reasons by index (minus attrSkip).
-var skipReasons = [...]string{SkipOverlap, SkipFollower, SkipStarted, SkipStoreError}
+var skipReasons = [...]string{SkipOverlap, SkipFollower, SkipStarted, SkipStoreError, SkipPaused}
+
+// overlapActions names the overlap actions by index (minus attrAction).
+var overlapActions = [...]string{OverlapActionSkip, OverlapActionBuffer, OverlapActionCancel}
 
 // jobAttrs are a job's attribute sets, built on first use (most jobs never
 // see most outcomes) and kept, so recording a measurement allocates
@@ -127,6 +170,8 @@ func (a *jobAttrs) get(i int) *attrSet {
 	switch {
 	case i > attrBase && i < attrSkip:
 		kvs = append(kvs, attribute.String("outcome", Outcome(i).String()))
+	case i >= attrAction:
+		kvs = append(kvs, attribute.String("action", overlapActions[i-attrAction]))
 	case i >= attrSkip:
 		kvs = append(kvs, attribute.String("reason", skipReasons[i-attrSkip]))
 	}
@@ -144,10 +189,21 @@ func (s *Scheduler) countSkip(j *job, reason int, n int64) {
 	}
 }
 
+// countMissed counts n missed slots and logs them (Info, with the count).
 func (s *Scheduler) countMissed(j *job, n int64) {
 	if n > 0 {
 		s.ins.missed.Add(context.Background(), n, j.attrs.get(attrBase).add...)
+		s.log.Info("SchedulerSlotsMissed", zap.String("job", j.Name), zap.Int64("count", n))
 	}
+}
+
+func (s *Scheduler) countOverlap(j *job, action int) {
+	s.ins.overlap.Add(context.Background(), 1, j.attrs.get(action).add...)
+}
+
+// recordLag records a run's lag behind its slot.
+func (s *Scheduler) recordLag(j *job, lag time.Duration) {
+	s.ins.lag.Record(context.Background(), max(lag, 0).Seconds(), j.attrs.get(attrBase).rec...)
 }
 
 func (s *Scheduler) countRun(j *job, o Outcome, d time.Duration) {

@@ -31,6 +31,9 @@ type settings struct {
 	store   locking.StateStore
 	misfire time.Duration
 	loc     *time.Location
+	id      string
+	hold    time.Duration
+	holdSet bool
 }
 
 type optionFunc func(*settings)
@@ -106,6 +109,33 @@ func WithLocation(loc *time.Location) Option {
 		if loc != nil {
 			s.loc = loc
 		}
+	})
+}
+
+// WithIdentity sets the identity recorded with each run in the job's
+// history (RunRecord.Identity). Default: the elector's identity when the
+// Leadership is a *leadership.Elector, else locking.DefaultOwner(). An empty
+// identity keeps the default.
+func WithIdentity(id string) Option {
+	return optionFunc(func(s *settings) {
+		if id != "" {
+			s.id = id
+		}
+	})
+}
+
+// WithRecoveryHold sets how long after a claim the claiming term has
+// certainly ended, for recovery (Job.Recover, S9): a slot whose attempt
+// never reported its end is re-run no sooner than this long after that
+// attempt's claim, measured on the store's clock. It must be at least the
+// lease of the leadership (a term that is not renewed ends within one
+// lease of its latest renewal, and a successor only leads once it ended).
+// Default: the elector's effective lease when the Leadership is a
+// *leadership.Elector, else leadership.DefaultLease. Negative makes New
+// fail.
+func WithRecoveryHold(d time.Duration) Option {
+	return optionFunc(func(s *settings) {
+		s.hold, s.holdSet = d, true
 	})
 }
 

@@ -83,8 +83,8 @@ func TestScheduler_L8_Redis(t *testing.T) {
 		if len(ran) < 5 {
 			t.Errorf("%d slots ran in 1s of 50ms slots", len(ran))
 		}
-		// The record lives under the lock's namespace, as a plain integer.
-		v, err := client.Get(ctx, "billing:state:sched:billing:split").Int64()
+		// The record lives under the lock's namespace, in the job's hash.
+		v, err := client.HGet(ctx, "billing:jobs:sched:billing:split", "slot").Int64()
 		if err != nil || v != latest {
 			t.Errorf("redis record = %d, %v; want the latest slot %d", v, err, latest)
 		}
@@ -92,9 +92,7 @@ func TestScheduler_L8_Redis(t *testing.T) {
 
 	// An hourly job whose previous slot is within a two-hour window.
 	prev := time.Now().Truncate(time.Hour)
-	if _, _, err := store.Advance(ctx, "sched:billing:hourly", prev.Add(-time.Hour).UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
+	seedSlot(t, store, "sched:billing:hourly", prev.Add(-time.Hour))
 	catchUp := func(t *testing.T) (ran bool) {
 		t.Helper()
 		f := leadershiptest.NewFake("billing")
@@ -156,7 +154,8 @@ func TestScheduler_L8_Redis(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if _, ok, err := store.State(ctx, "sched:billing:hourly"); err != nil || ok {
+		if st, err := store.JobStatus(ctx, "sched:billing:hourly"); err != nil || st.HasSlot {
+			ok := st.HasSlot
 			t.Fatalf("record after restart: %v %v", ok, err)
 		}
 		if !catchUp(t) {

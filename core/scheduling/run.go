@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // PanicError is the LastError of a run that panicked.
@@ -30,42 +33,137 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("scheduling: job %q panicked: %v", e.Job, e.Value)
 }
 
-// execute is the goroutine of one run: jitter, slot claim, the job, and
-// its bookkeeping. Its ctx derives from tok, the term's token (S1).
-func (s *Scheduler) execute(j *job, slot time.Time, tok context.Context, first, catchUp bool) {
+// completeTimeout bounds the write that records a run's end, which is
+// made after the run's ctx may have ended.
+const completeTimeout = 5 * time.Second
+
+// execute is the goroutine of a run chain: each slot of st in turn (jitter,
+// claim, recovery, the job, its bookkeeping), then the slots that fell due
+// meanwhile and the overlap policy kept (S7). Each run's ctx derives from
+// the token of its term (S1). j.running stays true until the chain ends.
+func (s *Scheduler) execute(st start) {
 	defer s.exit()
-	ran := false
-	defer func() {
-		if !ran {
-			s.mu.Lock()
+	j, slots, tok, term, first := st.j, st.slots, st.tok, st.term, st.first
+	if st.catchUp && len(slots) > 1 {
+		slots = s.unrecorded(j, slots, tok)
+	}
+	for {
+		for len(slots) > 0 {
+			slot := slots[0]
+			slots = slots[1:]
+			if !s.runSlot(j, slot, tok, term, first, st.catchUp) {
+				s.countSkip(j, skipFollower, int64(len(slots)))
+				slots = nil
+			}
+			first = first && slot.IsZero()
+		}
+		s.mu.Lock()
+		p := j.pend
+		j.pend = nil
+		if p == nil {
 			j.running = false
 			s.mu.Unlock()
+			return
 		}
-	}()
+		if p.term != j.term {
+			j.term = p.term
+		}
+		s.mu.Unlock()
+		if p.tok.Err() != nil {
+			s.countSkip(j, skipFollower, 1)
+			continue
+		}
+		first = p.term != term
+		slots, tok, term, st.catchUp = []time.Time{p.slot}, p.tok, p.term, false
+	}
+}
+
+// unrecorded drops the catch-up slots the store already recorded (one
+// read), so CatchUpAll claims only slots nobody started.
+func (s *Scheduler) unrecorded(j *job, slots []time.Time, tok context.Context) []time.Time {
+	var last int64
+	var ok bool
+	var err error
+	if s.js != nil {
+		var st locking.JobStatus
+		st, err = s.js.JobStatus(tok, j.key)
+		last, ok = st.Slot, st.HasSlot
+	} else {
+		last, ok, err = s.set.store.State(tok, j.key)
+	}
+	if err != nil || !ok {
+		return slots // each claim decides
+	}
+	for len(slots) > 0 && !slots[0].IsZero() && slots[0].UnixMilli() <= last {
+		slots = slots[1:]
+	}
+	return slots
+}
+
+// runSlot claims slot and runs it; a zero slot only asks the store for
+// recovery. With Recover, an unfinished slot of an earlier term is run
+// first (S9). It reports false when the chain must stop: its term ended
+// or the scheduler stopped.
+func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) bool {
 	ctx, cancel := context.WithCancel(tok)
 	defer cancel()
 	stop := context.AfterFunc(s.runs, cancel)
 	defer stop()
+	s.mu.Lock()
+	j.cancel, j.replaced = cancel, false
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		j.cancel = nil
+		s.mu.Unlock()
+	}()
 
-	if j.Jitter > 0 {
+	live := func() bool { return tok.Err() == nil && s.runs.Err() == nil }
+	if j.Jitter > 0 && !slot.IsZero() {
 		t := time.NewTimer(rand.N(j.Jitter))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			s.notStarted(j, slot, tok)
-			return
+			return live()
 		}
 	}
-	if ctx.Err() != nil { // the term ended or Stop came before the run started
+	if ctx.Err() != nil { // the term ended, Stop came, or a later slot replaced this one
 		s.notStarted(j, slot, tok)
-		return
+		return live()
 	}
-	if s.set.store != nil && !s.claim(ctx, j, slot, tok, first, catchUp) {
-		return
+	switch {
+	case s.js != nil:
+		// Each pass recovers at most one unfinished slot; attempts are
+		// bounded, so the loop is too.
+		for range locking.MaxJobAttempts + 1 {
+			c := s.claimJob(ctx, j, slot, tok, term, first, catchUp)
+			first = false
+			switch c.status {
+			case locking.ClaimGranted:
+				s.run(ctx, j, slot, c.Attempt, c.Seq, term)
+				return live()
+			case locking.ClaimRecoverable:
+				if !s.recoverSlot(ctx, j, time.UnixMilli(c.Slot), c.Attempt+1, c.Wait, term) || !live() {
+					return live()
+				}
+				if !slot.IsZero() && time.Since(slot) > s.set.misfire {
+					s.countMissed(j, 1) // fell due too long ago while the recovery ran
+					return true
+				}
+			default:
+				return live()
+			}
+		}
+		return live()
+	case s.set.store != nil:
+		if slot.IsZero() || !s.claim(ctx, j, slot, tok, first, catchUp) {
+			return live()
+		}
 	}
-	ran = true
-	s.run(ctx, j, slot)
+	s.run(ctx, j, slot, 1, 0, term)
+	return live()
 }
 
 // notStarted accounts for a run whose ctx ended before it started.
@@ -106,14 +204,114 @@ func (s *Scheduler) claim(ctx context.Context, j *job, slot time.Time, tok conte
 	return true
 }
 
+// termID identifies term of this scheduler in the job store: a term never
+// recovers its own attempts.
+func (s *Scheduler) termID(term uint64) string {
+	return s.id + "/" + s.inst + "/" + strconv.FormatUint(term, 10)
+}
+
+// claimed is the part of a claim runSlot acts on.
+type claimed struct {
+	status locking.ClaimStatus
+	locking.SlotClaimResult
+}
+
+// claimJob claims slot (zero: recovery only) in the job store, with the
+// paused check and, for a Recover job, the recovery check in the same
+// round trip. On the first claim of a term it counts the slots nobody
+// started since the last recorded one as missed.
+func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) claimed {
+	c := locking.SlotClaim{Attempt: 1, Recover: j.Recover, Term: s.termID(term), Hold: s.hold, TTL: j.ttl}
+	if !slot.IsZero() {
+		c.Slot = slot.UnixMilli()
+		c.Record = RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(tok), Attempt: 1}.encode()
+	}
+	r, err := s.js.ClaimSlot(ctx, j.key, c)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		s.notStarted(j, slot, tok)
+		return claimed{}
+	case err != nil:
+		s.countSkip(j, skipStore, 1)
+		s.log.Warn("SchedulerSlotStoreFailed", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
+		return claimed{}
+	}
+	if first && r.HasPrevious && !slot.IsZero() {
+		s.countMissed(j, slotsBetween(j.sched, time.UnixMilli(r.Previous), slot))
+	}
+	s.mu.Lock()
+	j.paused = r.Status == locking.ClaimPaused
+	s.mu.Unlock()
+	switch r.Status {
+	case locking.ClaimPaused:
+		if !slot.IsZero() {
+			s.countSkip(j, skipPaused, 1)
+			s.log.Debug("SchedulerSlotSkippedPaused", zap.String("job", j.Name), zap.Time("slot", slot))
+		}
+	case locking.ClaimStarted:
+		if !catchUp && !slot.IsZero() {
+			s.countSkip(j, skipStarted, 1)
+		}
+		s.log.Debug("SchedulerSlotStartedElsewhere", zap.String("job", j.Name), zap.Time("slot", slot), zap.Time("recorded", time.UnixMilli(r.Previous)))
+	}
+	return claimed{status: r.Status, SlotClaimResult: r}
+}
+
+// recoverSlot re-runs slot, which an earlier term started and did not
+// finish, as attempt (S9), after waiting until that term has certainly
+// ended. It reports false when ctx ended or the store failed.
+func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, attempt int, wait time.Duration, term uint64) bool {
+	for range 2 * locking.MaxJobAttempts {
+		if wait > 0 {
+			s.log.Info("SchedulerRecoveryWaits", zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("wait", wait))
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			}
+		}
+		rec := RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(ctx), Attempt: attempt}
+		r, err := s.js.ClaimSlot(ctx, j.key, locking.SlotClaim{
+			Slot: slot.UnixMilli(), Attempt: attempt, Term: s.termID(term), Hold: s.hold, Record: rec.encode(), TTL: j.ttl,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.countSkip(j, skipStore, 1)
+				s.log.Warn("SchedulerSlotStoreFailed", zap.String("job", j.Name), zap.Time("slot", slot), zap.Int("attempt", attempt), zap.Error(err))
+			}
+			return false
+		}
+		switch r.Status {
+		case locking.ClaimGranted:
+			s.log.Info("SchedulerSlotRecovered", zap.String("job", j.Name), zap.Time("slot", slot), zap.Int("attempt", attempt))
+			s.run(ctx, j, slot, attempt, r.Seq, term)
+			return ctx.Err() == nil
+		case locking.ClaimWait:
+			wait = r.Wait
+		default: // someone else recovered or completed it, or the job is paused
+			s.log.Debug("SchedulerRecoveryRefused", zap.String("job", j.Name), zap.Time("slot", slot), zap.Stringer("status", r.Status))
+			return true
+		}
+	}
+	return true
+}
+
+// fenceOf is the fencing token of the term ctx derives from. The
+// Leadership interface does not expose fences yet, so runs record 0 (the
+// documented value for a lock without fences).
+func fenceOf(context.Context) uint64 { return 0 }
+
 // run calls the job and records the outcome (S3).
-func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
+func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int, seq int64, term uint64) {
 	start := time.Now()
 	s.mu.Lock()
 	j.lastSlot, j.lastRun = slot, start
 	s.mu.Unlock()
+	s.recordLag(j, start.Sub(slot))
 
-	rctx := ctx
+	rctx := withRun(ctx, slot, attempt)
 	if j.Timeout > 0 {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithTimeout(ctx, j.Timeout)
@@ -123,6 +321,7 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 		attribute.String("role", s.role),
 		attribute.String("job", j.Name),
 		attribute.Int64("slot_unix_ms", slot.UnixMilli()),
+		attribute.Int("attempt", attempt),
 	))
 	pe, err := call(j, rctx)
 	d := time.Since(start)
@@ -162,6 +361,9 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 	}
 	if ce != nil {
 		fields := []zap.Field{zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("duration", d)}
+		if attempt > 1 {
+			fields = append(fields, zap.Int("attempt", attempt))
+		}
 		switch outcome {
 		case Panic:
 			fields = append(fields, zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))
@@ -174,13 +376,32 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time) {
 	}
 
 	s.mu.Lock()
-	j.running = false
 	j.lastOutcome, j.lastErr = outcome, err
 	if outcome == Success {
 		j.lastSuccess = start
 	}
+	replaced := j.replaced
 	s.mu.Unlock()
 	s.countRun(j, outcome, d)
+	if seq > 0 {
+		s.complete(ctx, j, RunRecord{
+			Slot: slot, Started: start, Ended: start.Add(d), Identity: s.id, Fence: fenceOf(ctx), Outcome: outcome, Attempt: attempt,
+		}, seq, term, outcome != Canceled || replaced)
+	}
+}
+
+// complete records a run's end in the job store, in one round trip: its
+// history record and, unless done is false (the run was cut short by the
+// end of its term or by Stop), that the slot needs no recovery.
+func (s *Scheduler) complete(ctx context.Context, j *job, r RunRecord, seq int64, term uint64, done bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completeTimeout)
+	defer cancel()
+	_, err := s.js.CompleteSlot(ctx, j.key, locking.SlotCompletion{
+		Slot: r.Slot.UnixMilli(), Attempt: r.Attempt, Term: s.termID(term), Seq: seq, Done: done, Record: r.encode(), TTL: j.ttl,
+	})
+	if err != nil {
+		s.log.Warn("SchedulerCompletionNotRecorded", zap.String("job", j.Name), zap.Time("slot", r.Slot), zap.Error(err))
+	}
 }
 
 // call runs the job, turning a panic into a *PanicError.

@@ -3,12 +3,15 @@ package scheduling
 import (
 	"container/heap"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -46,6 +49,10 @@ type Scheduler struct {
 	tracer trace.Tracer
 	ins    instruments
 	maxKey int
+	js     locking.JobStore // the slot store's job records; nil without
+	id     string           // identity recorded in run records
+	inst   string           // random per scheduler: tells terms of equal identities apart
+	hold   time.Duration    // WithRecoveryHold
 
 	wake       chan struct{} // pokes the loop (leadership change, Add)
 	quit       chan struct{} // closed by Stop
@@ -80,11 +87,19 @@ type job struct {
 	key   string   // slot store key
 	attrs *jobAttrs
 
-	next     time.Time // next slot to act on; zero when none
-	index    int       // in the queue; -1 when not queued
-	running  bool
-	term     uint64    // term of the latest launched run
-	launched time.Time // slot of the latest launched run
+	ttl time.Duration // time to live of the job's records in the store
+
+	next     time.Time          // next slot to act on; zero when none
+	index    int                // in the queue; -1 when not queued
+	running  bool               // a run chain (execute) is going
+	term     uint64             // term of the latest launched run
+	launched time.Time          // slot of the latest launched run
+	pend     *pending           // slot to run when the chain's current run ends (S7)
+	cancel   context.CancelFunc // cancels the chain's current slot (S7)
+	replaced bool               // the current slot was cancelled by OverlapCancelPrevious
+	paused   bool               // as last seen (JobInfo.Paused)
+
+	badRecord atomic.Bool // an unparsable history record was logged
 
 	lastSlot, lastRun, lastSuccess time.Time
 	lastOutcome                    Outcome
@@ -100,6 +115,9 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 	set := newSettings(opts)
 	if set.misfire < 0 {
 		return nil, fmt.Errorf("scheduling: misfire window %v must not be negative", set.misfire)
+	}
+	if set.hold < 0 {
+		return nil, fmt.Errorf("scheduling: recovery hold %v must not be negative", set.hold)
 	}
 	ins, err := newInstruments(set.meters.Meter(instrumentationScope))
 	if err != nil {
@@ -120,6 +138,31 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 	if lim, ok := set.store.(locking.Limits); ok {
 		s.maxKey = lim.MaxKeyLength()
 	}
+	if js, ok := set.store.(locking.JobStore); ok && js.SupportsJobs() {
+		s.js = js
+	}
+	s.id, s.hold = set.id, set.hold
+	e, isElector := l.(*leadership.Elector)
+	if isElector {
+		d := leadership.Describe(e)
+		if s.id == "" {
+			s.id = d.Identity
+		}
+		if !set.holdSet {
+			s.hold = d.Lease
+		}
+	}
+	if s.id == "" {
+		s.id = locking.DefaultOwner()
+	}
+	if !set.holdSet && !isElector {
+		s.hold = leadership.DefaultLease
+	}
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("scheduling: instance id: %w", err)
+	}
+	s.inst = hex.EncodeToString(nonce[:])
 	s.runs, s.cancelRuns = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -145,10 +188,14 @@ func (s *Scheduler) Add(j Job) error {
 	nj := &job{
 		Job:   j,
 		sched: sched,
-		key:   slotKeyPrefix + s.role + ":" + j.Name,
+		key:   JobKey(s.role, j.Name),
 		attrs: newJobAttrs(s.role, j.Name),
+		ttl:   max(SlotStateTTL, 2*s.set.misfire),
 		next:  next,
 		index: -1,
+	}
+	if after := sched.Next(next); !after.IsZero() {
+		nj.ttl = max(nj.ttl, 3*after.Sub(next))
 	}
 	if s.set.store != nil {
 		if err := locking.CheckKey(nj.key, s.maxKey); err != nil {
@@ -198,6 +245,15 @@ func (s *Scheduler) validate(j *Job) error {
 	}
 	if e, ok := j.Schedule.(every); ok && s.set.store != nil && e.d < time.Millisecond {
 		return fmt.Errorf("scheduling: job %q: interval %v is below the slot store's 1ms resolution", j.Name, e.d)
+	}
+	if !j.Overlap.valid() {
+		return fmt.Errorf("scheduling: job %q: unknown Overlap policy %d", j.Name, int(j.Overlap))
+	}
+	if !j.CatchUp.valid() {
+		return fmt.Errorf("scheduling: job %q: unknown CatchUp policy %d", j.Name, int(j.CatchUp))
+	}
+	if j.Recover && s.js == nil {
+		return fmt.Errorf("scheduling: job %q: Recover needs a slot store that keeps job records (WithSlotStore with *locking.DistributedLock over redislock or memlock)", j.Name)
 	}
 	return nil
 }
@@ -297,6 +353,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 			LastOutcome: j.lastOutcome,
 			LastError:   j.lastErr,
 			LastSuccess: j.lastSuccess,
+			Paused:      j.paused,
 		})
 	}
 	s.mu.Unlock()
@@ -372,7 +429,7 @@ func (s *Scheduler) tick() (time.Duration, bool) {
 	s.starts = s.starts[:0:0]
 	s.mu.Unlock()
 	for _, st := range starts {
-		go s.execute(st.j, st.slot, st.tok, st.first, st.catchUp)
+		go s.execute(st)
 	}
 	return wait, ok
 }
@@ -390,7 +447,7 @@ func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading
 	}
 	if leading && term != s.term {
 		s.term = term
-		if s.set.store != nil && s.set.misfire > 0 {
+		if s.set.store != nil {
 			for _, j := range s.order {
 				s.catchUp(j, now, tok, term)
 			}
@@ -406,10 +463,9 @@ func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading
 		case !leading:
 			s.countSkip(j, skipFollower, 1)
 		case j.running:
-			s.countSkip(j, skipOverlap, 1)
-			s.log.Debug("SchedulerSlotSkippedOverlap", zap.String("job", j.Name), zap.Time("slot", slot))
+			s.overlap(j, slot, tok, term)
 		default:
-			s.launch(j, slot, tok, term, false)
+			s.launch(j, []time.Time{slot}, tok, term, false)
 		}
 		j.next = j.sched.Next(now)
 		if j.next.IsZero() {
@@ -425,19 +481,30 @@ func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading
 	return max(s.queue[0].next.Sub(now), 0), true
 }
 
-// catchUp runs, once, j's latest slot within the misfire window when this
-// instance has not launched it; the slot store decides whether anyone
-// started it. s.mu is held.
+// catchUp launches, when this instance starts leading, the slots j's
+// CatchUp policy runs (S8) and, for a Recover job, a recovery check (S9).
+// The slot store decides whether anyone started them. s.mu is held.
 func (s *Scheduler) catchUp(j *job, now time.Time, tok context.Context, term uint64) {
 	if j.running {
 		return
 	}
-	from := now.Add(-s.set.misfire)
-	prev, _, ok := latestDue(j.sched, j.sched.Next(from.Add(-time.Nanosecond)), now)
-	if !ok || prev.After(now) || prev.Before(from) || !prev.After(j.launched) {
+	var slots []time.Time
+	if s.set.misfire > 0 && j.CatchUp != CatchUpNone {
+		from := now.Add(-s.set.misfire)
+		first := j.sched.Next(from.Add(-time.Nanosecond))
+		if j.CatchUp == CatchUpAll {
+			slots = s.window(j, first, now)
+		} else if prev, _, ok := latestDue(j.sched, first, now); ok && !prev.After(now) && !prev.Before(from) && prev.After(j.launched) {
+			slots = []time.Time{prev}
+		}
+	}
+	if len(slots) == 0 && j.Recover && s.js != nil {
+		slots = []time.Time{{}} // recovery only
+	}
+	if len(slots) == 0 {
 		return
 	}
-	s.launch(j, prev, tok, term, true)
+	s.launch(j, slots, tok, term, true)
 	if j.index >= 0 && !j.next.After(now) {
 		j.next = j.sched.Next(now)
 		if j.next.IsZero() {
@@ -446,6 +513,60 @@ func (s *Scheduler) catchUp(j *job, now time.Time, tok context.Context, term uin
 			heap.Fix(&s.queue, j.index)
 		}
 	}
+}
+
+// window lists j's slots from first to now that this instance has not
+// launched, oldest first: the newest MaxCatchUp of them; the older ones
+// are counted as missed. s.mu is held.
+func (s *Scheduler) window(j *job, first, now time.Time) []time.Time {
+	var slots []time.Time
+	dropped := int64(0)
+	for t, n := first, 0; !t.IsZero() && !t.After(now) && n < maxScan; t, n = j.sched.Next(t), n+1 {
+		if !t.After(j.launched) {
+			continue
+		}
+		if len(slots) == MaxCatchUp {
+			slots = slots[1:]
+			dropped++
+		}
+		slots = append(slots, t)
+	}
+	s.countMissed(j, dropped)
+	return slots
+}
+
+// overlap applies j's Overlap policy to slot, due while j's chain runs
+// (S2, S7). s.mu is held.
+func (s *Scheduler) overlap(j *job, slot time.Time, tok context.Context, term uint64) {
+	switch j.Overlap {
+	case OverlapBufferOne, OverlapCancelPrevious:
+		if j.pend != nil { // superseded by this later slot: never run
+			s.countSkip(j, skipOverlap, 1)
+		}
+		j.pend = &pending{slot: slot, tok: tok, term: term}
+		if j.Overlap == OverlapBufferOne {
+			s.countOverlap(j, overlapBuffer)
+			s.log.Debug("SchedulerSlotBuffered", zap.String("job", j.Name), zap.Time("slot", slot))
+			return
+		}
+		s.countOverlap(j, overlapCancel)
+		s.log.Debug("SchedulerRunCancelledForSlot", zap.String("job", j.Name), zap.Time("slot", slot))
+		if j.cancel != nil && !j.replaced {
+			j.replaced = true
+			j.cancel()
+		}
+	default:
+		s.countSkip(j, skipOverlap, 1)
+		s.countOverlap(j, overlapSkip)
+		s.log.Debug("SchedulerSlotSkippedOverlap", zap.String("job", j.Name), zap.Time("slot", slot))
+	}
+}
+
+// pending is a slot that fell due during a run, to run after it (S7).
+type pending struct {
+	slot time.Time
+	tok  context.Context
+	term uint64
 }
 
 // latestDue walks from the due slot first to the latest slot at or before
@@ -486,21 +607,26 @@ func slotsBetween(sched Schedule, a, b time.Time) int64 {
 	return n
 }
 
-// launch starts a run of j for slot in term. s.mu is held.
-func (s *Scheduler) launch(j *job, slot time.Time, tok context.Context, term uint64, catchUp bool) {
+// launch starts a run chain of j for slots (ascending; a zero slot asks
+// only for recovery) in term. s.mu is held.
+func (s *Scheduler) launch(j *job, slots []time.Time, tok context.Context, term uint64, catchUp bool) {
 	first := j.term != term
 	j.term = term
 	j.running = true
-	j.launched = slot
+	if last := slots[len(slots)-1]; !last.IsZero() {
+		j.launched = last
+	}
 	s.active++
-	s.starts = append(s.starts, start{j: j, slot: slot, tok: tok, first: first, catchUp: catchUp})
+	s.starts = append(s.starts, start{j: j, slots: slots, tok: tok, term: term, first: first, catchUp: catchUp})
 }
 
-// start is a run launched by a tick, to be started once s.mu is released.
+// start is a run chain launched by a tick, to be started once s.mu is
+// released.
 type start struct {
 	j       *job
-	slot    time.Time
+	slots   []time.Time
 	tok     context.Context
+	term    uint64
 	first   bool
 	catchUp bool
 }

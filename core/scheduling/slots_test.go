@@ -106,8 +106,8 @@ func TestScheduler_L8_HandoverRunsEachSlotOnce(t *testing.T) {
 		if n := ma.sum(t, scheduling.MetricMissed, job("sync")); n != 0 {
 			t.Errorf("a missed = %d, want 0", n)
 		}
-		if v, ok, err := store.State(context.Background(), "sched:billing:sync"); err != nil || !ok || v != t0.Add(m(16)).UnixMilli() {
-			t.Errorf("slot record = %d %v %v, want slot 16", v, ok, err)
+		if st, err := store.JobStatus(context.Background(), "sched:billing:sync"); err != nil || !st.HasSlot || st.Slot != t0.Add(m(16)).UnixMilli() {
+			t.Errorf("slot record = %+v %v, want slot 16", st, err)
 		}
 	})
 }
@@ -146,6 +146,12 @@ func TestScheduler_L8_SplitBrainRunsEachSlotOnce(t *testing.T) {
 // TestScheduler_L8_MisfireWindowAtStart: a leader that starts after a slot
 // nobody started runs it once when it is within the window.
 func TestScheduler_L8_MisfireWindowAtStart(t *testing.T) {
+	for _, kind := range []string{"jobs", "state"} {
+		t.Run(kind, func(t *testing.T) { misfireWindowAtStart(t, kind == "state") })
+	}
+}
+
+func misfireWindowAtStart(t *testing.T, stateOnly bool) {
 	for _, tt := range []struct {
 		name   string
 		window time.Duration
@@ -158,9 +164,15 @@ func TestScheduler_L8_MisfireWindowAtStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				store := newStore(t)
-				if _, _, err := store.Advance(context.Background(), "sched:billing:sync", t0.Add(m(2)).UnixMilli()); err != nil {
-					t.Fatal(err)
+				lock := newStore(t)
+				var store locking.StateStore = lock
+				if stateOnly {
+					store = stateStore{lock}
+					if _, _, err := store.Advance(context.Background(), "sched:billing:sync", t0.Add(m(2)).UnixMilli()); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					seedSlot(t, lock, "sched:billing:sync", t0.Add(m(2)))
 				}
 				mt := newMeter()
 				f := leadershiptest.NewFake("billing")
