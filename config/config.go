@@ -15,23 +15,33 @@ import (
 // key it is loaded from; Defaults returns the documented defaults.
 type Config struct {
 	// Locking is the lock backend and its limits.
-	Locking Locking `koanf:"locking"`
+	Locking LockingConfig `koanf:"locking"`
 	// Leadership is the election timing and keys, per role.
-	Leadership Leadership `koanf:"leadership"`
+	Leadership LeadershipConfig `koanf:"leadership"`
 	// LeaderChannel holds the defaults of leader channels.
-	LeaderChannel LeaderChannel `koanf:"leader_channel"`
+	LeaderChannel LeaderChannelConfig `koanf:"leader_channel"`
 	// Scheduling holds the settings of the schedulers.
-	Scheduling Scheduling `koanf:"scheduling"`
+	Scheduling SchedulingConfig `koanf:"scheduling"`
+
+	src sources
 }
 
-// Locking is the locking section: which backend, and the limits of
+// Source reports where the value of the dotted key came from, as errors
+// name it: "file app.yaml", "env HOSTLOOM_LEADERSHIP__LEASE", "yaml
+// embedded" or "default". For a section (leadership.roles.billing) it
+// names every source of the keys below it. It is "" for a configuration
+// built in code rather than by Load.
+func (c *Config) Source(key string) string { return c.src.of(key) }
+
+// LockingConfig is the locking section: which backend, and the limits of
 // locking.Options.
-type Locking struct {
+type LockingConfig struct {
 	// Enabled turns coordination on; false grants every caller a
 	// placeholder lease, like provider disabled. Default true.
 	Enabled bool `koanf:"enabled"`
-	// Provider is memory, redis or disabled. Default memory.
-	Provider Provider `koanf:"provider"`
+	// Provider is memory, redis or disabled. Required: there is no default,
+	// so a replica never falls back to a lock of its own by accident (G6).
+	Provider ProviderName `koanf:"provider" required:"true"`
 	// Namespace prefixes every provider key. Default "".
 	Namespace string `koanf:"namespace"`
 	// UseHashTags wraps the namespace in braces for Redis Cluster.
@@ -44,18 +54,24 @@ type Locking struct {
 	// MaxHold bounds automatic extension by locking.Acquire. Default 1h.
 	MaxHold time.Duration `koanf:"max_hold"`
 	// Redis configures the client built for provider redis.
-	Redis Redis `koanf:"redis"`
+	Redis RedisConfig `koanf:"redis"`
+
+	src sources
 }
+
+// Source reports where the value of the dotted key (locking.redis.password)
+// came from; see Config.Source.
+func (l LockingConfig) Source(key string) string { return l.src.of(key) }
 
 // Coordinated reports whether the section selects a lock that coordinates:
 // enabled and a provider other than disabled.
-func (l Locking) Coordinated() bool {
+func (l LockingConfig) Coordinated() bool {
 	return l.Enabled && l.Provider != ProviderDisabled
 }
 
 // Options returns the locking.Options the section describes. Provider
 // disabled yields Enabled false.
-func (l Locking) Options() locking.Options {
+func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
 		Enabled:      l.Coordinated(),
 		Namespace:    l.Namespace,
@@ -66,15 +82,16 @@ func (l Locking) Options() locking.Options {
 	}
 }
 
-// Redis is locking.redis: the client for provider redis. One address with
-// neither master_name nor cluster is a standalone server; master_name
+// RedisConfig is locking.redis: the client for provider redis. One address
+// with neither master_name nor cluster is a standalone server; master_name
 // selects Sentinel (addrs are the sentinels); cluster selects Redis
 // Cluster (addrs are seed nodes).
 //
 // Password and SentinelPassword are Secrets: String, MarshalLogObject,
 // JSON and errors never show them.
-type Redis struct {
-	// Addrs are host:port addresses. Required for provider redis.
+type RedisConfig struct {
+	// Addrs are host:port addresses, port 1–65535. Required for provider
+	// redis unless the app supplies its own client.
 	Addrs []string `koanf:"addrs"`
 	// Username for Redis ACLs. Default "".
 	Username string `koanf:"username"`
@@ -97,11 +114,11 @@ type Redis struct {
 	// WriteTimeout bounds each write. Default 3s.
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 	// TLS configures TLS to the servers.
-	TLS TLS `koanf:"tls"`
+	TLS TLSConfig `koanf:"tls"`
 }
 
-// TLS is locking.redis.tls.
-type TLS struct {
+// TLSConfig is locking.redis.tls.
+type TLSConfig struct {
 	// Enabled turns TLS on. Default false.
 	Enabled bool `koanf:"enabled"`
 	// InsecureSkipVerify disables server certificate checks (tests only).
@@ -118,7 +135,7 @@ type TLS struct {
 }
 
 // String describes the section with the passwords redacted.
-func (r Redis) String() string {
+func (r RedisConfig) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "addrs=%v username=%q password=%s db=%d", r.Addrs, r.Username, r.Password.String(), r.DB)
 	if r.MasterName != "" {
@@ -129,10 +146,10 @@ func (r Redis) String() string {
 }
 
 // GoString keeps %#v as safe as %v.
-func (r Redis) GoString() string { return "config.Redis{" + r.String() + "}" }
+func (r RedisConfig) GoString() string { return "config.RedisConfig{" + r.String() + "}" }
 
 // MarshalLogObject logs the section with the passwords redacted.
-func (r Redis) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+func (r RedisConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	if err := enc.AddArray("addrs", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
 		for _, s := range r.Addrs {
 			a.AppendString(s)
@@ -152,9 +169,9 @@ func (r Redis) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return nil
 }
 
-// Leadership is the leadership section: the election timing and keys for
-// every role, with per-role overrides under roles.<role>.
-type Leadership struct {
+// LeadershipConfig is the leadership section: the election timing and
+// keys for every role, with per-role overrides under roles.<role>.
+type LeadershipConfig struct {
 	// Lease is how long an acquisition or renewal holds. Default 15s.
 	Lease time.Duration `koanf:"lease"`
 	// RenewInterval is the leader's renewal cadence, at most Lease/2.
@@ -162,8 +179,12 @@ type Leadership struct {
 	RenewInterval time.Duration `koanf:"renew_interval"`
 	// RetryInterval is the candidate's cadence. Default 2s.
 	RetryInterval time.Duration `koanf:"retry_interval"`
+	// SafetyMargin shortens each local term to allow for clock drift
+	// (G4); 0 means Lease/100 + 2ms. At least 0 and below RenewInterval.
+	// Default 0.
+	SafetyMargin time.Duration `koanf:"safety_margin"`
 	// WhenUncoordinated is follow or lead. Default follow.
-	WhenUncoordinated WhenUncoordinated `koanf:"when_uncoordinated"`
+	WhenUncoordinated leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
 	// LockKeyFormat names the key, with {role}. Default "leader:{role}".
 	LockKeyFormat string `koanf:"lock_key_format"`
 	// LockKey, when set, is the exact key (no expansion). Default "".
@@ -171,79 +192,99 @@ type Leadership struct {
 	// Identity is stored with the lease and reported as the holder.
 	// Default "" (hostname:pid).
 	Identity string `koanf:"identity"`
+	// Balance spreads the balanced roles of the namespace evenly over the
+	// live instances (B1). Default false.
+	Balance bool `koanf:"balance"`
+	// Priority ranks this instance among a role's participants: higher
+	// wins a free role and preempts a lower one cooperatively (B2). It
+	// must fit in an int32. Default 0.
+	Priority int `koanf:"priority"`
 	// Roles holds per-role overrides, keyed by role name.
 	Roles map[string]RoleOverrides `koanf:"roles" mapkey:"role"`
+
+	src sources
 }
 
+// Source reports where the value of the dotted key
+// (leadership.roles.billing.lease) came from; see Config.Source.
+func (l LeadershipConfig) Source(key string) string { return l.src.of(key) }
+
 // RoleOverrides are leadership.roles.<role>: each set field replaces the
-// section-wide value for that role.
-// A nil field keeps the section-wide value.
+// section-wide value for that role. A nil field keeps the section-wide
+// value.
 type RoleOverrides struct {
-	// Lease overrides Leadership.Lease.
+	// Lease overrides LeadershipConfig.Lease.
 	Lease *time.Duration `koanf:"lease"`
-	// RenewInterval overrides Leadership.RenewInterval.
+	// RenewInterval overrides LeadershipConfig.RenewInterval.
 	RenewInterval *time.Duration `koanf:"renew_interval"`
-	// RetryInterval overrides Leadership.RetryInterval.
+	// RetryInterval overrides LeadershipConfig.RetryInterval.
 	RetryInterval *time.Duration `koanf:"retry_interval"`
-	// WhenUncoordinated overrides Leadership.WhenUncoordinated.
-	WhenUncoordinated *WhenUncoordinated `koanf:"when_uncoordinated"`
-	// LockKeyFormat overrides Leadership.LockKeyFormat.
+	// SafetyMargin overrides LeadershipConfig.SafetyMargin.
+	SafetyMargin *time.Duration `koanf:"safety_margin"`
+	// WhenUncoordinated overrides LeadershipConfig.WhenUncoordinated.
+	WhenUncoordinated *leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
+	// LockKeyFormat overrides LeadershipConfig.LockKeyFormat.
 	LockKeyFormat *string `koanf:"lock_key_format"`
-	// LockKey overrides Leadership.LockKey.
+	// LockKey overrides LeadershipConfig.LockKey.
 	LockKey *string `koanf:"lock_key"`
+	// Balance overrides LeadershipConfig.Balance.
+	Balance *bool `koanf:"balance"`
+	// Priority overrides LeadershipConfig.Priority.
+	Priority *int `koanf:"priority"`
 }
 
 // For returns the settings for role: the section-wide values with the
 // role's overrides applied. The result has no Roles.
-func (l Leadership) For(role string) Leadership {
+func (l LeadershipConfig) For(role string) LeadershipConfig {
 	r := l
 	r.Roles = nil
 	o, ok := l.Roles[role]
 	if !ok {
 		return r
 	}
-	if o.Lease != nil {
-		r.Lease = *o.Lease
-	}
-	if o.RenewInterval != nil {
-		r.RenewInterval = *o.RenewInterval
-	}
-	if o.RetryInterval != nil {
-		r.RetryInterval = *o.RetryInterval
-	}
-	if o.WhenUncoordinated != nil {
-		r.WhenUncoordinated = *o.WhenUncoordinated
-	}
-	if o.LockKeyFormat != nil {
-		r.LockKeyFormat = *o.LockKeyFormat
-	}
-	if o.LockKey != nil {
-		r.LockKey = *o.LockKey
-	}
+	set(&r.Lease, o.Lease)
+	set(&r.RenewInterval, o.RenewInterval)
+	set(&r.RetryInterval, o.RetryInterval)
+	set(&r.SafetyMargin, o.SafetyMargin)
+	set(&r.WhenUncoordinated, o.WhenUncoordinated)
+	set(&r.LockKeyFormat, o.LockKeyFormat)
+	set(&r.LockKey, o.LockKey)
+	set(&r.Balance, o.Balance)
+	set(&r.Priority, o.Priority)
 	return r
+}
+
+// set replaces *dst with *override when the override is set.
+func set[T any](dst *T, override *T) {
+	if override != nil {
+		*dst = *override
+	}
 }
 
 // Options returns the leadership.Options for role: For(role) in the
 // leadership package's terms.
-func (l Leadership) Options(role string) leadership.Options {
+func (l LeadershipConfig) Options(role string) leadership.Options {
 	r := l.For(role)
 	return leadership.Options{
 		Lease:             r.Lease,
 		RenewInterval:     r.RenewInterval,
 		RetryInterval:     r.RetryInterval,
-		WhenUncoordinated: r.WhenUncoordinated.Policy(),
+		WhenUncoordinated: r.WhenUncoordinated,
 		LockKeyFormat:     r.LockKeyFormat,
 		LockKey:           r.LockKey,
+		SafetyMargin:      r.SafetyMargin,
+		Balance:           r.Balance,
+		Priority:          r.Priority,
 	}
 }
 
-// LeaderChannel is the leader_channel section: defaults for every
+// LeaderChannelConfig is the leader_channel section: defaults for every
 // leadership.Channel built from config.
-type LeaderChannel struct {
+type LeaderChannelConfig struct {
 	// Capacity is the buffer size, in items. Default 1024.
 	Capacity int `koanf:"capacity"`
 	// FullMode is wait, drop_write, drop_newest or drop_oldest. Default wait.
-	FullMode FullMode `koanf:"full_mode"`
+	FullMode leadership.FullMode `koanf:"full_mode"`
 	// DrainOnLoss discards buffered items when leadership ends. Default false.
 	DrainOnLoss bool `koanf:"drain_on_loss"`
 	// DropReportInterval is the least time between two drop summaries in
@@ -252,25 +293,21 @@ type LeaderChannel struct {
 }
 
 // Options returns the leadership.ChannelOptions the section describes.
-func (c LeaderChannel) Options() leadership.ChannelOptions {
-	m, err := leadership.ParseFullMode(string(c.FullMode))
-	if err != nil {
-		m = 0 // left for ChannelOptions.Validate to name
-	}
+func (c LeaderChannelConfig) Options() leadership.ChannelOptions {
 	return leadership.ChannelOptions{
 		Capacity:           c.Capacity,
-		FullMode:           m,
+		FullMode:           c.FullMode,
 		DrainOnLoss:        c.DrainOnLoss,
 		DropReportInterval: c.DropReportInterval,
 	}
 }
 
-// Scheduling is the scheduling section: settings of the schedulers built
-// from config (scheduling.Option values).
-type Scheduling struct {
+// SchedulingConfig is the scheduling section: settings of the schedulers
+// built from config (scheduling.Option values).
+type SchedulingConfig struct {
 	// Location is the time zone of cron expressions that name none.
 	// Default UTC, so replicas in different zones agree on every slot.
-	Location Location `koanf:"location"`
+	Location TimeZone `koanf:"location"`
 	// MisfireWindow is how old a slot nobody started may be for a new
 	// leader to still run it; 0 disables catching up. Needs SlotStore.
 	// Default 1m.
@@ -282,7 +319,7 @@ type Scheduling struct {
 
 // Options returns the scheduling options the section describes, without
 // the slot store (the composition supplies the lock).
-func (s Scheduling) Options() ([]scheduling.Option, error) {
+func (s SchedulingConfig) Options() ([]scheduling.Option, error) {
 	loc, err := s.Location.Load()
 	if err != nil {
 		return nil, err
@@ -290,42 +327,45 @@ func (s Scheduling) Options() ([]scheduling.Option, error) {
 	return []scheduling.Option{scheduling.WithLocation(loc), scheduling.WithMisfireWindow(s.MisfireWindow)}, nil
 }
 
-// Defaults returns the configuration used when nothing is set: the
-// defaults of the core packages, and the memory provider.
+// Defaults returns the configuration used for every key no source sets:
+// the defaults of the core packages. It names no locking.provider, so it
+// does not validate as it is: Load fails unless a source chooses one (G6).
 func Defaults() *Config {
 	lo := locking.DefaultOptions()
 	ld := leadership.DefaultOptions()
 	co := leadership.DefaultChannelOptions()
 	return &Config{
-		Locking: Locking{
+		Locking: LockingConfig{
 			Enabled:      lo.Enabled,
-			Provider:     ProviderMemory,
 			Namespace:    lo.Namespace,
 			UseHashTags:  lo.UseHashTags,
 			MaxKeyLength: lo.MaxKeyLength,
 			MaxLease:     lo.MaxLease,
 			MaxHold:      lo.MaxHold,
-			Redis: Redis{
+			Redis: RedisConfig{
 				DialTimeout:  5 * time.Second,
 				ReadTimeout:  3 * time.Second,
 				WriteTimeout: 3 * time.Second,
 			},
 		},
-		Leadership: Leadership{
+		Leadership: LeadershipConfig{
 			Lease:             ld.Lease,
 			RenewInterval:     ld.RenewInterval,
 			RetryInterval:     ld.RetryInterval,
-			WhenUncoordinated: Follow,
+			SafetyMargin:      ld.SafetyMargin,
+			WhenUncoordinated: ld.WhenUncoordinated,
 			LockKeyFormat:     ld.LockKeyFormat,
 			LockKey:           ld.LockKey,
+			Balance:           ld.Balance,
+			Priority:          ld.Priority,
 		},
-		LeaderChannel: LeaderChannel{
+		LeaderChannel: LeaderChannelConfig{
 			Capacity:           co.Capacity,
-			FullMode:           FullMode(co.FullMode.String()),
+			FullMode:           co.FullMode,
 			DrainOnLoss:        co.DrainOnLoss,
 			DropReportInterval: co.DropReportInterval,
 		},
-		Scheduling: Scheduling{
+		Scheduling: SchedulingConfig{
 			Location:      "UTC",
 			MisfireWindow: scheduling.DefaultMisfireWindow,
 			SlotStore:     true,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -29,9 +30,9 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
-// keyErrors flattens a joined error into its *KeyError parts.
-func keyErrors(err error) []*config.KeyError {
-	var out []*config.KeyError
+// fieldErrors flattens a joined error into its *FieldError parts.
+func fieldErrors(err error) []*config.FieldError {
+	var out []*config.FieldError
 	var walk func(error)
 	walk = func(e error) {
 		if j, ok := e.(interface{ Unwrap() []error }); ok {
@@ -40,7 +41,7 @@ func keyErrors(err error) []*config.KeyError {
 			}
 			return
 		}
-		var ke *config.KeyError
+		var ke *config.FieldError
 		if errors.As(e, &ke) {
 			out = append(out, ke)
 		}
@@ -49,20 +50,72 @@ func keyErrors(err error) []*config.KeyError {
 	return out
 }
 
-func TestLoad_DefaultsWithoutFileOrEnv(t *testing.T) {
-	c, err := config.Load("", config.WithEnviron(nil))
+// memory chooses the in-process lock, which every configuration must do
+// explicitly (G6).
+var memory = []string{"HOSTLOOM_LOCKING__PROVIDER=memory"}
+
+func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
+	path := writeFile(t, "leadership:\n  lease: 20s\n")
+	for _, tt := range []struct {
+		name string
+		path string
+		opts []config.LoadOption
+		want string
+	}{
+		{"nothing", "", []config.LoadOption{config.WithEnviron(nil)},
+			"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
+		{"missing optional file", filepath.Join(t.TempDir(), "nope.yaml"), []config.LoadOption{config.Optional(), config.WithEnviron(nil)},
+			"(not set in env HOSTLOOM_LOCKING__PROVIDER)"},
+		{"file without provider", path, []config.LoadOption{config.WithYAML("embedded", []byte("locking:\n  namespace: x\n")), config.WithEnviron(nil), config.WithEnvPrefix("APP_")},
+			"(not set in yaml embedded, file " + path + ", env APP_LOCKING__PROVIDER)"},
+		{"enabled false still names none", "", []config.LoadOption{config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=false"})},
+			"config: locking.provider: is not set"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(tt.path, tt.opts...)
+			if err == nil || c != nil {
+				t.Fatalf("Load = %+v, %v; want an error naming locking.provider", c, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error\n%v\ndoes not contain\n%s", err, tt.want)
+			}
+			fe := fieldErrors(err)
+			if len(fe) != 1 || fe[0].Key != "locking.provider" {
+				t.Fatalf("field errors %v, want exactly one for locking.provider", fe)
+			}
+		})
+	}
+	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, disabled") {
+		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
+	}
+}
+
+func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
+	c, err := config.Load("", config.WithEnviron(memory))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(c, config.Defaults()) {
-		t.Fatalf("Load = %+v, want the defaults %+v", c, config.Defaults())
-	}
-	lo := locking.DefaultOptions()
-	if got := c.Locking.Options(); got != lo {
-		t.Errorf("Locking.Options() = %+v, want locking.DefaultOptions() %+v", got, lo)
-	}
+	d := config.Defaults()
 	if c.Locking.Provider != config.ProviderMemory {
-		t.Errorf("default provider %q, want memory", c.Locking.Provider)
+		t.Errorf("provider %q, want memory", c.Locking.Provider)
+	}
+	if got, lo := c.Locking.Options(), locking.DefaultOptions(); got != lo || !reflect.DeepEqual(c.Locking.Redis, d.Locking.Redis) {
+		t.Errorf("locking = %+v, want locking.DefaultOptions() %+v", c.Locking, lo)
+	}
+	if got, want := c.Leadership.Options("billing"), d.Leadership.Options("billing"); got != want || c.Leadership.Roles != nil || c.Leadership.Identity != "" {
+		t.Errorf("leadership = %+v, want %+v", c.Leadership, d.Leadership)
+	}
+	if c.LeaderChannel != d.LeaderChannel || c.Scheduling != d.Scheduling {
+		t.Errorf("leader_channel %+v, scheduling %+v: want the defaults", c.LeaderChannel, c.Scheduling)
+	}
+	if got := c.Source("locking.provider"); got != "env HOSTLOOM_LOCKING__PROVIDER" {
+		t.Errorf("Source(locking.provider) = %q", got)
+	}
+	if got := c.Source("leadership.lease"); got != "default" {
+		t.Errorf("Source(leadership.lease) = %q, want default", got)
+	}
+	if got := d.Source("leadership.lease"); got != "" {
+		t.Errorf("Defaults().Source = %q, want \"\" for a configuration built in code", got)
 	}
 }
 
@@ -98,18 +151,24 @@ leadership:
   lease: 20s
   renew_interval: 6s
   retry_interval: 3s
+  safety_margin: 100ms
   when_uncoordinated: lead
   lock_key_format: "election:eu:{role}"
   lock_key: ""
   identity: pod-1
+  balance: true
+  priority: 2
   roles:
     billing:
       lease: 40s
       renew_interval: 10s
       retry_interval: 1s
+      safety_margin: 1s
       when_uncoordinated: follow
       lock_key_format: "x:{role}"
       lock_key: billing-exact
+      balance: false
+      priority: -3
 leader_channel:
   capacity: 8
   full_mode: drop_oldest
@@ -122,42 +181,65 @@ scheduling:
 `
 
 func TestLoad_FileSetsEveryKey(t *testing.T) {
-	c, err := config.Load(writeFile(t, fullYAML), config.WithEnviron(nil))
+	path := writeFile(t, fullYAML)
+	c, err := config.Load(path, config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := func(s string) *time.Duration { v, _ := time.ParseDuration(s); return &v }
 	str := func(s string) *string { return &s }
-	follow := config.Follow
-	want := &config.Config{
-		Locking: config.Locking{
-			Enabled: true, Provider: config.ProviderRedis, Namespace: "billing", UseHashTags: true,
-			MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute,
-			Redis: config.Redis{
-				Addrs: []string{"a:6379", "b:6379"}, Username: "app", Password: "s3cret-pw", Cluster: true,
-				DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
-				TLS: config.TLS{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
-			},
-		},
-		Leadership: config.Leadership{
-			Lease: 20 * time.Second, RenewInterval: 6 * time.Second, RetryInterval: 3 * time.Second,
-			WhenUncoordinated: config.Lead, LockKeyFormat: "election:eu:{role}", Identity: "pod-1",
-			Roles: map[string]config.RoleOverrides{"billing": {
-				Lease: d("40s"), RenewInterval: d("10s"), RetryInterval: d("1s"),
-				WhenUncoordinated: &follow, LockKeyFormat: str("x:{role}"), LockKey: str("billing-exact"),
-			}},
-		},
-		LeaderChannel: config.LeaderChannel{Capacity: 8, FullMode: config.FullDropOldest, DrainOnLoss: true, DropReportInterval: time.Minute},
-		Scheduling:    config.Scheduling{Location: "Europe/Paris", MisfireWindow: 2 * time.Minute, SlotStore: false},
+	follow, no, prio := leadership.Follow, false, -3
+	wantRedis := config.RedisConfig{
+		Addrs: []string{"a:6379", "b:6379"}, Username: "app", Password: "s3cret-pw", Cluster: true,
+		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
+		TLS: config.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
 	}
-	if !reflect.DeepEqual(c, want) {
-		t.Fatalf("Load =\n%#v\nwant\n%#v", c, want)
+	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Enabled || !reflect.DeepEqual(c.Locking.Redis, wantRedis) {
+		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got := c.Leadership.For("billing"); got.Lease != 40*time.Second || got.LockKey != "billing-exact" || got.WhenUncoordinated != config.Follow || got.Identity != "pod-1" {
+	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
+		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
+		t.Errorf("locking options %+v, want %+v", got, want)
+	}
+	if got, want := c.Leadership.Options("other"), (leadership.Options{Lease: 20 * time.Second, RenewInterval: 6 * time.Second,
+		RetryInterval: 3 * time.Second, SafetyMargin: 100 * time.Millisecond, WhenUncoordinated: leadership.Lead,
+		LockKeyFormat: "election:eu:{role}", Balance: true, Priority: 2}); got != want {
+		t.Errorf("leadership options %+v, want %+v", got, want)
+	}
+	if c.Leadership.Identity != "pod-1" {
+		t.Errorf("identity %q", c.Leadership.Identity)
+	}
+	wantRoles := map[string]config.RoleOverrides{"billing": {
+		Lease: d("40s"), RenewInterval: d("10s"), RetryInterval: d("1s"), SafetyMargin: d("1s"),
+		WhenUncoordinated: &follow, LockKeyFormat: str("x:{role}"), LockKey: str("billing-exact"),
+		Balance: &no, Priority: &prio,
+	}}
+	if !reflect.DeepEqual(c.Leadership.Roles, wantRoles) {
+		t.Errorf("roles = %#v", c.Leadership.Roles)
+	}
+	if want := (config.LeaderChannelConfig{Capacity: 8, FullMode: leadership.DropOldest, DrainOnLoss: true, DropReportInterval: time.Minute}); c.LeaderChannel != want {
+		t.Errorf("leader_channel %+v, want %+v", c.LeaderChannel, want)
+	}
+	if want := (config.SchedulingConfig{Location: "Europe/Paris", MisfireWindow: 2 * time.Minute, SlotStore: false}); c.Scheduling != want {
+		t.Errorf("scheduling %+v, want %+v", c.Scheduling, want)
+	}
+	if got := c.Leadership.For("billing"); got.Lease != 40*time.Second || got.LockKey != "billing-exact" || got.WhenUncoordinated != leadership.Follow ||
+		got.Identity != "pod-1" || got.SafetyMargin != time.Second || got.Balance || got.Priority != -3 {
 		t.Errorf("For(billing) = %+v", got)
 	}
 	if got := c.Leadership.For("other"); got.Lease != 20*time.Second || got.LockKeyFormat != "election:eu:{role}" || got.Roles != nil {
 		t.Errorf("For(other) = %+v", got)
+	}
+	for _, key := range []string{"leadership.roles.billing.priority", "leadership.roles.billing", "locking.redis.password"} {
+		if got := c.Source(key); got != "file "+path {
+			t.Errorf("Source(%s) = %q, want the file", key, got)
+		}
+	}
+	if got := c.Leadership.Source("leadership.roles.billing.lease"); got != "file "+path {
+		t.Errorf("Leadership.Source = %q", got)
+	}
+	if got := c.Locking.Source("locking.namespace"); got != "file "+path {
+		t.Errorf("Locking.Source = %q", got)
 	}
 }
 
@@ -190,7 +272,7 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 	if r := c.Leadership.For("billing"); r.RetryInterval != 750*time.Millisecond || r.Lease != 30*time.Second {
 		t.Errorf("billing = %+v", r)
 	}
-	if c.LeaderChannel.FullMode != config.FullDropWrite {
+	if c.LeaderChannel.FullMode != leadership.DropWrite {
 		t.Errorf("full_mode = %q", c.LeaderChannel.FullMode)
 	}
 }
@@ -198,7 +280,7 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 func TestLoad_WithYAMLLayersBeforeFile(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\n")
 	c, err := config.Load(path,
-		config.WithYAML("embedded", []byte("leadership:\n  lease: 12s\n  retry_interval: 1s\n")),
+		config.WithYAML("embedded", []byte("locking:\n  provider: memory\nleadership:\n  lease: 12s\n  retry_interval: 1s\n")),
 		config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +295,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		name string
 		yaml string
 		env  []string
-		want []string // substrings of one KeyError each, in order
+		want []string // substrings of the error
 	}{
 		{
 			name: "env duration",
@@ -236,9 +318,9 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			want: []string{"lockin.provider: unknown key"},
 		},
 		{
-			name: "key below a value",
+			name: "section for a value",
 			yaml: "leadership:\n  lease:\n    seconds: 3\n",
-			want: []string{"leadership.lease.seconds: unknown key"},
+			want: []string{"config: leadership.lease: expected a duration with a unit such as 15s, got a section (file "},
 		},
 		{
 			name: "unknown env key with a single underscore",
@@ -293,32 +375,41 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "T1 renew interval over half the lease",
 			yaml: "leadership:\n  lease: 10s\n  renew_interval: 6s\n",
-			want: []string{"config: leadership: renew_interval 6s exceeds half of lease 10s"},
+			want: []string{"config: leadership.renew_interval: renew_interval 6s exceeds half of lease 10s (file "},
 		},
 		{
 			name: "role override checked with the role's key",
 			yaml: "leadership:\n  roles:\n    billing:\n      lease: 4s\n",
-			want: []string{"config: leadership.roles.billing: renew_interval 5s exceeds half of lease 4s"},
+			want: []string{"config: leadership.roles.billing.lease: renew_interval 5s exceeds half of lease 4s (file ", "app.yaml; leadership.renew_interval: default)"},
 		},
 		{
 			name: "K2 format without role",
 			env:  []string{"HOSTLOOM_LEADERSHIP__LOCK_KEY_FORMAT=leader"},
-			want: []string{`config: leadership: lock_key_format "leader" must contain {role}`},
+			want: []string{`config: leadership.lock_key_format: lock_key_format "leader" must contain {role} (env HOSTLOOM_LEADERSHIP__LOCK_KEY_FORMAT)`},
 		},
 		{
 			name: "L2 hash tags without namespace",
 			yaml: "locking:\n  use_hash_tags: true\n",
-			want: []string{`config: locking: use_hash_tags requires a namespace, namespace is ""`},
+			want: []string{`config: locking.use_hash_tags: use_hash_tags requires a namespace, namespace is "" (file `, `app.yaml; locking.namespace: default)`},
 		},
 		{
 			name: "several addresses without a mode",
 			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=a:1,b:2"},
-			want: []string{"config: locking.redis.addrs: 2 addresses need cluster: true (seed nodes) or master_name (sentinels)"},
+			want: []string{"config: locking.redis.addrs: 2 addresses need cluster: true (seed nodes) or master_name (sentinels) (env HOSTLOOM_LOCKING__REDIS__ADDRS)"},
 		},
 		{
 			name: "redis address without port",
 			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=localhost"},
-			want: []string{`config: locking.redis.addrs: "localhost" is not host:port`},
+			want: []string{`config: locking.redis.addrs: "localhost" is not host:port (env HOSTLOOM_LOCKING__REDIS__ADDRS)`},
+		},
+		{
+			name: "O4 redis port out of range",
+			yaml: "locking:\n  provider: redis\n  redis:\n    addrs: [\"a:99999\", \"b:0\", \"[::1]:6379\", \"c:x\"]\n    cluster: true\n",
+			want: []string{
+				`config: locking.redis.addrs: "a:99999": port "99999" is not a number from 1 to 65535 (file `,
+				`config: locking.redis.addrs: "b:0": port "0" is not a number from 1 to 65535 (file `,
+				`config: locking.redis.addrs: "c:x": port "x" is not a number from 1 to 65535 (file `,
+			},
 		},
 		{
 			name: "redis cluster and sentinel",
@@ -328,17 +419,52 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "T3 cadence over the longest wait",
 			yaml: "leadership:\n  roles:\n    slow:\n      retry_interval: 48h\n",
-			want: []string{"config: leadership.roles.slow: retry_interval 48h0m0s exceeds the longest wait 24h0m0s"},
+			want: []string{"config: leadership.roles.slow.retry_interval: retry_interval 48h0m0s exceeds the longest wait 24h0m0s (file "},
 		},
 		{
 			name: "negative durations",
 			yaml: "locking:\n  max_lease: -1s\nscheduling:\n  misfire_window: -1m\n",
-			want: []string{"config: locking: max_lease -1s must be positive", "config: scheduling.misfire_window: -1m0s must not be negative"},
+			want: []string{"config: locking.max_lease: max_lease -1s must be positive (file ", "config: scheduling.misfire_window: -1m0s must not be negative (file "},
+		},
+		{
+			name: "O4 negative lease names key and variable",
+			env:  []string{"HOSTLOOM_LEADERSHIP__LEASE=-5s"},
+			want: []string{"config: leadership.lease: lease -5s must be positive (env HOSTLOOM_LEADERSHIP__LEASE)"},
+		},
+		{
+			name: "G4 safety margin not below renew interval",
+			env:  []string{"HOSTLOOM_LEADERSHIP__SAFETY_MARGIN=5s"},
+			want: []string{"config: leadership.safety_margin: safety_margin 5s must be at least 0 and below renew_interval 5s (env HOSTLOOM_LEADERSHIP__SAFETY_MARGIN; leadership.renew_interval: default)"},
+		},
+		{
+			name: "G4 role safety margin negative",
+			yaml: "leadership:\n  renew_interval: 4s\n  roles:\n    billing:\n      safety_margin: -1ms\n",
+			want: []string{"config: leadership.roles.billing.safety_margin: safety_margin -1ms must be at least 0 and below renew_interval 4s (file "},
+		},
+		{
+			name: "B2 priority outside int32",
+			env:  []string{"HOSTLOOM_LEADERSHIP__ROLES__BILLING__PRIORITY=3000000000"},
+			want: []string{"config: leadership.roles.billing.priority: priority 3000000000 is outside the int32 range (env HOSTLOOM_LEADERSHIP__ROLES__BILLING__PRIORITY)"},
+		},
+		{
+			name: "B1 balance not a boolean",
+			yaml: "leadership:\n  balance: sometimes\n",
+			want: []string{`config: leadership.balance: invalid boolean "sometimes" (use true or false) (file `},
+		},
+		{
+			name: "enum in another spelling",
+			yaml: "leader_channel:\n  full_mode: DropOldest\n",
+			want: []string{`config: leader_channel.full_mode: "DropOldest" is not one of wait, drop_write, drop_newest, drop_oldest (file `},
+		},
+		{
+			name: "enum as a number",
+			yaml: "leadership:\n  when_uncoordinated: 2\n",
+			want: []string{`config: leadership.when_uncoordinated: expected one of follow, lead, got 2 (file `},
 		},
 		{
 			name: "channel capacity",
 			yaml: "leader_channel:\n  capacity: 0\n",
-			want: []string{"config: leader_channel.capacity: 0 must be positive"},
+			want: []string{"config: leader_channel.capacity: 0 must be positive (file "},
 		},
 	}
 	for _, tt := range tests {
@@ -347,7 +473,11 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			if tt.yaml != "" {
 				path = writeFile(t, tt.yaml)
 			}
-			c, err := config.Load(path, config.WithEnviron(tt.env))
+			env := tt.env
+			if !strings.Contains(tt.yaml, "provider:") && !strings.Contains(strings.Join(env, " "), "PROVIDER") {
+				env = append(env, memory...)
+			}
+			c, err := config.Load(path, config.WithEnviron(env))
 			if err == nil {
 				t.Fatalf("Load succeeded: %+v", c)
 			}
@@ -360,6 +490,16 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 					t.Errorf("error\n%s\ndoes not contain\n%s", msg, w)
 				}
 			}
+			// O4: every problem names its dotted key and its source.
+			fe := fieldErrors(err)
+			if len(fe) == 0 {
+				t.Fatalf("no *FieldError in %v", err)
+			}
+			for _, e := range fe {
+				if e.Key == "" || e.Source == "" || e.Reason == "" {
+					t.Errorf("error %#v lacks its key, source or reason", e)
+				}
+			}
 		})
 	}
 }
@@ -370,7 +510,7 @@ func TestLoad_F2_AllProblemsAtOnce(t *testing.T) {
 		"HOSTLOOM_LEADER_CHANNEL__CAPACITY=lots",
 		"HOSTLOOM_SCHEDULING__NOPE=1",
 	}))
-	got := keyErrors(err)
+	got := fieldErrors(err)
 	var keys []string
 	for _, ke := range got {
 		keys = append(keys, ke.Key)
@@ -390,8 +530,8 @@ func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("config: file %q: no such file or directory", missing)) {
 		t.Errorf("missing file: %v", err)
 	}
-	c, err := config.Load(missing, config.Optional(), config.WithEnviron(nil))
-	if err != nil || !reflect.DeepEqual(c, config.Defaults()) {
+	c, err := config.Load(missing, config.Optional(), config.WithEnviron(memory))
+	if err != nil || c.Locking.Provider != config.ProviderMemory || c.Leadership.Lease != config.Defaults().Leadership.Lease {
 		t.Errorf("optional missing file: %v, %+v", err, c)
 	}
 	dir := t.TempDir()
@@ -511,7 +651,13 @@ func TestKeys_CoverEveryField(t *testing.T) {
 	}
 	for _, w := range []config.Key{
 		{Name: "leadership.lease", Type: "duration", Default: "15s", Env: "HOSTLOOM_LEADERSHIP__LEASE"},
-		{Name: "locking.provider", Type: "memory | redis | disabled", Default: "memory", Env: "HOSTLOOM_LOCKING__PROVIDER"},
+		{Name: "locking.provider", Type: "memory | redis | disabled", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
+		{Name: "leadership.safety_margin", Type: "duration", Default: "0s", Env: "HOSTLOOM_LEADERSHIP__SAFETY_MARGIN"},
+		{Name: "leadership.balance", Type: "bool", Default: "false", Env: "HOSTLOOM_LEADERSHIP__BALANCE"},
+		{Name: "leadership.roles.<role>.priority", Type: "int", Default: "leadership.priority", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__PRIORITY"},
+		{Name: "leadership.roles.<role>.safety_margin", Type: "duration", Default: "leadership.safety_margin", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__SAFETY_MARGIN"},
+		{Name: "leader_channel.full_mode", Type: "wait | drop_write | drop_newest | drop_oldest", Default: "wait", Env: "HOSTLOOM_LEADER_CHANNEL__FULL_MODE"},
+		{Name: "leadership.when_uncoordinated", Type: "follow | lead", Default: "follow", Env: "HOSTLOOM_LEADERSHIP__WHEN_UNCOORDINATED"},
 		{Name: "locking.redis.password", Type: "secret", Default: `""`, Env: "HOSTLOOM_LOCKING__REDIS__PASSWORD"},
 		{Name: "locking.redis.addrs", Type: "list", Default: "[]", Env: "HOSTLOOM_LOCKING__REDIS__ADDRS"},
 		{Name: "locking.redis.tls.ca_file", Type: "string", Default: `""`, Env: "HOSTLOOM_LOCKING__REDIS__TLS__CA_FILE"},

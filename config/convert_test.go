@@ -29,12 +29,14 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 	}
 	billing := c.Leadership.Options("billing")
 	want := leadership.Options{Lease: 40 * time.Second, RenewInterval: 10 * time.Second, RetryInterval: time.Second,
-		WhenUncoordinated: leadership.Follow, LockKeyFormat: "x:{role}", LockKey: "billing-exact"}
+		WhenUncoordinated: leadership.Follow, LockKeyFormat: "x:{role}", LockKey: "billing-exact",
+		SafetyMargin: time.Second, Balance: false, Priority: -3}
 	if billing != want {
 		t.Errorf("Options(billing) = %+v, want %+v", billing, want)
 	}
 	other := c.Leadership.Options("other")
-	if other.Lease != 20*time.Second || other.WhenUncoordinated != leadership.Lead || other.LockKeyFormat != "election:eu:{role}" {
+	if other.Lease != 20*time.Second || other.WhenUncoordinated != leadership.Lead || other.LockKeyFormat != "election:eu:{role}" ||
+		other.SafetyMargin != 100*time.Millisecond || !other.Balance || other.Priority != 2 {
 		t.Errorf("Options(other) = %+v", other)
 	}
 	if ch := c.LeaderChannel.Options(); ch.FullMode != leadership.DropOldest || ch.Capacity != 8 || !ch.DrainOnLoss || ch.DropReportInterval != time.Minute {
@@ -46,18 +48,30 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		enabled  bool
-		provider config.Provider
+		provider config.ProviderName
 		want     bool
 	}{{true, config.ProviderMemory, true}, {true, config.ProviderRedis, true}, {true, config.ProviderDisabled, false}, {false, config.ProviderMemory, false}} {
-		l := config.Locking{Enabled: tt.enabled, Provider: tt.provider}
+		l := config.LockingConfig{Enabled: tt.enabled, Provider: tt.provider}
 		if l.Options().Enabled != tt.want || l.Coordinated() != tt.want {
 			t.Errorf("enabled=%t provider=%s: Options().Enabled=%t, want %t (L4)", tt.enabled, tt.provider, l.Options().Enabled, tt.want)
 		}
 	}
-	for _, m := range []config.FullMode{config.FullWait, config.FullDropWrite, config.FullDropNewest, config.FullDropOldest} {
-		o := config.LeaderChannel{Capacity: 1, FullMode: m}.Options()
-		if o.FullMode.String() != string(m) {
-			t.Errorf("FullMode %q converts to %v", m, o.FullMode)
+	for _, m := range []leadership.FullMode{leadership.Wait, leadership.DropWrite, leadership.DropNewest, leadership.DropOldest} {
+		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADER_CHANNEL__FULL_MODE=" + m.String()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := c.LeaderChannel.Options(); o.FullMode != m || o.Validate() != nil {
+			t.Errorf("full_mode %s loads as %v", m, o.FullMode)
+		}
+	}
+	for _, w := range []leadership.WhenUncoordinated{leadership.Follow, leadership.Lead} {
+		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__X__WHEN_UNCOORDINATED=" + w.String()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Leadership.Options("x").WhenUncoordinated; got != w {
+			t.Errorf("when_uncoordinated %s loads as %v", w, got)
 		}
 	}
 }

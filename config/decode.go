@@ -1,223 +1,328 @@
 package config
 
 import (
-	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/v2"
 )
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	secretType   = reflect.TypeFor[Secret]()
 	stringsType  = reflect.TypeFor[[]string]()
-	textType     = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// errUnknown marks a key that names nothing in Config.
-var errUnknown = errors.New("unknown key")
+// decode unmarshals the merged sources in k into cfg with koanf's
+// Unmarshal (mapstructure): durations through StringToTimeDurationHookFunc,
+// enums and time zones through TextUnmarshallerHookFunc, unknown keys
+// refused by ErrorUnused, names matched exactly (mapstructure matches
+// case-insensitively by default, which would accept Lease for lease).
+// It returns one *FieldError per problem, each naming its source.
+func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
+	dc := &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			strictScalars,
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+		ErrorUnused:          true,
+		IgnoreUntaggedFields: true,
+		MatchName:            func(mapKey, fieldName string) bool { return mapKey == fieldName },
+	}
+	errs := nullLeaves(k, src)
+	err := k.UnmarshalWithConf("", cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
+	walkDecodeErrors(err, func(name string, inner error) {
+		errs = append(errs, fieldErrors(k, src, name, inner)...)
+	})
+	return errs
+}
 
-// set assigns raw to the field named by the dotted key parts under v (an
-// addressable struct), creating map entries on the way.
-func set(v reflect.Value, parts []string, raw any) error {
-	for i, p := range parts {
-		switch {
-		case isLeaf(v.Type()):
-			return errUnknown
-		case v.Kind() == reflect.Struct:
-			f, ok := fieldByKey(v.Type(), p)
+// nullLeaves reports the keys written with no value (`namespace:`).
+// mapstructure skips a nil input silently, so the default would apply to
+// a key the user meant to set; an empty section (`roles:`) is fine.
+func nullLeaves(k *koanf.Koanf, src sources) []*FieldError {
+	var errs []*FieldError
+	for key, v := range k.All() {
+		if v != nil {
+			continue
+		}
+		if t, ok := typeAt(key); ok && !isSection(t) {
+			errs = append(errs, &FieldError{Key: key, Source: src.of(key), Reason: `has no value (write "" for an empty string)`})
+		}
+	}
+	return errs
+}
+
+// walkDecodeErrors calls fn for each *mapstructure.DecodeError in the
+// tree err (errors.Join of field errors, nested, under the wrapper Decode
+// adds) with the field name and the error it wraps.
+func walkDecodeErrors(err error, fn func(name string, inner error)) {
+	switch e := err.(type) {
+	case nil:
+	case *mapstructure.DecodeError:
+		inner := e.Unwrap()
+		if _, nested := inner.(interface{ Unwrap() []error }); nested {
+			walkDecodeErrors(inner, fn)
+		} else if de, ok := inner.(*mapstructure.DecodeError); ok {
+			walkDecodeErrors(de, fn)
+		} else {
+			fn(e.Name(), inner)
+		}
+	case interface{ Unwrap() []error }:
+		for _, p := range e.Unwrap() {
+			walkDecodeErrors(p, fn)
+		}
+	case interface{ Unwrap() error }:
+		walkDecodeErrors(e.Unwrap(), fn)
+	default:
+		fn("", err)
+	}
+}
+
+// unusedPrefix begins mapstructure's ErrorUnused message. mapstructure
+// reports unknown keys only as text ("has invalid keys: a, b"), so this
+// is the one place that reads its wording.
+const unusedPrefix = "has invalid keys: "
+
+// fieldErrors turns one mapstructure error at field name into
+// FieldErrors: the dotted key, what is wrong with the value (never a
+// secret's value) and its source.
+func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) []*FieldError {
+	key, item := splitName(name)
+	if list, ok := strings.CutPrefix(inner.Error(), unusedPrefix); ok {
+		var errs []*FieldError
+		for _, u := range strings.Split(list, ", ") {
+			errs = append(errs, unknownKeys(k, src, join(key, u))...)
+		}
+		return errs
+	}
+	t, _ := typeAt(key)
+	raw := k.Get(key)
+	prefix := ""
+	if item >= 0 {
+		prefix = fmt.Sprintf("item %d: ", item)
+		if l, ok := raw.([]any); ok && item < len(l) {
+			raw = l[item]
+		}
+		if t != nil {
+			t = t.Elem()
+		}
+	}
+	return []*FieldError{{Key: key, Source: src.of(key), Reason: prefix + reason(t, raw, inner)}}
+}
+
+// unknownKeys reports key, which names nothing in Config, as the leaf
+// keys the sources set under it (lockin.provider rather than lockin), each
+// with its own source.
+func unknownKeys(k *koanf.Koanf, src sources, key string) []*FieldError {
+	var errs []*FieldError
+	for flat := range k.All() {
+		if flat == key || strings.HasPrefix(flat, key+".") {
+			errs = append(errs, &FieldError{Key: flat, Source: src.of(flat), Reason: "unknown key"})
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, &FieldError{Key: key, Source: src.of(key), Reason: "unknown key"})
+	}
+	return errs
+}
+
+// reason says what is wrong with raw as a value of type t.
+func reason(t reflect.Type, raw any, err error) string {
+	secret := t == secretType
+	var pe *mapstructure.ParseError
+	var ue *mapstructure.UnconvertibleTypeError
+	switch {
+	case t != nil && isSection(t):
+		return "is a section, not a value: got " + describe(raw, false)
+	case t == durationType && isString(raw):
+		return fmt.Sprintf("invalid duration %q (use a unit, e.g. 15s, 500ms, 1m30s)", raw)
+	case errors.As(err, &pe), errors.As(err, &ue):
+		return fmt.Sprintf("expected %s, got %s", expected(t), describe(raw, secret))
+	}
+	return err.Error()
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+// expected names what a value of type t is written as.
+func expected(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch {
+	case t == durationType:
+		return "a duration with a unit such as 15s"
+	case t == stringsType:
+		return "a list or a comma-separated string"
+	case enumNames(t) != nil:
+		return "one of " + strings.Join(enumNames(t), ", ")
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
+}
+
+// strictScalars is the one decode hook of our own. It does what
+// mapstructure does too loosely, or not at all, for values read from YAML
+// and from environment variables (always strings); WeaklyTypedInput would
+// cover the strings but also turn true into 1, "" into 0 and 1.5 into 1,
+// so it stays off:
+//   - a duration must be a string with a unit (mapstructure reads a YAML
+//     number as nanoseconds);
+//   - an int parses from a decimal string; a YAML float is refused
+//     (mapstructure truncates it);
+//   - a bool parses from a string;
+//   - a string also takes a YAML integer or boolean (identity: 42);
+//   - a list also takes a comma-separated string, items trimmed and blank
+//     ones dropped (StringToSliceHookFunc keeps the spaces of "a, b");
+//   - an enum must be one of its names in config spelling (the core
+//     parsers also accept DropOldest or drop-oldest).
+func strictScalars(from, to reflect.Type, data any) (any, error) {
+	switch {
+	case to.Kind() == reflect.Pointer:
+		return data, nil // the element is decoded next, through this hook again
+	case to == durationType:
+		if from.Kind() != reflect.String {
+			return nil, fmt.Errorf("expected %s, got %s", expected(to), describe(data, false))
+		}
+	case enumNames(to) != nil:
+		s, ok := data.(string)
+		if !ok {
+			return nil, fmt.Errorf("expected %s, got %s", expected(to), describe(data, false))
+		}
+		if !slices.Contains(enumNames(to), s) {
+			return nil, notOneOf(s, to)
+		}
+	case to.Kind() == reflect.Int:
+		switch x := data.(type) {
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 0)
+			if err != nil {
+				return nil, fmt.Errorf("invalid integer %q", x)
+			}
+			return int(n), nil
+		case float32, float64, bool:
+			return nil, fmt.Errorf("expected an integer, got %s", describe(x, false))
+		}
+	case to.Kind() == reflect.Bool:
+		if s, ok := data.(string); ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("invalid boolean %q (use true or false)", s)
+			}
+			return b, nil
+		}
+	case to.Kind() == reflect.String:
+		switch data.(type) {
+		case int, int64, uint64, bool:
+			return fmt.Sprint(data), nil
+		}
+	case to == stringsType:
+		if s, ok := data.(string); ok {
+			out := []string{}
+			for _, item := range strings.Split(s, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					out = append(out, item)
+				}
+			}
+			return out, nil
+		}
+	}
+	return data, nil
+}
+
+// notOneOf is the error for a value outside an enum.
+func notOneOf(s string, t reflect.Type) error {
+	return fmt.Errorf("%q is not one of %s", s, strings.Join(enumNames(t), ", "))
+}
+
+// splitName turns mapstructure's field name into the dotted key:
+// leadership.roles[billing].lease is leadership.roles.billing.lease; for
+// an item of a list (locking.redis.addrs[1]) it also returns the index,
+// else -1.
+func splitName(name string) (key string, item int) {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(name, '[')
+		j := strings.IndexByte(name, ']')
+		if i < 0 || j < i {
+			b.WriteString(name)
+			return b.String(), -1
+		}
+		b.WriteString(name[:i])
+		inside, rest := name[i+1:j], name[j+1:]
+		if t, ok := typeAt(b.String()); ok && t.Kind() == reflect.Slice && rest == "" {
+			if n, err := strconv.Atoi(inside); err == nil {
+				return b.String(), n
+			}
+		}
+		b.WriteString("." + inside)
+		name = rest
+	}
+}
+
+// join joins dotted key parts; the root is "".
+func join(parent, child string) string {
+	if parent == "" {
+		return child
+	}
+	return parent + "." + child
+}
+
+// typeAt returns the type of the Config field at the dotted key (a map
+// level takes any name), pointers removed.
+func typeAt(key string) (reflect.Type, bool) {
+	t := reflect.TypeFor[Config]()
+	if key == "" {
+		return t, true
+	}
+	for _, seg := range strings.Split(key, ".") {
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := fieldByKey(t, seg)
 			if !ok {
-				return errUnknown
+				return nil, false
 			}
-			v = v.Field(f)
-		case v.Kind() == reflect.Map:
-			if p == "" {
-				return errUnknown
-			}
-			if v.IsNil() {
-				v.Set(reflect.MakeMap(v.Type()))
-			}
-			key := reflect.ValueOf(p)
-			elem := reflect.New(v.Type().Elem()).Elem()
-			if old := v.MapIndex(key); old.IsValid() {
-				elem.Set(old)
-			}
-			err := set(elem, parts[i+1:], raw)
-			v.SetMapIndex(key, elem)
-			return err
+			t = f.Type
+		case reflect.Map:
+			t = t.Elem()
 		default:
-			return errUnknown
+			return nil, false
+		}
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
 	}
-	if !isLeaf(v.Type()) {
-		// A section may be written empty (`roles:` or `roles: {}`).
-		if m, ok := raw.(map[string]any); raw == nil || ok && len(m) == 0 {
-			return nil
-		}
-		return fmt.Errorf("is a section, not a value: got %s", describe(raw, false))
-	}
-	return setLeaf(v, raw)
+	return t, true
 }
 
 // fieldByKey finds the struct field whose koanf tag is key.
-func fieldByKey(t reflect.Type, key string) (int, bool) {
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
-		if t.Field(i).Tag.Get("koanf") == key {
-			return i, true
+		if f := t.Field(i); f.IsExported() && f.Tag.Get("koanf") == key {
+			return f, true
 		}
 	}
-	return 0, false
+	return reflect.StructField{}, false
 }
 
-// isLeaf reports whether t holds a value rather than a section.
-func isLeaf(t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == durationType || t == stringsType || reflect.PointerTo(t).Implements(textType) {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.String, reflect.Bool, reflect.Int:
-		return true
-	}
-	return false
-}
-
-// setLeaf parses raw (a YAML value or an environment string) into v.
-func setLeaf(v reflect.Value, raw any) error {
-	secret := v.Type() == secretType
-	if v.Kind() == reflect.Pointer {
-		p := reflect.New(v.Type().Elem())
-		if err := setLeaf(p.Elem(), raw); err != nil {
-			return err
-		}
-		v.Set(p)
-		return nil
-	}
-	if raw == nil {
-		return errors.New(`has no value (write "" for an empty string)`)
-	}
-	t := v.Type()
-	switch {
-	case reflect.PointerTo(t).Implements(textType):
-		s, ok := scalar(raw)
-		if !ok {
-			return fmt.Errorf("expected a string, got %s", describe(raw, false))
-		}
-		n := reflect.New(t)
-		if err := n.Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return err
-		}
-		v.Set(n.Elem())
-	case t == durationType:
-		s, ok := raw.(string)
-		if !ok {
-			return fmt.Errorf("expected a duration with a unit such as 15s, got %s", describe(raw, false))
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("invalid duration %q (use a unit, e.g. 15s, 500ms, 1m30s)", s)
-		}
-		v.SetInt(int64(d))
-	case t == stringsType:
-		list, err := stringList(raw)
-		if err != nil {
-			return err
-		}
-		v.Set(reflect.ValueOf(list))
-	case t.Kind() == reflect.String:
-		s, ok := scalar(raw)
-		if !ok {
-			return fmt.Errorf("expected a string, got %s", describe(raw, secret))
-		}
-		v.SetString(s)
-	case t.Kind() == reflect.Bool:
-		switch b := raw.(type) {
-		case bool:
-			v.SetBool(b)
-		case string:
-			parsed, err := strconv.ParseBool(strings.TrimSpace(b))
-			if err != nil {
-				return fmt.Errorf("invalid boolean %q (use true or false)", b)
-			}
-			v.SetBool(parsed)
-		default:
-			return fmt.Errorf("expected true or false, got %s", describe(raw, false))
-		}
-	case t.Kind() == reflect.Int:
-		n, err := toInt(raw)
-		if err != nil {
-			return err
-		}
-		v.SetInt(n)
-	default:
-		return fmt.Errorf("unsupported field type %v", t)
-	}
-	return nil
-}
-
-// scalar returns a string, integer or boolean YAML value as text.
-func scalar(raw any) (string, bool) {
-	switch x := raw.(type) {
-	case string:
-		return x, true
-	case int, int64, uint64, bool:
-		return fmt.Sprint(x), true
-	}
-	return "", false
-}
-
-func toInt(raw any) (int64, error) {
-	const maxInt = int64(^uint(0) >> 1)
-	switch x := raw.(type) {
-	case int:
-		return int64(x), nil
-	case int64:
-		return x, nil
-	case uint64:
-		if x > uint64(maxInt) {
-			return 0, fmt.Errorf("integer %d is out of range", x)
-		}
-		return int64(x), nil
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 0)
-		if err != nil {
-			return 0, fmt.Errorf("invalid integer %q", x)
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("expected an integer, got %s", describe(raw, false))
-}
-
-// stringList accepts a YAML list of scalars, or a comma-separated string
-// (the form environment variables use). Blank entries are dropped.
-func stringList(raw any) ([]string, error) {
-	var items []string
-	switch x := raw.(type) {
-	case string:
-		items = strings.Split(x, ",")
-	case []any:
-		for i, e := range x {
-			s, ok := scalar(e)
-			if !ok {
-				return nil, fmt.Errorf("item %d: expected a string, got %s", i, describe(e, false))
-			}
-			items = append(items, s)
-		}
-	default:
-		return nil, fmt.Errorf("expected a list or a comma-separated string, got %s", describe(raw, false))
-	}
-	out := []string{}
-	for _, s := range items {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+// isSection reports whether t holds keys rather than a value.
+func isSection(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }
 
 // describe names a value for an error: its kind, and the value itself
@@ -249,4 +354,32 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:max] + "…"
+}
+
+// sources maps each leaf key a source set to that source's name ("file
+// app.yaml", "env HOSTLOOM_LEADERSHIP__LEASE"), the last source winning.
+// It is nil for a configuration built in code.
+type sources map[string]string
+
+// of names where key's value came from: its source, the sources of the
+// keys below it for a section, "default" when no source set it, and ""
+// without sources.
+func (s sources) of(key string) string {
+	if s == nil {
+		return ""
+	}
+	if src, ok := s[key]; ok {
+		return src
+	}
+	var found []string
+	for k, src := range s {
+		if strings.HasPrefix(k, key+".") && !slices.Contains(found, src) {
+			found = append(found, src)
+		}
+	}
+	if len(found) == 0 {
+		return "default"
+	}
+	slices.Sort(found)
+	return strings.Join(found, ", ")
 }

@@ -8,7 +8,7 @@ import (
 
 func ExampleLoad() {
 	c, err := config.Load("", // no file: defaults, then the environment
-		config.WithYAML("embedded", []byte("leadership:\n  lease: 20s\n  roles:\n    billing:\n      lease: 30s\n")),
+		config.WithYAML("embedded", []byte("locking:\n  provider: memory\nleadership:\n  lease: 20s\n  roles:\n    billing:\n      lease: 30s\n")),
 		config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=6s"}),
 	)
 	if err != nil {
@@ -32,10 +32,31 @@ func ExampleLoad_errors() {
 }
 
 func ExampleSecret() {
-	r := config.Redis{Addrs: []string{"127.0.0.1:6379"}, Password: "hunter2"}
+	r := config.RedisConfig{Addrs: []string{"127.0.0.1:6379"}, Password: "hunter2"}
 	fmt.Println(r)
 	fmt.Println(r.Password.Value())
 	// Output:
 	// addrs=[127.0.0.1:6379] username="" password=[redacted] db=0 cluster=false tls=false
 	// hunter2
+}
+
+func ExampleLeadershipConfig_CheckRoles() {
+	c, err := config.Load("", config.WithEnviron([]string{
+		"HOSTLOOM_LOCKING__PROVIDER=memory",
+		"HOSTLOOM_LEADERSHIP__ROLES__BILING__LEASE=30s", // a typo for billing
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Leadership.CheckRoles("billing", "reports"))
+	// Output:
+	// config: leadership.roles.biling: names no declared role; declared: "billing", "reports" (env HOSTLOOM_LEADERSHIP__ROLES__BILING__LEASE)
+}
+
+func ExampleLoad_noProvider() {
+	_, err := config.Load("", config.WithEnviron(nil))
+	fmt.Println(err)
+	// Output:
+	// config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
 }

@@ -65,7 +65,7 @@ func FuzzLoad(f *testing.F) {
 			parts = j.Unwrap()
 		}
 		for _, p := range parts {
-			var ke *config.KeyError
+			var ke *config.FieldError
 			switch {
 			case errors.As(p, &ke):
 				if ke.Reason == "" {

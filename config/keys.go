@@ -16,7 +16,8 @@ type Key struct {
 	// values of an enum separated by " | ".
 	Type string
 	// Default is the default value as written in YAML; for a per-role
-	// override, the key it defaults to.
+	// override, the key it defaults to; "required" for a key every
+	// configuration must set (locking.provider).
 	Default string
 	// Env is the environment variable that sets the key.
 	Env string
@@ -34,16 +35,20 @@ func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		name := f.Tag.Get("koanf")
 		p := append(path[:len(path):len(path)], name)
 		fv := v.Field(i)
 		switch {
-		case isLeaf(f.Type):
-			def := ""
-			if inherit != "" {
+		case !isSection(deref(f.Type)):
+			def := yamlValue(fv)
+			switch {
+			case inherit != "":
 				def = inherit + "." + name
-			} else {
-				def = yamlValue(fv)
+			case f.Tag.Get("required") == "true":
+				def = "required"
 			}
 			*out = append(*out, Key{
 				Name:    strings.Join(p, "."),
@@ -69,12 +74,17 @@ func envName(path []string) string {
 	return EnvPrefix + strings.Join(parts, envSeparator)
 }
 
-func typeName(t reflect.Type) string {
+func deref(t reflect.Type) reflect.Type {
 	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
+		return t.Elem()
 	}
-	if e, ok := reflect.Zero(t).Interface().(enum); ok {
-		return strings.Join(e.allowed(), " | ")
+	return t
+}
+
+func typeName(t reflect.Type) string {
+	t = deref(t)
+	if names := enumNames(t); names != nil {
+		return strings.Join(names, " | ")
 	}
 	switch {
 	case t == durationType:
@@ -83,7 +93,7 @@ func typeName(t reflect.Type) string {
 		return "secret"
 	case t == stringsType:
 		return "list"
-	case t == reflect.TypeFor[Location]():
+	case t == reflect.TypeFor[TimeZone]():
 		return "time zone"
 	}
 	return t.Kind().String()

@@ -1,11 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,26 +24,28 @@ const EnvPrefix = "HOSTLOOM_"
 // HOSTLOOM_LEADERSHIP__LEASE is leadership.lease.
 const envSeparator = "__"
 
-// KeyError is one problem with one key: Key is the dotted key, Source
-// where the value came from ("file app.yaml", "env HOSTLOOM_LEADERSHIP__LEASE",
-// or "" for a check across the merged result), Reason what is wrong. Load
-// joins one KeyError per problem; use errors.As to inspect them.
-type KeyError struct {
+// FieldError is one problem with one configuration key: Key is the
+// dotted key, Source where its value came from ("file app.yaml", "env
+// HOSTLOOM_LEADERSHIP__LEASE", "yaml embedded", "default", several of them
+// for a check that relates two keys, or "" for a configuration built in
+// code), Reason what is wrong, with the value unless it is a secret. Load
+// joins one FieldError per problem; use errors.As to inspect them.
+type FieldError struct {
 	Key    string
 	Source string
 	Reason string
 }
 
 // Error returns "config: <key>: <reason> (<source>)".
-func (e *KeyError) Error() string {
+func (e *FieldError) Error() string {
 	if e.Source == "" {
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
 	}
 	return fmt.Sprintf("config: %s: %s (%s)", e.Key, e.Reason, e.Source)
 }
 
-// Option configures Load.
-type Option interface {
+// LoadOption configures Load.
+type LoadOption interface {
 	apply(*loadSettings)
 }
 
@@ -65,14 +67,14 @@ func (f optionFunc) apply(s *loadSettings) { f(s) }
 
 // Optional makes a missing file (not an unreadable one) mean "defaults and
 // environment only". Default: a missing file is an error.
-func Optional() Option {
+func Optional() LoadOption {
 	return optionFunc(func(s *loadSettings) { s.optional = true })
 }
 
 // WithEnviron reads environment variables from environ (KEY=VALUE
 // entries) instead of os.Environ; nil reads none. For tests and for apps
 // that assemble their own environment.
-func WithEnviron(environ []string) Option {
+func WithEnviron(environ []string) LoadOption {
 	return optionFunc(func(s *loadSettings) {
 		s.environ = func() []string { return environ }
 	})
@@ -80,14 +82,14 @@ func WithEnviron(environ []string) Option {
 
 // WithEnvPrefix changes the prefix of configuration environment variables.
 // Default "HOSTLOOM_".
-func WithEnvPrefix(prefix string) Option {
+func WithEnvPrefix(prefix string) LoadOption {
 	return optionFunc(func(s *loadSettings) { s.prefix = prefix })
 }
 
 // WithYAML adds an in-memory YAML document, read after the defaults and
 // before the file; name identifies it in errors. Several are read in
 // order. Use it for a default configuration embedded in the binary.
-func WithYAML(name string, data []byte) Option {
+func WithYAML(name string, data []byte) LoadOption {
 	return optionFunc(func(s *loadSettings) {
 		s.layers = append(s.layers, layer{name: name, data: slices.Clone(data)})
 	})
@@ -96,49 +98,128 @@ func WithYAML(name string, data []byte) Option {
 // Load reads the configuration: the defaults, then each WithYAML document,
 // then the YAML file at path (none when path is ""), then environment
 // variables (HOSTLOOM_SECTION__KEY, "__" between levels, names
-// case-insensitive, lists comma-separated). Later sources win.
+// case-insensitive, lists comma-separated). Later sources win, key by key.
+// koanf merges the sources and decodes them (mapstructure) into Config.
 //
 // Load is strict: an unknown key, a value that does not parse, a value
-// outside an enum, and options the core packages reject are errors naming
-// the key, the value and its source. Every problem is reported at once
-// (errors.Join of *KeyError and file errors); the result is nil then.
-// Secrets are never part of an error.
+// outside an enum, options the core packages reject, and a missing
+// locking.provider (G6) are errors naming the dotted key, the value and
+// its source. Every problem is reported at once (errors.Join of
+// *FieldError and file errors); the result is nil then. Secrets are never
+// part of an error.
 //
 // Environment variables under the prefix are configuration when their name
 // begins with a section (LOCKING, LEADERSHIP, LEADER_CHANNEL, SCHEDULING);
 // other variables under the prefix belong to someone else and are left
 // alone.
-func Load(path string, opts ...Option) (*Config, error) {
+func Load(path string, opts ...LoadOption) (*Config, error) {
 	s := loadSettings{prefix: EnvPrefix, environ: os.Environ}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&s)
 		}
 	}
-	cfg := Defaults()
-	root := reflect.ValueOf(cfg).Elem()
-	var errs []error
+	all := koanf.New(".")
+	src := sources{}
+	var read []string // the sources read, in order
+	var fileErrs []error
+	merge := func(name string, k *koanf.Koanf, keySource func(key string) string) {
+		read = append(read, name)
+		for key := range k.All() {
+			src[key] = keySource(key)
+		}
+		// Merge fails only with a custom merge function; there is none.
+		_ = all.Merge(k)
+	}
+	same := func(name string) func(string) string { return func(string) string { return name } }
 	for _, l := range s.layers {
-		errs = append(errs, loadYAML(root, "yaml "+l.name, bytesProvider(l.data))...)
+		name := "yaml " + l.name
+		k, err := loadYAML(bytesProvider(l.data))
+		if err != nil {
+			fileErrs = append(fileErrs, fmt.Errorf("config: %s: %w", name, err))
+			continue
+		}
+		merge(name, k, same(name))
 	}
 	if path != "" {
+		name := "file " + path
 		info, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && s.optional:
 		case err != nil:
-			errs = append(errs, fmt.Errorf("config: file %q: %w", path, unwrapPath(err)))
+			fileErrs = append(fileErrs, fmt.Errorf("config: file %q: %w", path, unwrapPath(err)))
 		case info.IsDir():
-			errs = append(errs, fmt.Errorf("config: file %q is a directory", path))
+			fileErrs = append(fileErrs, fmt.Errorf("config: file %q is a directory", path))
 		default:
-			errs = append(errs, loadYAML(root, "file "+path, file.Provider(path))...)
+			if k, err := loadYAML(file.Provider(path)); err != nil {
+				fileErrs = append(fileErrs, fmt.Errorf("config: %s: %w", name, err))
+			} else {
+				merge(name, k, same(name))
+			}
 		}
 	}
-	errs = append(errs, loadEnv(root, s.prefix, s.environ)...)
-	errs = append(errs, cfg.Validate())
-	if err := errors.Join(errs...); err != nil {
+	k, names, errs := loadEnv(s.prefix, s.environ)
+	merge("env", k, func(key string) string { return "env " + names[key] })
+	rank := map[string]int{}
+	for i, name := range read {
+		rank[name] = i
+	}
+	order := func(src string) int {
+		if strings.HasPrefix(src, "env ") {
+			return rank["env"]
+		}
+		return rank[src]
+	}
+
+	cfg := Defaults()
+	errs = append(errs, decode(all, cfg, src)...)
+	slices.SortStableFunc(errs, func(a, b *FieldError) int {
+		if c := cmp.Compare(order(a.Source), order(b.Source)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	cfg.setSources(src)
+	undecoded := slices.Clone(errs)
+	for _, e := range cfg.validate() {
+		if slices.ContainsFunc(undecoded, func(d *FieldError) bool { return d.Key == e.Key || strings.HasPrefix(d.Key, e.Key+".") }) {
+			continue // the value did not decode: its error says why
+		}
+		if e.Key == "locking.provider" && cfg.Locking.Provider == "" {
+			e.Source = "not set in " + describeSources(read, s.prefix)
+		}
+		errs = append(errs, e)
+	}
+	out := slices.Clone(fileErrs)
+	for _, e := range errs {
+		out = append(out, e)
+	}
+	if err := errors.Join(out...); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// setSources gives the configuration and the sections that report sources
+// the record of where each key came from.
+func (c *Config) setSources(src sources) {
+	c.src = src
+	c.Locking.src = src
+	c.Leadership.src = src
+}
+
+// describeSources lists the sources read for an error about a key none of
+// them set: the defaults, the documents and file, and the variable
+// that would set locking.provider.
+func describeSources(read []string, prefix string) string {
+	var parts []string
+	for _, r := range read {
+		if r != "env" {
+			parts = append(parts, r)
+		}
+	}
+	parts = append(parts, "env "+prefix+"LOCKING"+envSeparator+"PROVIDER")
+	return strings.Join(parts, ", ")
 }
 
 // unwrapPath drops the *fs.PathError wrapper (the path is already named).
@@ -161,26 +242,13 @@ func (b bytesProvider) Read() (map[string]any, error) {
 	return nil, errors.New("config: bytes provider reads bytes only")
 }
 
-// loadYAML parses one YAML source with its own koanf instance and decodes
-// every key into root.
-func loadYAML(root reflect.Value, source string, p koanf.Provider) []error {
+// loadYAML parses one YAML source into its own koanf instance.
+func loadYAML(p koanf.Provider) (*koanf.Koanf, error) {
 	k := koanf.New(".")
 	if err := k.Load(p, yaml.Parser()); err != nil {
-		return []error{fmt.Errorf("config: %s: %w", source, yamlError(err))}
+		return nil, yamlError(err)
 	}
-	flat := k.All()
-	keys := make([]string, 0, len(flat))
-	for key := range flat {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	var errs []error
-	for _, key := range keys {
-		if err := set(root, strings.Split(key, "."), flat[key]); err != nil {
-			errs = append(errs, &KeyError{Key: key, Source: source, Reason: err.Error()})
-		}
-	}
-	return errs
+	return k, nil
 }
 
 // yamlQuoted matches the values yaml.v3 quotes in type errors.
@@ -207,11 +275,12 @@ func yamlError(err error) error {
 // configuration when its name starts with one of them.
 var sections = []string{"locking", "leadership", "leader_channel", "scheduling"}
 
-// loadEnv decodes the configuration variables of environ into root.
-func loadEnv(root reflect.Value, prefix string, environ func() []string) []error {
+// loadEnv reads the configuration variables of environ into a koanf
+// instance; names maps each dotted key to the variable that set it.
+func loadEnv(prefix string, environ func() []string) (*koanf.Koanf, map[string]string, []*FieldError) {
 	names := map[string]string{} // key -> variable name
-	var conflicts []error
-	p := env.Provider("", env.Opt{
+	var conflicts []*FieldError
+	p := env.Provider(".", env.Opt{
 		Prefix:      prefix,
 		EnvironFunc: environ,
 		TransformFunc: func(name, value string) (string, any) {
@@ -221,7 +290,7 @@ func loadEnv(root reflect.Value, prefix string, environ func() []string) []error
 			}
 			key = strings.ReplaceAll(key, envSeparator, ".")
 			if other, ok := names[key]; ok {
-				conflicts = append(conflicts, &KeyError{Key: key, Source: "env " + name,
+				conflicts = append(conflicts, &FieldError{Key: key, Source: "env " + name,
 					Reason: fmt.Sprintf("also set by %s (names are case-insensitive)", other)})
 				return "", nil
 			}
@@ -229,23 +298,10 @@ func loadEnv(root reflect.Value, prefix string, environ func() []string) []error
 			return key, value
 		},
 	})
-	k := koanf.New("\x00") // keys are already dotted; load them flat
-	if err := k.Load(p, nil); err != nil {
-		return []error{fmt.Errorf("config: environment: %w", err)}
-	}
-	flat := k.All()
-	keys := make([]string, 0, len(flat))
-	for key := range flat {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	errs := conflicts
-	for _, key := range keys {
-		if err := set(root, strings.Split(key, "."), flat[key]); err != nil {
-			errs = append(errs, &KeyError{Key: key, Source: "env " + names[key], Reason: err.Error()})
-		}
-	}
-	return errs
+	k := koanf.New(".")
+	// The environment provider cannot fail: it reads a list of strings.
+	_ = k.Load(p, nil)
+	return k, names, conflicts
 }
 
 func isConfigVar(key string) bool {

@@ -2,21 +2,21 @@ package config
 
 import "go.uber.org/fx"
 
-// Result is what Module provides: the whole Config and each section, so a
-// module can depend on the section it reads.
-type Result struct {
+// Sections is what Module provides: the whole Config and each section, so
+// a module can depend on the section it reads.
+type Sections struct {
 	fx.Out
 
 	Config        *Config
-	Locking       Locking
-	Leadership    Leadership
-	LeaderChannel LeaderChannel
-	Scheduling    Scheduling
+	Locking       LockingConfig
+	Leadership    LeadershipConfig
+	LeaderChannel LeaderChannelConfig
+	Scheduling    SchedulingConfig
 }
 
-// Provide returns c and its sections as a Result.
-func Provide(c *Config) Result {
-	return Result{
+// Provide returns c and its sections as Sections.
+func Provide(c *Config) Sections {
+	return Sections{
 		Config:        c,
 		Locking:       c.Locking,
 		Leadership:    c.Leadership,
@@ -26,15 +26,15 @@ func Provide(c *Config) Result {
 }
 
 // Module loads the configuration with Load(path, opts...) when the app is
-// built and provides *Config and its sections (Locking, Leadership,
-// LeaderChannel, Scheduling). A load error fails fx.New with every
-// problem listed.
-func Module(path string, opts ...Option) fx.Option {
+// built and provides *Config and its sections (LockingConfig,
+// LeadershipConfig, LeaderChannelConfig, SchedulingConfig). A load error
+// fails fx.New with every problem listed.
+func Module(path string, opts ...LoadOption) fx.Option {
 	return fx.Module("hostloom.config",
-		fx.Provide(func() (Result, error) {
+		fx.Provide(func() (Sections, error) {
 			c, err := Load(path, opts...)
 			if err != nil {
-				return Result{}, err
+				return Sections{}, err
 			}
 			return Provide(c), nil
 		}),
@@ -44,5 +44,5 @@ func Module(path string, opts ...Option) fx.Option {
 // Supply provides an already loaded (or hand-built) configuration and its
 // sections, for apps that call Load themselves.
 func Supply(c *Config) fx.Option {
-	return fx.Module("hostloom.config", fx.Provide(func() Result { return Provide(c) }))
+	return fx.Module("hostloom.config", fx.Provide(func() Sections { return Provide(c) }))
 }

@@ -11,13 +11,13 @@ import (
 )
 
 func TestModule_ProvidesSections(t *testing.T) {
-	path := writeFile(t, "leadership:\n  lease: 20s\nleader_channel:\n  capacity: 7\n")
+	path := writeFile(t, "locking:\n  provider: memory\nleadership:\n  lease: 20s\nleader_channel:\n  capacity: 7\n")
 	var (
 		c  *config.Config
-		ld config.Leadership
-		lc config.LeaderChannel
-		lk config.Locking
-		sc config.Scheduling
+		ld config.LeadershipConfig
+		lc config.LeaderChannelConfig
+		lk config.LockingConfig
+		sc config.SchedulingConfig
 	)
 	fxtest.New(t,
 		config.Module(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__NAMESPACE=ns"})),
@@ -31,11 +31,11 @@ func TestModule_ProvidesSections(t *testing.T) {
 func TestModule_LoadErrorFailsTheApp(t *testing.T) {
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"})),
-		fx.Invoke(func(config.Leadership) {}),
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana", "HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		fx.Invoke(func(config.LeadershipConfig) {}),
 	)
 	err := app.Err()
-	if err == nil || !strings.Contains(err.Error(), `leadership.lease: invalid duration "banana"`) {
+	if err == nil || !strings.Contains(err.Error(), `config: leadership.lease: invalid duration "banana" (use a unit, e.g. 15s, 500ms, 1m30s) (env HOSTLOOM_LEADERSHIP__LEASE)`) {
 		t.Fatalf("app.Err() = %v", err)
 	}
 }
@@ -43,7 +43,7 @@ func TestModule_LoadErrorFailsTheApp(t *testing.T) {
 func TestSupply(t *testing.T) {
 	in := config.Defaults()
 	in.Locking.Namespace = "supplied"
-	var lk config.Locking
+	var lk config.LockingConfig
 	fxtest.New(t, config.Supply(in), fx.Populate(&lk)).RequireStart().RequireStop()
 	if lk.Namespace != "supplied" {
 		t.Fatalf("namespace %q", lk.Namespace)

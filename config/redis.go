@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TLSConfig returns the *tls.Config the section describes, nil when TLS is
-// off. Errors name the key and the file, never file contents.
-func (t TLS) TLSConfig() (*tls.Config, error) {
+// ClientConfig returns the *tls.Config the section describes, nil when
+// TLS is off. Errors name the key and the file, never file contents.
+func (t TLSConfig) ClientConfig() (*tls.Config, error) {
 	if !t.Enabled {
 		return nil, nil
 	}
@@ -45,15 +45,19 @@ func (t TLS) TLSConfig() (*tls.Config, error) {
 // UniversalOptions returns the go-redis options the section describes.
 // ContextTimeoutEnabled is on, so a caller's context deadline bounds each
 // command (the elector relies on it to give up a renewal in time).
-func (r Redis) UniversalOptions() (*redis.UniversalOptions, error) {
-	errs := r.validate()
+func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
+	errs := r.validate(nil)
 	if len(r.Addrs) == 0 {
-		errs = append(errs, &KeyError{Key: "locking.redis.addrs", Reason: "provider redis needs at least one host:port address (or a redis.UniversalClient from the app)"})
+		errs = append(errs, &FieldError{Key: "locking.redis.addrs", Reason: "provider redis needs at least one host:port address (or a redis.UniversalClient from the app)"})
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		joined := make([]error, len(errs))
+		for i, e := range errs {
+			joined[i] = e
+		}
+		return nil, errors.Join(joined...)
 	}
-	tc, err := r.TLS.TLSConfig()
+	tc, err := r.TLS.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func (r Redis) UniversalOptions() (*redis.UniversalOptions, error) {
 // when cluster is set, a Sentinel failover *redis.Client when master_name is
 // set, otherwise a *redis.Client for the one address. It does not connect;
 // the caller closes the client.
-func (r Redis) NewClient() (redis.UniversalClient, error) {
+func (r RedisConfig) NewClient() (redis.UniversalClient, error) {
 	o, err := r.UniversalOptions()
 	if err != nil {
 		return nil, err

@@ -3,40 +3,74 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Validate reports every problem with c at once, each naming its key:
-// the checks of the core packages' options plus those of the Redis
-// client. Load calls it; call it again after changing a Config in code.
+// Validate reports every problem with c at once, one *FieldError per
+// problem naming its dotted key: a missing locking.provider (G6), the
+// checks of the core packages' options, and those of the Redis client.
+// Load calls it; call it again after changing a Config in code.
 func (c *Config) Validate() error {
-	var errs []error
-	errs = append(errs, coreErrors("locking", c.Locking.Options().Validate())...)
+	errs := c.validate()
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
+}
+
+func (c *Config) validate() []*FieldError {
+	var errs []*FieldError
+	switch p := c.Locking.Provider; {
+	case p == "":
+		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
+			"is not set: choose %s (memory coordinates this process only)", strings.Join(enumNames(reflect.TypeFor[ProviderName]()), ", "))})
+	case !slices.Contains(enumNames(reflect.TypeFor[ProviderName]()), string(p)):
+		errs = append(errs, &FieldError{Key: "locking.provider", Source: c.src.of("locking.provider"),
+			Reason: notOneOf(string(p), reflect.TypeFor[ProviderName]()).Error()})
+	}
+	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
+	errs = append(errs, coreErrors(c.src, "locking", reflect.TypeFor[LockingConfig](), c.Locking.Options().Validate(), sectionKey)...)
 	if c.Locking.Provider == ProviderRedis && c.Locking.Coordinated() {
-		errs = append(errs, c.Locking.Redis.validate()...)
+		errs = append(errs, c.Locking.Redis.validate(c.src)...)
 	}
-	errs = append(errs, c.Leadership.validate()...)
-	errs = append(errs, c.LeaderChannel.validate()...)
+	errs = append(errs, c.Leadership.validate(c.src)...)
+	errs = append(errs, c.LeaderChannel.validate(c.src)...)
 	if c.Scheduling.MisfireWindow < 0 {
-		errs = append(errs, &KeyError{Key: "scheduling.misfire_window",
-			Reason: fmt.Sprintf("%v must not be negative", c.Scheduling.MisfireWindow)})
+		errs = append(errs, c.src.fieldError("scheduling.misfire_window", "%v must not be negative", c.Scheduling.MisfireWindow))
 	}
-	return errors.Join(errs...)
+	if _, err := c.Scheduling.Location.Load(); err != nil {
+		errs = append(errs, c.src.fieldError("scheduling.location", "%q is not a known time zone", string(c.Scheduling.Location)))
+	}
+	return errs
+}
+
+// fieldError is a FieldError for key with the key's source.
+func (s sources) fieldError(key, format string, a ...any) *FieldError {
+	return &FieldError{Key: key, Source: s.of(key), Reason: fmt.Sprintf(format, a...)}
 }
 
 // validate checks the section for provider redis. An empty addrs is not
 // an error here (the app may supply its own client); building a client
-// from the section checks it (needClient).
-func (r Redis) validate() []error {
-	var errs []error
+// from the section checks it (UniversalOptions).
+func (r RedisConfig) validate(src sources) []*FieldError {
+	var errs []*FieldError
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, &KeyError{Key: "locking.redis." + key, Reason: fmt.Sprintf(format, a...)})
+		errs = append(errs, src.fieldError("locking.redis."+key, format, a...))
 	}
 	for _, a := range r.Addrs {
-		if i := strings.LastIndexByte(a, ':'); i <= 0 || i == len(a)-1 {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
 			bad("addrs", "%q is not host:port", a)
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			bad("addrs", "%q: port %q is not a number from 1 to 65535", a, port)
 		}
 	}
 	if len(r.Addrs) > 1 && !r.Cluster && r.MasterName == "" {
@@ -62,28 +96,48 @@ func (r Redis) validate() []error {
 	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
 		bad("tls.cert_file", "cert_file %q and key_file %q: set both or neither", r.TLS.CertFile, r.TLS.KeyFile)
 	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	slices.SortStableFunc(errs, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
 	return errs
 }
 
-func (l Leadership) validate() []error {
-	errs := coreErrors("leadership", l.Options("").Validate())
-	roles := make([]string, 0, len(l.Roles))
-	for r := range l.Roles {
-		roles = append(roles, r)
+// validate checks the section-wide options, then each role's: a role's
+// problem is reported under the role's key unless the section already
+// reported it (the role inherits the values concerned).
+func (l LeadershipConfig) validate(src sources) []*FieldError {
+	t := reflect.TypeFor[LeadershipConfig]()
+	section := func(opt string) (string, string) { return "leadership." + opt, "leadership." + opt }
+	errs := coreErrors(src, "leadership", t, l.Options("").Validate(), section)
+	reported := map[string]bool{}
+	for _, e := range errs {
+		reported[e.Reason] = true
 	}
-	slices.Sort(roles)
-	for _, r := range roles {
+	for _, r := range sortedKeys(l.Roles) {
+		o := reflect.ValueOf(l.Roles[r])
 		// The role's own key is checked when its elector is built (K4, K5);
-		// here its timing and format, under its config key.
-		errs = append(errs, coreErrors("leadership.roles."+r, l.Options(r).Validate())...)
+		// here its timing, policy and format.
+		role := func(opt string) (string, string) {
+			key := "leadership.roles." + r + "." + opt
+			if f, ok := fieldByKey(o.Type(), opt); ok && !o.FieldByIndex(f.Index).IsNil() {
+				return key, key
+			}
+			return key, "leadership." + opt
+		}
+		for _, e := range coreErrors(src, "leadership.roles."+r, t, l.Options(r).Validate(), role) {
+			if !reported[e.Reason] {
+				errs = append(errs, e)
+			}
+		}
 	}
 	return errs
 }
 
-// coreErrors turns the joined errors of a core Validate (each "pkg: what")
-// into KeyErrors under key.
-func coreErrors(key string, err error) []error {
+// coreErrors turns the joined errors of a core Validate ("pkg: option
+// value …", options in config spelling) into FieldErrors. keys maps an
+// option named in a message to the key to report it under and the key its
+// value came from (a role's override, or the section-wide key the role
+// inherits). The error names the first option whose value the scope sets
+// itself, and the sources of every option the message names.
+func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(opt string) (name, from string)) []*FieldError {
 	if err == nil {
 		return nil
 	}
@@ -91,24 +145,67 @@ func coreErrors(key string, err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		parts = j.Unwrap()
 	}
-	out := make([]error, len(parts))
-	for i, p := range parts {
+	out := make([]*FieldError, 0, len(parts))
+	for _, p := range parts {
 		msg := p.Error()
 		if pre, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pre, " ") {
 			msg = rest
 		}
-		out[i] = &KeyError{Key: key, Reason: msg}
+		var opts []string
+		for _, w := range strings.Fields(msg) {
+			w = strings.TrimRight(w, ":,;")
+			if _, ok := fieldByKey(t, w); ok && !slices.Contains(opts, w) {
+				opts = append(opts, w)
+			}
+		}
+		if len(opts) == 0 {
+			out = append(out, &FieldError{Key: scope, Source: src.of(scope), Reason: msg})
+			continue
+		}
+		primary := 0
+		for i, o := range opts {
+			if name, from := keys(o); name == from {
+				primary = i
+				break
+			}
+		}
+		opts[0], opts[primary] = opts[primary], opts[0]
+		name, _ := keys(opts[0])
+		from := make([]string, len(opts))
+		for i, o := range opts {
+			_, from[i] = keys(o)
+		}
+		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: msg})
 	}
 	return out
 }
 
-func (c LeaderChannel) validate() []error {
-	var errs []error
+// describe names the sources of keys: the first key's source, then each
+// other key whose source differs, as "key: source".
+func (s sources) describe(keys []string) string {
+	if s == nil || len(keys) == 0 {
+		return ""
+	}
+	first := s.of(keys[0])
+	parts := []string{first}
+	for _, k := range keys[1:] {
+		if other := s.of(k); other != first {
+			parts = append(parts, k+": "+other)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c LeaderChannelConfig) validate(src sources) []*FieldError {
+	var errs []*FieldError
 	if c.Capacity <= 0 {
-		errs = append(errs, &KeyError{Key: "leader_channel.capacity", Reason: fmt.Sprintf("%d must be positive", c.Capacity)})
+		errs = append(errs, src.fieldError("leader_channel.capacity", "%d must be positive", c.Capacity))
+	}
+	if names := enumNames(reflect.TypeOf(c.FullMode)); !slices.Contains(names, c.FullMode.String()) {
+		errs = append(errs, src.fieldError("leader_channel.full_mode", "%d is not one of %s", int(c.FullMode), strings.Join(names, ", ")))
 	}
 	if c.DropReportInterval < 0 {
-		errs = append(errs, &KeyError{Key: "leader_channel.drop_report_interval", Reason: fmt.Sprintf("%v must not be negative", c.DropReportInterval)})
+		errs = append(errs, src.fieldError("leader_channel.drop_report_interval", "%v must not be negative", c.DropReportInterval))
 	}
 	return errs
 }
