@@ -69,8 +69,8 @@ func (s *Scheduler) execute(st start) {
 			j.term = p.term
 		}
 		s.mu.Unlock()
-		if p.tok.Err() != nil {
-			s.countSkip(j, skipFollower, 1)
+		if p.tok.Err() != nil || s.runs.Err() != nil {
+			s.notStarted(j, p.slot, p.tok)
 			continue
 		}
 		first = p.term != term
@@ -129,7 +129,9 @@ func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term ui
 			return live()
 		}
 	}
-	if ctx.Err() != nil { // the term ended, Stop came, or a later slot replaced this one
+	// The term ended, Stop came (AfterFunc may not have cancelled ctx
+	// yet), or a later slot replaced this one.
+	if ctx.Err() != nil || s.runs.Err() != nil {
 		s.notStarted(j, slot, tok)
 		return live()
 	}
