@@ -25,20 +25,7 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate() []*FieldError {
-	var errs []*FieldError
-	switch p := c.Locking.Provider; {
-	case p == "":
-		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
-			"is not set: choose %s (memory coordinates this process only)", strings.Join(enumNames(reflect.TypeFor[ProviderName]()), ", "))})
-	case !slices.Contains(enumNames(reflect.TypeFor[ProviderName]()), string(p)):
-		errs = append(errs, &FieldError{Key: "locking.provider", Source: c.src.of("locking.provider"),
-			Reason: notOneOf(string(p), reflect.TypeFor[ProviderName]()).Error()})
-	}
-	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
-	errs = append(errs, coreErrors(c.src, "locking", reflect.TypeFor[LockingConfig](), c.Locking.Options().Validate(), sectionKey)...)
-	if c.Locking.Provider == ProviderRedis && c.Locking.Coordinated() {
-		errs = append(errs, c.Locking.Redis.validate(c.src)...)
-	}
+	errs := c.Locking.validate(c.src)
 	errs = append(errs, c.Leadership.validate(c.src)...)
 	errs = append(errs, c.LeaderChannel.validate(c.src)...)
 	if c.Scheduling.MisfireWindow < 0 {
@@ -46,6 +33,38 @@ func (c *Config) validate() []*FieldError {
 	}
 	if _, err := c.Scheduling.Location.Load(); err != nil {
 		errs = append(errs, c.src.fieldError("scheduling.location", "%q is not a known time zone", string(c.Scheduling.Location)))
+	}
+	return errs
+}
+
+// Validate checks the section alone, as Config.Validate does: the
+// provider is chosen (G6), the locking.Options checks, and for provider
+// redis the client settings. Every problem is a *FieldError; they are
+// joined. lockingfx.Build calls it.
+func (l LockingConfig) Validate() error {
+	errs := l.validate(l.src)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
+}
+
+func (l LockingConfig) validate(src sources) []*FieldError {
+	var errs []*FieldError
+	providers := enumNames(reflect.TypeFor[ProviderName]())
+	switch p := l.Provider; {
+	case p == "":
+		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
+			"is not set: choose %s (memory coordinates this process only)", strings.Join(providers, ", "))})
+	case !slices.Contains(providers, string(p)):
+		errs = append(errs, &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
+			Reason: notOneOf(string(p), reflect.TypeFor[ProviderName]()).Error()})
+	}
+	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
+	errs = append(errs, coreErrors(src, "locking", reflect.TypeFor[LockingConfig](), l.Options().Validate(), sectionKey)...)
+	if l.Provider == ProviderRedis && l.Coordinated() {
+		errs = append(errs, l.Redis.validate(src)...)
 	}
 	return errs
 }

@@ -14,7 +14,7 @@
 // Role(name) provides leadership.Leadership and *leadership.Elector named
 // name (inject them with `name:"billing"`) and adds the elector to the
 // value group ElectorsGroup (`group:"hostloom.electors"`). Its options come
-// from the config.Leadership section with the role's overrides
+// from the config.LeadershipConfig section with the role's overrides
 // (leadership.roles.<role>), then from WithOptions. The logger, meter and
 // tracer providers come from the graph when it has them.
 //

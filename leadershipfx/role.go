@@ -30,7 +30,7 @@ type RoleParams struct {
 
 	// Config holds the timing and keys, with per-role overrides. Absent
 	// (the zero value), config.Defaults().Leadership applies.
-	Config config.Leadership `optional:"true"`
+	Config config.LeadershipConfig `optional:"true"`
 
 	// Logger, MeterProvider and TracerProvider are passed to the elector;
 	// absent, it logs nothing and uses the OpenTelemetry globals.

@@ -12,7 +12,9 @@ import (
 )
 
 func ExampleBuild() {
-	b, err := lockingfx.Build(config.Defaults().Locking, nil)
+	cfg := config.Defaults().Locking
+	cfg.Provider = config.ProviderMemory // chosen explicitly: there is no default (G6)
+	b, err := lockingfx.Build(cfg, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

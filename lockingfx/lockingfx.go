@@ -1,9 +1,11 @@
 package lockingfx
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -16,30 +18,34 @@ import (
 )
 
 // Module provides locking.Lock, *locking.DistributedLock and
-// locking.Provider, built by New from the config.Locking section.
+// locking.Provider, built by New from the config.LockingConfig section.
 var Module = fx.Module("hostloom.locking", fx.Provide(New))
 
-// Params are New's dependencies. Every one is optional.
-type Params struct {
+// LockParams are New's dependencies.
+type LockParams struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
 
-	// Config selects and limits the lock. Absent (the zero value), the
-	// defaults apply: config.Defaults().Locking, the memory provider.
-	Config config.Locking `optional:"true"`
+	// Config selects and limits the lock. It must name a provider (G6):
+	// absent (the zero value) or without locking.provider, New fails
+	// naming the key and the choices.
+	Config config.LockingConfig `optional:"true"`
 
 	// Client is the app's own Redis client, used by provider redis instead
-	// of building one from Config.Redis. The app keeps closing it.
+	// of building one from Config.Redis. The app keeps closing it, and
+	// checking its credentials. Optional.
 	Client redis.UniversalClient `optional:"true"`
 
 	// Logger receives one Info line describing the lock (passwords
-	// redacted). Default: none.
+	// redacted), the Warn of the memory provider, the start check of a
+	// client New built, and that client's go-redis log at Debug. Optional:
+	// without it New logs nothing.
 	Logger *zap.Logger `optional:"true"`
 }
 
-// Result is what New provides.
-type Result struct {
+// LockResult is what New provides.
+type LockResult struct {
 	fx.Out
 
 	// Lock is the lock electors and schedulers use.
@@ -53,43 +59,115 @@ type Result struct {
 }
 
 // New builds the lock with Build and closes what Build opened when the app
-// stops. It does not contact Redis: an unreachable server at start leaves
-// the app running, and the electors apply their outage policy (E7).
-func New(p Params) (Result, error) {
+// stops.
+//
+// With provider memory it logs HostLoomLockMemory once at Warn: that lock
+// coordinates the electors of this process only (G6).
+//
+// When it builds the Redis client itself (the graph has none), it routes
+// go-redis's log to Logger at Debug (redis.SetLogger, process-wide) and
+// checks the client with one PING at start, waiting at most dial_timeout +
+// read_timeout. A refused authentication (WRONGPASS, NOAUTH) is a
+// configuration error: logged once at Error (HostLoomLockAuthFailed, with
+// the user, never the password) and returned, so start fails naming
+// locking.redis.password and its source. Any other failure leaves the app
+// running (E7): it is logged once at Warn (HostLoomLockUnreachable) and
+// the electors apply their outage policy until the server answers.
+func New(p LockParams) (LockResult, error) {
 	cfg := p.Config
-	if reflect.ValueOf(cfg).IsZero() {
-		cfg = config.Defaults().Locking
-	}
 	b, err := Build(cfg, p.Client)
 	if err != nil {
-		return Result{}, err
+		if reflect.ValueOf(cfg).IsZero() {
+			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add config.Module or config.Supply): %w", err)
+		}
+		return LockResult{}, err
 	}
-	if p.Logger != nil {
-		fields := []zap.Field{
-			zap.String("provider", string(b.Kind)),
-			zap.Bool("coordinated", b.Lock.Coordinated()),
-			zap.String("namespace", cfg.Namespace),
-			zap.Duration("max_lease", cfg.MaxLease),
+	log := p.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	fields := []zap.Field{
+		zap.String("provider", string(b.Kind)),
+		zap.Bool("coordinated", b.Lock.Coordinated()),
+		zap.String("namespace", cfg.Namespace),
+		zap.Duration("max_lease", cfg.MaxLease),
+	}
+	if b.Kind == config.ProviderRedis {
+		fields = append(fields, zap.Bool("app_client", p.Client != nil))
+		if p.Client == nil {
+			fields = append(fields, zap.Object("redis", cfg.Redis))
 		}
-		if b.Kind == config.ProviderRedis {
-			fields = append(fields, zap.Bool("app_client", p.Client != nil))
-			if p.Client == nil {
-				fields = append(fields, zap.Object("redis", cfg.Redis))
-			}
-		}
-		p.Logger.Info("HostLoomLock", fields...)
+	}
+	log.Info("HostLoomLock", fields...)
+	if b.Kind == config.ProviderMemory {
+		log.Warn("HostLoomLockMemory", zap.String("coordinates", "the electors of this process only"),
+			zap.String("source", cfg.Source("locking.provider")))
+	}
+	built := b.Kind == config.ProviderRedis && p.Client == nil
+	if built && p.Logger != nil {
+		redis.SetLogger(NewRedisLogger(p.Logger))
 	}
 	if p.Lifecycle != nil {
-		p.Lifecycle.Append(fx.StopHook(b.Close))
+		var start func(context.Context) error
+		if built {
+			start = func(ctx context.Context) error {
+				if err := checkClient(ctx, b.Client, cfg, log); err != nil {
+					// fx runs no OnStop for a hook whose OnStart failed.
+					return errors.Join(err, b.Close())
+				}
+				return nil
+			}
+		}
+		p.Lifecycle.Append(fx.Hook{OnStart: start, OnStop: func(context.Context) error { return b.Close() }})
 	}
-	return Result{Lock: b.Lock, DistributedLock: b.Lock, Provider: b.Provider}, nil
+	return LockResult{Lock: b.Lock, DistributedLock: b.Lock, Provider: b.Provider}, nil
+}
+
+// checkClient sends one PING through the client New built. Only a refused
+// authentication is an error: the configuration names credentials the
+// server does not accept, and retrying cannot help. An unreachable server
+// is an outage the electors ride out (E7).
+func checkClient(ctx context.Context, c redis.UniversalClient, cfg config.LockingConfig, log *zap.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Redis.DialTimeout+cfg.Redis.ReadTimeout)
+	defer cancel()
+	err := c.Ping(ctx).Err()
+	switch {
+	case err == nil:
+		return nil
+	case redis.IsAuthError(err):
+		user := cfg.Redis.Username
+		if user == "" {
+			user = "default"
+		}
+		reason := fmt.Sprintf("the server refused the credentials of user %q: %s", user, authReply(err))
+		if cfg.Redis.MasterName != "" {
+			reason += " (with master_name set, check sentinel_username and sentinel_password too)"
+		}
+		fe := &config.FieldError{Key: "locking.redis.password", Source: cfg.Source("locking.redis.password"), Reason: reason}
+		log.Error("HostLoomLockAuthFailed", zap.String("user", user), zap.Strings("addrs", cfg.Redis.Addrs),
+			zap.String("key", fe.Key), zap.String("source", fe.Source), zap.String("reply", authReply(err)))
+		return fe
+	default:
+		log.Warn("HostLoomLockUnreachable", zap.Strings("addrs", cfg.Redis.Addrs), zap.Error(err))
+		return nil
+	}
+}
+
+// authReply is the server's error code and text (WRONGPASS invalid
+// username-password pair…). Redis never echoes the password in it.
+func authReply(err error) string {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return strings.TrimSpace(re.Error())
+	}
+	return err.Error()
 }
 
 // Built is what Build returns.
 type Built struct {
 	// Kind is the provider in use: memory, redis, or disabled (also when
 	// Config.Enabled is false).
-	Kind config.Provider
+	Kind config.ProviderName
 	// Lock is the lock over Provider.
 	Lock *locking.DistributedLock
 	// Provider is nil when coordination is disabled.
@@ -116,10 +194,11 @@ func (b *Built) Close() error {
 // Build builds the lock cfg describes, without fx: memlock for provider
 // memory, redislock over client (or, when client is nil, over a client
 // built from cfg.Redis) for provider redis, and a lock that grants everyone
-// for provider disabled or enabled false (L4). It validates cfg first.
-func Build(cfg config.Locking, client redis.UniversalClient) (*Built, error) {
-	o := cfg.Options()
-	if err := o.Validate(); err != nil {
+// for provider disabled or enabled false (L4). It validates cfg first
+// (cfg.Validate): a configuration without a provider is an error naming
+// locking.provider and the choices (G6). It contacts no server.
+func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	b := &Built{Kind: cfg.Provider}
@@ -141,14 +220,41 @@ func Build(cfg config.Locking, client redis.UniversalClient) (*Built, error) {
 		rp := redislock.New(client)
 		b.Provider = rp
 		b.closers = append(b.closers, rp.Close)
-	default:
-		return nil, fmt.Errorf("config: locking.provider %q is not one of memory, redis, disabled", cfg.Provider)
 	}
-	l, err := locking.New(b.Provider, o)
+	l, err := locking.New(b.Provider, cfg.Options())
 	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
 	b.Lock = l
 	return b, nil
+}
+
+// RedisLogger writes go-redis's internal log (dial failures, pool and
+// Sentinel messages) to a zap logger at Debug, message RedisClientLog.
+// New installs one when it builds the client; for a client of the app's
+// own, install it the same way:
+//
+//	redis.SetLogger(lockingfx.NewRedisLogger(logger))
+//
+// redis.SetLogger is process-wide: the last logger installed receives the
+// log of every go-redis client in the process.
+type RedisLogger struct {
+	log *zap.Logger
+}
+
+// NewRedisLogger returns a RedisLogger writing to log (zap.NewNop when
+// nil).
+func NewRedisLogger(log *zap.Logger) *RedisLogger {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &RedisLogger{log: log.WithOptions(zap.AddCallerSkip(1))}
+}
+
+// Printf implements go-redis's logging interface.
+func (l *RedisLogger) Printf(_ context.Context, format string, v ...any) {
+	if ce := l.log.Check(zap.DebugLevel, "RedisClientLog"); ce != nil {
+		ce.Write(zap.String("message", fmt.Sprintf(format, v...)))
+	}
 }

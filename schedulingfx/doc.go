@@ -21,7 +21,7 @@
 // # Schedulers
 //
 // One scheduling.Scheduler per role with jobs is built over that role's
-// elector (leadershipfx.Role), with the config.Scheduling section (time
+// elector (leadershipfx.Role), with the config.SchedulingConfig section (time
 // zone, misfire window) and, when slot_store is on and the lock
 // coordinates, the lock as slot store so a slot starts at most once across
 // replicas. The schedulers are built once per app however many options

@@ -170,7 +170,7 @@ type Params struct {
 
 	// Config holds the time zone, misfire window and slot store switch.
 	// Absent (the zero value), config.Defaults().Scheduling applies.
-	Config config.Scheduling `optional:"true"`
+	Config config.SchedulingConfig `optional:"true"`
 
 	// Lock is the slot store (L8) when Config.SlotStore is set and the lock
 	// coordinates.

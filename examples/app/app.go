@@ -25,7 +25,7 @@ func newApp(s settings, log *zap.Logger) *fx.App {
 }
 
 func graph(s settings, log *zap.Logger) fx.Option {
-	cfgOpts := []config.Option{config.WithYAML("embedded config.yaml", embeddedConfig)}
+	cfgOpts := []config.LoadOption{config.WithYAML("embedded config.yaml", embeddedConfig)}
 	if s.environ != nil {
 		cfgOpts = append(cfgOpts, config.WithEnviron(s.environ))
 	}

@@ -32,7 +32,7 @@ type inventoryParams struct {
 
 	Lifecycle fx.Lifecycle
 	Inventory leadership.Leadership `name:"inventory"`
-	Config    config.LeaderChannel
+	Config    config.LeaderChannelConfig
 	Meters    metric.MeterProvider
 	Log       *zap.Logger
 }
