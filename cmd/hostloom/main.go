@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 )
 
 func main() {
@@ -30,9 +31,7 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// isTerminal reports whether f is a character device (a terminal), the
-// test release --force uses before asking for confirmation.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (not merely a character
+// device such as /dev/null): release --force asks for confirmation only
+// there.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

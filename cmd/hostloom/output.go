@@ -24,16 +24,19 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // dash shows an absent value.
 const dash = "-"
 
-// showDuration rounds d for a table: milliseconds below ten seconds,
-// tenths of a second above.
+// showDuration rounds d for a table: microseconds below a millisecond,
+// milliseconds below ten seconds, tenths of a second above.
 func showDuration(d time.Duration) string {
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return dash
-	}
-	if d < 10*time.Second {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Second:
 		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(100 * time.Millisecond).String()
 	}
-	return d.Round(100 * time.Millisecond).String()
 }
 
 // showUint shows n, or a dash for 0.

@@ -95,7 +95,7 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 	if !ok || now != value {
 		return fmt.Errorf("role %q changed hands since it was read; nothing deleted (run hostloom status %s)", role, role)
 	}
-	events, stop := e.subscribe(ctx, rk.key)
+	events, stop, _ := e.subscribe(ctx, rk.key)
 	defer stop()
 	start := time.Now()
 	rctx, cancel := e.request(ctx)

@@ -76,7 +76,7 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 	if !before.Held {
 		return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
 	}
-	events, stop := e.subscribe(ctx, rk.key)
+	events, stop, _ := e.subscribe(ctx, rk.key)
 	defer stop()
 	start := time.Now()
 	rctx, cancel := e.request(ctx)
@@ -114,12 +114,12 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 
 // subscribe watches key's events and waits, up to the request timeout,
 // until the subscription is live, so nothing published after it returns
-// is missed. Without events (or when the subscription does not come up)
-// the channel is nil and callers poll.
-func (e *env) subscribe(ctx context.Context, key string) (<-chan locking.Event, func()) {
-	events, stop := e.lock.WatchEvents(key)
+// is missed; live reports whether it is. Without events the channel is nil
+// and callers poll.
+func (e *env) subscribe(ctx context.Context, key string) (events <-chan locking.Event, stop func(), live bool) {
+	events, stop = e.lock.WatchEvents(key)
 	if events == nil {
-		return nil, stop
+		return nil, stop, false
 	}
 	t := time.NewTimer(e.timeout)
 	defer t.Stop()
@@ -127,12 +127,12 @@ func (e *env) subscribe(ctx context.Context, key string) (<-chan locking.Event, 
 		select {
 		case ev := <-events:
 			if ev.Kind == locking.EventSubscribed {
-				return events, stop
+				return events, stop, true
 			}
 		case <-t.C:
-			return events, stop
+			return events, stop, false
 		case <-ctx.Done():
-			return events, stop
+			return events, stop, false
 		}
 	}
 }

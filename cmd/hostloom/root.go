@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	if cmd == nil {
 		cmd = root
 	}
-	fmt.Fprintf(sio.err, "hostloom: %s\n\n%s", err, cmd.UsageString())
+	fmt.Fprintf(sio.err, "hostloom: %s\n\n%s", strings.TrimRight(err.Error(), "\n"), cmd.UsageString())
 	return exitUsage
 }
 

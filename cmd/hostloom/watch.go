@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -82,11 +81,14 @@ type watcher struct {
 	roles   map[string]roleKey // by key
 	changes int
 
-	merged chan keyEvent
-	done   chan struct{}
-	wg     sync.WaitGroup
-	stops  []func()
-	down   bool // the last read failed; warned once
+	merged  chan keyEvent
+	backlog []keyEvent      // taken off merged while waiting for a release notification
+	live    map[string]bool // keys whose subscription is up
+	done    chan struct{}
+	wg      sync.WaitGroup
+	stops   []func()
+	down    bool // the last read failed; warned once
+	width   int  // of the longest role name, to align the lines
 }
 
 type keyEvent struct {
@@ -116,6 +118,7 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 	w := &watcher{
 		e: e, out: sio.out, json: g.json, names: names,
 		state:  map[string]locking.KeyState{},
+		live:   map[string]bool{},
 		roles:  map[string]roleKey{},
 		merged: make(chan keyEvent, locking.EventBuffer),
 		done:   make(chan struct{}),
@@ -130,6 +133,8 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 	}
 	for _, rk := range roles {
 		w.follow(ctx, rk)
+	}
+	for _, rk := range roles {
 		st, err := e.inspect(ctx, rk.key)
 		if err != nil {
 			return err
@@ -142,6 +147,12 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for f.count == 0 || w.changes < f.count {
+		if len(w.backlog) > 0 {
+			ke := w.backlog[0]
+			w.backlog = w.backlog[1:]
+			w.event(ctx, ke)
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -167,8 +178,10 @@ func (w *watcher) follow(ctx context.Context, rk roleKey) {
 		return
 	}
 	w.roles[rk.key] = rk
-	events, stop := w.e.subscribe(ctx, rk.key)
+	w.width = max(w.width, len(rk.role))
+	events, stop, live := w.e.subscribe(ctx, rk.key)
 	w.stops = append(w.stops, stop)
+	w.live[rk.key] = live
 	if events == nil {
 		return
 	}
@@ -202,6 +215,12 @@ func (w *watcher) close() {
 func (w *watcher) event(ctx context.Context, ke keyEvent) {
 	rk := w.roles[ke.key]
 	switch ke.ev.Kind {
+	case locking.EventSubscribed:
+		w.live[ke.key] = true
+	case locking.EventUnsubscribed:
+		w.live[ke.key] = false
+	}
+	switch ke.ev.Kind {
 	case locking.EventResign:
 		leader := ke.ev.Owner
 		if leader == "" {
@@ -220,7 +239,7 @@ func (w *watcher) event(ctx context.Context, ke keyEvent) {
 func (w *watcher) poll(ctx context.Context) {
 	if w.names == nil {
 		roles, err := w.e.list(ctx, nil)
-		if !w.failed(err) {
+		if !w.failed(ctx, err) {
 			for _, rk := range roles {
 				w.follow(ctx, rk)
 			}
@@ -236,11 +255,15 @@ func (w *watcher) poll(ctx context.Context) {
 // expired otherwise.
 func (w *watcher) read(ctx context.Context, rk roleKey, gone string) {
 	st, err := w.e.inspect(ctx, rk.key)
-	if w.failed(err) {
+	if w.failed(ctx, err) {
 		return
 	}
 	old, known := w.state[rk.key]
 	w.state[rk.key] = st
+	ended := old.Held && (!st.Held || old.Fence != st.Fence || old.Holder.Owner != st.Holder.Owner)
+	if ended && gone == watchExpired {
+		gone = w.releaseSeen(rk.key)
+	}
 	switch {
 	case !known && st.Held:
 		w.change(watchJSON{Role: rk.role, Event: watchAcquired, Leader: st.Holder.Owner, Fence: st.Fence})
@@ -251,14 +274,44 @@ func (w *watcher) read(ctx context.Context, rk roleKey, gone string) {
 	case st.Held && (!old.Held || old.Fence != st.Fence || old.Holder.Owner != st.Holder.Owner):
 		j := watchJSON{Role: rk.role, Event: watchAcquired, Leader: st.Holder.Owner, Fence: st.Fence}
 		if old.Held {
+			// The previous term ended between two reads: say how first.
+			w.change(watchJSON{Role: rk.role, Event: gone, Leader: old.Holder.Owner, Fence: old.Fence})
 			j.Previous = old.Holder.Owner
 		}
 		w.change(j)
 	}
 }
 
+// releaseGrace is how long a read that found a lease gone waits for the
+// release notification that may be on its way (the release script deletes
+// and publishes in one step, but the message still has to arrive), before
+// calling the lease expired.
+const releaseGrace = 100 * time.Millisecond
+
+// releaseSeen waits up to releaseGrace for key's release notification and
+// returns released when it comes, expired otherwise. Other notifications
+// that arrive meanwhile are kept for the main loop, in order.
+func (w *watcher) releaseSeen(key string) string {
+	if !w.live[key] {
+		return watchExpired
+	}
+	t := time.NewTimer(releaseGrace)
+	defer t.Stop()
+	for {
+		select {
+		case ke := <-w.merged:
+			if ke.key == key && ke.ev.Kind == locking.EventReleased {
+				return watchReleased
+			}
+			w.backlog = append(w.backlog, ke)
+		case <-t.C:
+			return watchExpired
+		}
+	}
+}
+
 // failed reports a read error once per outage, on stderr; watch goes on.
-func (w *watcher) failed(err error) bool {
+func (w *watcher) failed(ctx context.Context, err error) bool {
 	if err == nil {
 		if w.down {
 			w.down = false
@@ -266,15 +319,12 @@ func (w *watcher) failed(err error) bool {
 		}
 		return false
 	}
-	if !w.down && ctxAlive(err) {
+	if !w.down && ctx.Err() == nil {
 		w.down = true
 		fmt.Fprintf(w.e.stderr, "hostloom: watch: %v (retrying every interval)\n", err)
 	}
 	return true
 }
-
-// ctxAlive reports whether err is something other than the command's end.
-func ctxAlive(err error) bool { return !errors.Is(err, context.Canceled) }
 
 // change prints a change and counts it (a "leading" line for a role that
 // appeared counts too: it is news).
@@ -294,7 +344,7 @@ func (w *watcher) print(j watchJSON) error {
 		_, err = fmt.Fprintf(w.out, "%s\n", b)
 		return err
 	}
-	line := fmt.Sprintf("%s  %-8s  %s  %s", showTime(j.Time), j.Event, j.Role, showString(j.Leader))
+	line := fmt.Sprintf("%s  %-8s  %-*s  %s", showTime(j.Time), j.Event, w.width, j.Role, showString(j.Leader))
 	if j.Fence != 0 {
 		line += fmt.Sprintf("  fence=%d", j.Fence)
 	}
