@@ -319,11 +319,22 @@ func (w *watcher) failed(ctx context.Context, err error) bool {
 		}
 		return false
 	}
-	if !w.down && ctx.Err() == nil {
+	if !w.down && !over(ctx) {
 		w.down = true
 		fmt.Fprintf(w.e.stderr, "hostloom: watch: %v (retrying every interval)\n", err)
 	}
 	return true
+}
+
+// over reports whether the command is ending: its ctx is done or its
+// deadline (--for) has passed; a read cut short by the deadline can fail a
+// moment before the ctx reports it.
+func over(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // change prints a change and counts it (a "leading" line for a role that
