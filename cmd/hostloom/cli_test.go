@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -343,5 +344,58 @@ func TestCLI_O1_BadInput(t *testing.T) {
 				t.Errorf("password printed: %q", s)
 			}
 		}
+	})
+}
+
+// TestCLI_O1_Cluster: over Redis Cluster, status finds the roles on every
+// master and resign moves a role; jobs finds the job records on whichever
+// master holds them.
+func TestCLI_O1_Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	cl := redistest.StartCluster(t, 3)
+	var addrs []string
+	for _, a := range cl.Addrs() {
+		addrs = append(addrs, strconv.Quote(a))
+	}
+	cfg := writeSpec(t, configSpec{namespace: "shop", cluster: true, addrs: addrs})
+	var rs []*replica
+	roles := []string{"billing", "reports", "shipping", "search"}
+	for _, role := range roles {
+		for _, id := range []string{"replica-a", "replica-b"} {
+			rs = append(rs, startReplicaOn(t, cl.Client(t), "shop", role, id))
+		}
+	}
+	for i := 0; i < len(rs); i += 2 {
+		leaderOf(t, rs[i], rs[i+1])
+	}
+	startScheduler(t, leaderOf(t, rs[0], rs[1]))
+
+	r := cli(t, "status", "--config", cfg, "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d", r.code)
+	}
+	var got []string
+	for _, rj := range decode[statusJSON](t, r.out).Roles {
+		got = append(got, rj.Role)
+		if rj.Leader == "" || rj.Fence == 0 {
+			t.Errorf("role %+v: no leader or fence", rj)
+		}
+	}
+	want := slices.Clone(roles)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("roles = %v, want %v", got, want)
+	}
+
+	h := decode[handoverJSON](t, cli(t, "resign", "search", "--config", cfg, "--json").out)
+	if h.Leader == "" || h.Leader == h.Previous || h.Fence <= h.PreviousFence {
+		t.Errorf("resign over Cluster = %+v", h)
+	}
+
+	waitFor(t, "a run recorded", func() bool {
+		j := decode[jobsOut](t, cli(t, "jobs", "--config", cfg, "--json").out).Jobs
+		return len(j) == 1 && j[0].Role == "billing" && j[0].Job == "invoices" && j[0].Runs > 0
 	})
 }

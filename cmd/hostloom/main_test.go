@@ -86,6 +86,8 @@ type configSpec struct {
 	provider        string // default redis
 	password        string // default none
 	lease           string // default 1s
+	cluster         bool   // Redis Cluster over addrs (addr unused)
+	addrs           []string
 }
 
 // writeConfig writes the YAML file the service and the CLI share.
@@ -117,6 +119,10 @@ leadership:
   renew_interval: 300ms
   retry_interval: 500ms
 `, c.provider, c.namespace, c.addr, password, c.lease)
+	if c.cluster {
+		yaml = strings.Replace(yaml, "    dial_timeout: 2s", "    cluster: true\n    dial_timeout: 2s", 1)
+		yaml = strings.Replace(yaml, fmt.Sprintf("[%q]", c.addr), "["+strings.Join(c.addrs, ", ")+"]", 1)
+	}
 	path := filepath.Join(t.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -134,7 +140,12 @@ type replica struct {
 
 func startReplica(t testing.TB, srv *redistest.Server, namespace, role, identity string) *replica {
 	t.Helper()
-	c := srv.NewClient()
+	return startReplicaOn(t, srv.NewClient(), namespace, role, identity)
+}
+
+// startReplicaOn is startReplica over any client, which it closes.
+func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, identity string) *replica {
+	t.Helper()
 	o := locking.DefaultOptions()
 	o.Namespace = namespace
 	lock, p, err := redislock.NewLock(c, o)
