@@ -179,3 +179,18 @@ func TestEvents_P2_FullBufferKeepsSubscriptionState(t *testing.T) {
 		}
 	}
 }
+
+func TestHeldError_P2_NamesTheHolder(t *testing.T) {
+	for _, c := range []struct {
+		err  locking.HeldError
+		want string
+	}{
+		{locking.HeldError{Key: "job"}, `locking: not acquired: "job" is held`},
+		{locking.HeldError{Key: "job", Owner: "a\nb"}, `locking: not acquired: "job" is held by "a\nb"`},
+		{locking.HeldError{Key: "job", Owner: "host:1", Remaining: time.Second}, `locking: not acquired: "job" is held by "host:1" for 1s more`},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -28,7 +28,10 @@
 // the holder's owner on refusal (P2), events (acquired with the owner,
 // released, resign, subscription state), participants (registered by
 // acquisitions, refused ones included, and extensions; Since kept; gone
-// after two leases or at Deregister: P1), Inspect and Keys (O1).
+// after two leases or at Deregister: P1), Inspect and Keys (O1). These
+// last checks need the optional provider interfaces (ProviderAcquirer,
+// ProviderEvents, ProviderParticipants, ProviderInspector) that memlock and
+// redislock implement.
 //
 // # Time
 //
