@@ -40,35 +40,110 @@
 // keep falling due while the instance follows; they are counted as skipped
 // (reason follower) and not run.
 //
-// # Overlap, failures and panics (S2, S3)
+// # Overlap, failures and panics (S2, S3, S7)
 //
-// A job never overlaps itself on an instance: a slot that falls due while
-// the previous run is going is skipped and counted (reason overlap), not
-// queued. A returned error or a panic is logged and counted by outcome;
-// the scheduler survives it, and the next slot is not delayed.
+// A job never overlaps itself on an instance. What happens to a slot that
+// falls due while the previous run is going is the job's Overlap policy:
+// OverlapSkip (the default) skips it, counted (reason overlap), not
+// queued; OverlapBufferOne runs once more right after the current run
+// ends, for the latest slot that fell due meanwhile (a buffered slot a
+// later one supersedes is skipped, reason overlap); OverlapCancelPrevious
+// cancels the running run's ctx (its outcome is Canceled), waits for it to
+// return, then starts the new slot. Each such slot is counted by what the
+// policy did (MetricOverlap: skip, buffer, cancel). Catch-up and recovery
+// runs count as the running run. A returned error or a panic is logged
+// and counted by outcome; the scheduler survives it, and the next slot is
+// not delayed.
 //
 // # Once per slot (WithSlotStore)
 //
-// With a slot store (a locking.StateStore: *locking.DistributedLock over
-// redislock or memlock), each run first records its slot under
-// "sched:{role}:{job}" with Advance, which stores a value only when it is
-// greater than the stored one, in one atomic round trip. A run whose slot
-// (or a later one) is already recorded does not start (reason started). So
-// a slot is started at most once across replicas, whatever their clock
-// skew, as long as the store keeps what it acknowledged. A failing store
-// skips the slot (reason store_error) rather than risk a second run.
+// With a slot store, each run first claims its slot under the job's key
+// JobKey(role, job) = "sched:{role}:{job}": the claim stores the slot only
+// when it is greater than every slot recorded, in one atomic round trip. A
+// run whose slot (or a later one) is already recorded does not start
+// (reason started). So a slot is started at most once across replicas,
+// whatever their clock skew, as long as the store keeps what it
+// acknowledged. A failing store skips the slot (reason store_error) rather
+// than risk a second run. Slot times are recorded in milliseconds, so with
+// a store Add rejects Every(d) with d below 1ms. Jitter delays a run, not
+// its slot: the slot is claimed after the delay.
 //
-// The first claim of each job in a term reads the record first (State), to
-// count the slots nobody started since the last recorded one as missed: two
-// round trips; later claims take one. Slot times are recorded in
-// milliseconds, so with a store Add rejects Every(d) with d below 1ms.
-// Jitter delays a run, not its slot: the slot is claimed after the delay.
+// There are two kinds of store. A locking.JobStore whose SupportsJobs is
+// true (*locking.DistributedLock over redislock or memlock) keeps the
+// job's records: latest slot, the unfinished attempt, paused state and
+// history, in one key per job ({namespace}:jobs:sched:{role}:{job}, a hash
+// on Redis, so one job's records live in one Cluster slot). A run then
+// takes two round trips: the claim (which also reads the paused state, the
+// previous slot for the missed count, and for a Recover job the unfinished
+// attempt) and the completion. Any other locking.StateStore gets the
+// claim-only path: Advance under {namespace}:state:sched:{role}:{job}, one
+// round trip per run plus one read (State) at a term's first claim;
+// recovery, pause and history need a JobStore.
+//
+// Job records expire: every write sets their time to live to the longest
+// of SlotStateTTL (7 days), three intervals of the job's schedule and
+// twice the misfire window. Keys of the claim-only path do not expire.
+//
+// # Catch-up (S8)
 //
 // When an instance starts leading (also when it leads already at Start),
-// each job's latest slot within the misfire window (WithMisfireWindow,
-// default 1m) that nobody recorded is run once, at once. Older slots nobody
-// started, and slots the window held before that latest one, are counted as
-// missed and not run.
+// the job's CatchUp policy decides which slots within the misfire window
+// (WithMisfireWindow, default 1m) that nobody recorded it runs, at once:
+// CatchUpLatest (the default) the latest one; CatchUpAll every one, oldest
+// first, one at a time (at most MaxCatchUp); CatchUpNone none. Slots nobody
+// started that are not run are counted as missed (MetricMissed) and
+// logged at Info with their count (SchedulerSlotsMissed), whatever the
+// policy.
+//
+// # Recovery (S9)
+//
+// A slot is recorded when its run starts. Without Recover that is all: a
+// run cut short by a failover is not run again (at most once per slot).
+// With Job.Recover (which needs a JobStore) the store also records each
+// run's end, in the same round trip as the completion: the slot is done
+// unless the run returned Canceled because its term ended or the
+// scheduler stopped. A slot that is not done — its run was cut short, or
+// its process died and never reported — is run once more by the next
+// claim of another term (the next leader's first claim: at once when it
+// starts leading), with AttemptFrom(ctx) = 2, then 3; after
+// locking.MaxJobAttempts (3) attempts it is given up. Slots that fell due
+// meanwhile run after the recovery when still within the misfire window.
+//
+// The rule for "the earlier attempt's term has certainly ended": the claim
+// records, on the store's clock (Redis TIME), until = claim time + the
+// recovery hold (WithRecoveryHold, default the elector's lease). A
+// recovery runs only when the earlier attempt reported its end (it
+// returned), or once the store's clock has passed until. A leader's lease
+// cannot outlive its last renewal by more than a lease, and a successor
+// only leads once the predecessor's lease ended, so in the usual case the
+// hold has already passed when the successor asks. The hold matters when
+// the lock's record was lost (a failover to a replica that missed the
+// latest renewal) while the job records survived: it keeps the successor
+// from recovering a slot claimed within the last lease; an older attempt
+// whose leader kept renewing is told apart only by its fence, where the
+// effect's store checks fences. Which replica recovers is decided by the store: the
+// recovery claim names the attempt it supersedes, so two leaders never
+// both recover one attempt. A run must still honour its ctx: a process
+// that ignores it, or is paused past its lease, can still be running when
+// the recovery starts (see package leadership on fencing).
+//
+// # Pause and resume (S10)
+//
+// Pause and Resume write the paused state into the job's records; every
+// claim reads it in the same round trip, so the leader skips the next slot
+// after a Pause on any replica (reason paused, logged at Debug), without
+// polling. A paused slot is recorded as passed, so it is never caught up,
+// neither after Resume nor by a new leader. JobInfo.Paused reports the
+// state this instance last saw.
+//
+// # History (S11)
+//
+// With a JobStore, each claim writes the run's record (slot, start,
+// identity, fence, attempt) and the completion rewrites it with the end
+// and outcome. The store keeps the newest locking.JobHistoryLen (100)
+// records per job, expiring with the job's records; History reads them,
+// newest first. ReadHistory reads them without a Scheduler (for tools).
+// Fence is 0 until the scheduler is given the term's fence.
 //
 // # What is not guaranteed
 //
@@ -77,9 +152,10 @@
 // before it replicated, or a restart of a server without persistence,
 // loses the record, and a new leader may then start that slot again (it
 // never starts a slot it can see recorded). If a job must never run twice,
-// make it idempotent too. A slot is recorded when its run starts, not when
-// it finishes: a run cut short by a leadership loss is not retried by the
-// next leader.
+// make it idempotent too. Without Recover a slot is recorded when its run
+// starts, not when it finishes: a run cut short by a leadership loss is
+// not retried by the next leader. With Recover a slot may run more than
+// once (at least once, at most locking.MaxJobAttempts times).
 //
 // Without a slot store, S1–S6 still hold on each instance, but a new leader
 // does not know which slots its predecessor started: slots that fell due
@@ -92,7 +168,8 @@
 //
 // Under the instrumentation scope github.com/hostloom/hostloom/core/scheduling,
 // with attributes role and job: MetricRuns and MetricRunDuration by
-// outcome, MetricSkipped by reason, MetricMissed, and MetricLastSuccess.
+// outcome, MetricSkipped by reason, MetricOverlap by action, MetricMissed,
+// MetricLag (start − slot) and MetricLastSuccess.
 // Missed slots of a cron schedule are counted by walking the schedule, at
 // most 10,000 slots per count; Every is counted exactly. Each run is a span
 // named scheduling.run. Logs are written to the
@@ -107,5 +184,6 @@
 // # Introspection
 //
 // Jobs reports, per job, the next slot, whether it runs, the last slot run
-// here and when, and the last outcome and error.
+// here and when, the last outcome and error, and the paused state. A run's
+// ctx tells the job its slot (SlotFrom) and attempt (AttemptFrom).
 package scheduling

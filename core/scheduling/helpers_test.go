@@ -77,7 +77,6 @@ func outcome(o string) attribute.KeyValue { return attribute.String("outcome", o
 // interval is one recorded run.
 type interval struct {
 	replica    string
-	slot       time.Time
 	start, end time.Time
 	err        error
 }

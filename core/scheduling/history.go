@@ -122,6 +122,28 @@ func ReadHistory(ctx context.Context, store locking.JobStore, role, job string, 
 	return runs, errors.Join(bad...), nil
 }
 
+// SetPaused pauses or resumes job of role in store without a Scheduler (for
+// tools such as the hostloom CLI), with the same effect as Scheduler.Pause
+// and Resume. A job the store has no records of is an error naming it
+// (there is nothing to pause: a typo would otherwise create records).
+func SetPaused(ctx context.Context, store locking.JobStore, role, job string, paused bool) error {
+	if store == nil || !store.SupportsJobs() {
+		return ErrNoJobStore
+	}
+	key := JobKey(role, job)
+	st, err := store.JobStatus(ctx, key)
+	if err != nil {
+		return fmt.Errorf("scheduling: job %q: %w", job, err)
+	}
+	if !st.HasSlot && st.Runs == 0 && !st.Paused {
+		return fmt.Errorf("scheduling: no records of job %q of role %q", job, role)
+	}
+	if err := store.SetJobPaused(ctx, key, paused, max(SlotStateTTL, st.TTL)); err != nil {
+		return fmt.Errorf("scheduling: job %q: %w", job, err)
+	}
+	return nil
+}
+
 // lookup returns the job named name and the job store, or an error naming
 // the job.
 func (s *Scheduler) lookup(op, name string) (*job, error) {

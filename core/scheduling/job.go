@@ -65,7 +65,8 @@ const (
 	// Timeout: Run returned an error after its Timeout had expired.
 	Timeout
 	// Canceled: Run returned an error after its ctx was cancelled because
-	// leadership ended or the scheduler stopped.
+	// leadership ended, the scheduler stopped, or a later slot replaced
+	// the run (OverlapCancelPrevious).
 	Canceled
 
 	outcomeCount

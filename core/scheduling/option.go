@@ -71,13 +71,16 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
-// WithSlotStore records each job's last started slot in store (L8), under
-// the key "sched:{role}:{job}" with the slot's Unix time in milliseconds,
-// before the run starts: a slot some replica already started is never
-// started again, and a new leader can run a slot nobody started
-// (WithMisfireWindow). *locking.DistributedLock implements StateStore over
-// memlock and redislock. Default: none (see the package documentation for
-// what holds without it). A nil store keeps the default.
+// WithSlotStore records each job's started slots in store (L8), under the
+// key JobKey(role, job) = "sched:{role}:{job}" with the slot's Unix time in
+// milliseconds, before the run starts: a slot some replica already started
+// is never started again, and a new leader can run a slot nobody started
+// (WithMisfireWindow, Job.CatchUp). When store is also a locking.JobStore
+// whose SupportsJobs is true (*locking.DistributedLock over redislock or
+// memlock), the scheduler keeps the job's records there: completion,
+// recovery (Job.Recover), pause and history; otherwise it only claims
+// (Advance). Default: none (see the package documentation for what holds
+// without it). A nil store keeps the default.
 func WithSlotStore(store locking.StateStore) Option {
 	return optionFunc(func(s *settings) {
 		if store != nil {

@@ -77,12 +77,6 @@ func (r *slotRecorder) String() string {
 	return fmt.Sprint(r.runs)
 }
 
-func (r *slotRecorder) get() []slotRun {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]slotRun(nil), r.runs...)
-}
-
 func action(a string) attribute.KeyValue { return attribute.String("action", a) }
 
 // histogram returns the count and sum of the float64 histogram name's

@@ -267,3 +267,28 @@ func TestParseRunRecord_S11(t *testing.T) {
 		t.Errorf("ParseRunRecord = %+v, %v", r, err)
 	}
 }
+
+// TestSetPaused_S10: the tool-side pause works on jobs the store has
+// records of and names the job it has none of.
+func TestSetPaused_S10(t *testing.T) {
+	store := newStoreNoBubble(t)
+	ctx := context.Background()
+	if err := scheduling.SetPaused(ctx, store, "billing", "typo", true); err == nil || !strings.Contains(err.Error(), `"typo"`) {
+		t.Errorf("SetPaused of a job without records = %v, want an error naming it", err)
+	}
+	seedSlot(t, store, scheduling.JobKey("billing", "sync"), time.Now())
+	if err := scheduling.SetPaused(ctx, store, "billing", "sync", true); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.JobStatus(ctx, "sched:billing:sync"); err != nil || !st.Paused || st.TTL < scheduling.SlotStateTTL-time.Minute {
+		t.Errorf("status after SetPaused = %+v, %v", st, err)
+	}
+	if err := scheduling.SetPaused(ctx, stateStoreJobs{}, "billing", "sync", true); !errors.Is(err, scheduling.ErrNoJobStore) {
+		t.Errorf("SetPaused over a store without job records = %v, want ErrNoJobStore", err)
+	}
+}
+
+// stateStoreJobs is a JobStore whose provider keeps no job records.
+type stateStoreJobs struct{ locking.JobStore }
+
+func (stateStoreJobs) SupportsJobs() bool { return false }

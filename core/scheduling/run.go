@@ -55,6 +55,13 @@ func (s *Scheduler) execute(st start) {
 				s.countSkip(j, skipFollower, int64(len(slots)))
 				slots = nil
 			}
+			s.mu.Lock()
+			replaced := j.replaced
+			s.mu.Unlock()
+			if replaced { // OverlapCancelPrevious: the newer slot goes next, not older ones
+				s.countSkip(j, skipOverlap, int64(len(slots)))
+				slots = nil
+			}
 			first = first && slot.IsZero()
 		}
 		s.mu.Lock()
@@ -142,7 +149,7 @@ func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term ui
 		for range locking.MaxJobAttempts + 1 {
 			c := s.claimJob(ctx, j, slot, tok, term, first, catchUp)
 			first = false
-			switch c.status {
+			switch c.Status {
 			case locking.ClaimGranted:
 				s.run(ctx, j, slot, c.Attempt, c.Seq, term)
 				return live()
@@ -212,17 +219,12 @@ func (s *Scheduler) termID(term uint64) string {
 	return s.id + "/" + s.inst + "/" + strconv.FormatUint(term, 10)
 }
 
-// claimed is the part of a claim runSlot acts on.
-type claimed struct {
-	status locking.ClaimStatus
-	locking.SlotClaimResult
-}
-
 // claimJob claims slot (zero: recovery only) in the job store, with the
 // paused check and, for a Recover job, the recovery check in the same
 // round trip. On the first claim of a term it counts the slots nobody
-// started since the last recorded one as missed.
-func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) claimed {
+// started since the last recorded one as missed. A failed claim returns
+// the zero result (no status).
+func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) locking.SlotClaimResult {
 	c := locking.SlotClaim{Attempt: 1, Recover: j.Recover, Term: s.termID(term), Hold: s.hold, TTL: j.ttl}
 	if !slot.IsZero() {
 		c.Slot = slot.UnixMilli()
@@ -232,11 +234,11 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 	switch {
 	case err != nil && ctx.Err() != nil:
 		s.notStarted(j, slot, tok)
-		return claimed{}
+		return locking.SlotClaimResult{}
 	case err != nil:
 		s.countSkip(j, skipStore, 1)
 		s.log.Warn("SchedulerSlotStoreFailed", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
-		return claimed{}
+		return locking.SlotClaimResult{}
 	}
 	if first && r.HasPrevious && !slot.IsZero() {
 		s.countMissed(j, slotsBetween(j.sched, time.UnixMilli(r.Previous), slot))
@@ -256,7 +258,7 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 		}
 		s.log.Debug("SchedulerSlotStartedElsewhere", zap.String("job", j.Name), zap.Time("slot", slot), zap.Time("recorded", time.UnixMilli(r.Previous)))
 	}
-	return claimed{status: r.Status, SlotClaimResult: r}
+	return r
 }
 
 // recoverSlot re-runs slot, which an earlier term started and did not

@@ -2,8 +2,9 @@ package memlock
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
@@ -11,21 +12,72 @@ import (
 
 var _ locking.ProviderJobs = (*Provider)(nil)
 
-// jobState is one job's records (locking.ProviderJobs). It is kept, as
-// JSON, in the provider's expiring entries under the job key, so job
+// jobState is one job's records (locking.ProviderJobs). It is kept,
+// encoded, in the provider's expiring entries under the job key, so job
 // records expire like the Redis ones and need no map of their own.
 type jobState struct {
-	Slot    int64    `json:"slot"`
-	HasSlot bool     `json:"has_slot,omitempty"`
-	Open    int64    `json:"open,omitempty"` // unfinished slot; 0 when none
-	Running bool     `json:"running,omitempty"`
-	Attempt int      `json:"attempt,omitempty"`
-	Term    string   `json:"term,omitempty"`
-	Until   int64    `json:"until,omitempty"` // Unix ns: the claiming term certainly ended
-	Paused  bool     `json:"paused,omitempty"`
-	Seq     int64    `json:"seq,omitempty"`
-	History []string `json:"history,omitempty"` // ring: record seq at (seq-1) % JobHistoryLen
+	Slot    int64
+	HasSlot bool
+	Open    int64 // unfinished slot; 0 when none
+	Running bool
+	Attempt int
+	Until   int64 // Unix ns: the claiming term certainly ended
+	Paused  bool
+	Seq     int64
+	Term    string
 }
+
+// stateFields is how many '|'-separated fields an encoded jobState has; the
+// term is last, so it may contain anything.
+const stateFields = 9
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encode returns st as stored: decimal fields separated by '|', the term
+// last.
+func (st *jobState) encode() string {
+	b := make([]byte, 0, 64+len(st.Term))
+	for _, n := range [...]int64{st.Slot, flag(st.HasSlot), st.Open, flag(st.Running), int64(st.Attempt), st.Until, flag(st.Paused), st.Seq} {
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, '|')
+	}
+	return string(append(b, st.Term...))
+}
+
+// decodeState parses what encode stored.
+func decodeState(v string) (jobState, error) {
+	f := strings.SplitN(v, "|", stateFields)
+	if len(f) != stateFields {
+		return jobState{}, fmt.Errorf("%d fields, want %d", len(f), stateFields)
+	}
+	var n [stateFields - 1]int64
+	for i := range n {
+		x, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return jobState{}, err
+		}
+		n[i] = x
+	}
+	return jobState{
+		Slot: n[0], HasSlot: n[1] == 1, Open: n[2], Running: n[3] == 1, Attempt: int(n[4]),
+		Until: n[5], Paused: n[6] == 1, Seq: n[7], Term: f[stateFields-1],
+	}, nil
+}
+
+// historyKey is the entry of the history record at ring index i of key:
+// record seq lives at index (seq-1) % JobHistoryLen. The NUL cannot occur
+// in a provider key (locking.CheckKey refuses control characters).
+func historyKey(key string, i int64) string {
+	return key + "\x00h" + strconv.FormatInt(i, 10)
+}
+
+// ringIndex is where record seq lives.
+func ringIndex(seq int64) int64 { return (seq - 1) % locking.JobHistoryLen }
 
 // loadJob reads key's job state; p.mu must be held.
 func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, error) {
@@ -33,22 +85,29 @@ func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, 
 	if !ok {
 		return jobState{}, 0, nil
 	}
-	var st jobState
-	if err := json.Unmarshal([]byte(e.value), &st); err != nil {
+	st, err := decodeState(e.value)
+	if err != nil {
 		return jobState{}, 0, fmt.Errorf("memlock: job records %q do not parse: %w", key, err)
 	}
 	return st, e.expires.Sub(now), nil
 }
 
-// storeJob writes key's job state with time to live ttl; p.mu must be held.
+// storeJob writes key's job state with time to live ttl; p.mu must be
+// held.
 func (p *Provider) storeJob(key string, st jobState, ttl time.Duration, now time.Time) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("memlock: job records %q: %w", key, err)
-	}
-	p.entries[key] = entry{value: string(b), expires: now.Add(ttl)}
+	p.entries[key] = entry{value: st.encode(), expires: now.Add(ttl)}
 	p.wrote(now)
 	return nil
+}
+
+// setRecord stores history record seq of key with time to live ttl; p.mu
+// must be held. Unlike the fields of a Redis hash, each record expires ttl
+// after its own latest write (refreshing a hundred entries on every claim
+// would cost more than the claim); JobHistory reads records only while the
+// job's state lives, and a state that expired restarts at seq 1, so a
+// record of an earlier life is never read.
+func (p *Provider) setRecord(key string, seq int64, rec string, ttl time.Duration, now time.Time) {
+	p.entries[historyKey(key, ringIndex(seq))] = entry{value: rec, expires: now.Add(ttl)}
 }
 
 // waitFor is how long until the unfinished attempt's term certainly ended.
@@ -103,12 +162,7 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	st.Open, st.Running, st.Attempt, st.Term = c.Slot, true, c.Attempt, c.Term
 	st.Until = now.Add(c.Hold).UnixNano()
 	st.Seq++
-	i := int((st.Seq - 1) % locking.JobHistoryLen)
-	if i < len(st.History) {
-		st.History[i] = c.Record
-	} else {
-		st.History = append(st.History, c.Record)
-	}
+	p.setRecord(key, st.Seq, c.Record, c.TTL, now)
 	r.Status, r.Attempt, r.Seq = locking.ClaimGranted, c.Attempt, st.Seq
 	return r, p.storeJob(key, st, c.TTL, now)
 }
@@ -134,9 +188,7 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 		}
 	}
 	if c.Seq > 0 && c.Seq <= st.Seq && c.Seq > st.Seq-locking.JobHistoryLen {
-		if i := int((c.Seq - 1) % locking.JobHistoryLen); i < len(st.History) {
-			st.History[i] = c.Record
-		}
+		p.setRecord(key, c.Seq, c.Record, c.TTL, now)
 	}
 	return matched, p.storeJob(key, st, c.TTL, now)
 }
@@ -190,8 +242,8 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	}
 	var out []string
 	for seq := st.Seq; seq > 0 && seq > st.Seq-int64(min(n, locking.JobHistoryLen)); seq-- {
-		if i := int((seq - 1) % locking.JobHistoryLen); i < len(st.History) {
-			out = append(out, st.History[i])
+		if e, ok := p.live(historyKey(key, ringIndex(seq)), now); ok {
+			out = append(out, e.value)
 		}
 	}
 	return out, nil
