@@ -11,11 +11,13 @@ import (
 
 // FuzzLoad feeds arbitrary YAML to Load: it must never panic, must return
 // either a config or an error (not both), and every problem must name its
-// key (or be a YAML error of the document); the password set through the
-// environment never shows in an error.
+// key and source (or be a YAML error of the document); the password set
+// through the environment never shows in an error.
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		fullYAML,
+		"locking:\n  provider: memory\n",
+		"locking:\n  provider: memory\nleadership:\n  safety_margin: 1s\n  priority: 7\n  roles:\n    a:\n      balance: true\n",
 		"",
 		"leadership:\n  lease: 20s\n",
 		"leadership:\n  roles:\n    billing:\n      lease: 1m\n",
@@ -33,6 +35,9 @@ func FuzzLoad(f *testing.F) {
 	const pw = "Fz-pw-7c1d0e"
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := config.Load("", config.WithYAML("fuzz", doc), config.WithEnviron([]string{"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw}))
+		if err != nil && !bytes.Contains(doc, []byte(pw)) && strings.Contains(err.Error(), pw) {
+			t.Fatalf("error shows the password: %v", err)
+		}
 		if (c == nil) == (err == nil) {
 			t.Fatalf("Load returned config %v and error %v", c, err)
 		}
@@ -57,21 +62,18 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		if !bytes.Contains(doc, []byte(pw)) && strings.Contains(err.Error(), pw) {
-			t.Fatalf("error shows the password: %v", err)
-		}
 		parts := []error{err}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
 			parts = j.Unwrap()
 		}
 		for _, p := range parts {
-			var ke *config.FieldError
+			var fe *config.FieldError
 			switch {
-			case errors.As(p, &ke):
-				if ke.Reason == "" {
-					t.Fatalf("KeyError without a reason: %#v", ke)
+			case errors.As(p, &fe):
+				if fe.Reason == "" || fe.Key == "" || fe.Source == "" {
+					t.Fatalf("FieldError without its key, source or reason: %#v", fe)
 				}
-			case strings.HasPrefix(p.Error(), "config: yaml fuzz: "), strings.HasPrefix(p.Error(), "config: locking: "):
+			case strings.HasPrefix(p.Error(), "config: yaml fuzz: "):
 			default:
 				t.Fatalf("error names no key: %q", p)
 			}
