@@ -280,7 +280,7 @@ func (e *env) knownJob(ctx context.Context, role, job string) (locking.JobStatus
 	if err != nil {
 		return st, err
 	}
-	if st.TTL <= 0 {
+	if !st.HasSlot && st.Runs == 0 && !st.Paused { // the rule of scheduling.SetPaused
 		if _, err := e.lookup(ctx, role); err != nil {
 			return st, err
 		}
@@ -390,11 +390,9 @@ func setPaused(ctx context.Context, g *globals, sio stdio, role, job string, pau
 	if err != nil {
 		return err
 	}
-	// Keep the records at least as long as the scheduler would.
-	ttl := max(st.TTL, scheduling.SlotStateTTL)
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	if err := e.lock.SetJobPaused(rctx, scheduling.JobKey(role, job), paused, ttl); err != nil {
+	if err := scheduling.SetPaused(rctx, e.lock, role, job, paused); err != nil {
 		return err
 	}
 	word := "Resumed"
