@@ -90,6 +90,24 @@ func TestCLI_O1_Status(t *testing.T) {
 			t.Errorf("header %q lacks %s", lines[0], h)
 		}
 	}
+
+	// A role whose only elector stopped stays known (its fence is kept)
+	// and shows nobody leading and no participants.
+	reportsFence := c.elector.Fence()
+	if err := c.elector.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "status", "reports", "--config", cfg, "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d", r.code)
+	}
+	if got := decode[statusJSON](t, r.out).Roles[0]; got.Leader != "" || got.TTLMillis != 0 || got.Fence != 0 || got.LastFence != reportsFence || len(got.Participants) != 0 {
+		t.Errorf("stopped role = %+v, want no leader, last_fence %d", got, reportsFence)
+	}
+	r = cli(t, "status", "reports", "--config", cfg)
+	if row := strings.Fields(strings.Split(r.out, "\n")[1]); !slices.Equal(row, []string{"reports", "-", "-", "-", "-"}) {
+		t.Errorf("stopped role row = %q", row)
+	}
 }
 
 // TestCLI_O1_Resign: resign asks the leader to step down through the
