@@ -337,6 +337,10 @@ func TestCLI_O1_BadInput(t *testing.T) {
 		if r.code != exitOK || decode[statusJSON](t, r.out).Roles[0].Leader != "replica-a" {
 			t.Errorf("exit %d, out %s", r.code, r.out)
 		}
+		r = cliWith(t, stdio{environ: []string{"HOSTLOOM_CONFIG=" + cfg}}, "status", "--json")
+		if r.code != exitOK || decode[statusJSON](t, r.out).Roles[0].Leader != "replica-a" {
+			t.Errorf("HOSTLOOM_CONFIG: exit %d, out %s", r.code, r.out)
+		}
 	})
 	t.Run("passwords never show", func(t *testing.T) {
 		const password = "s3cret-Pa55word"

@@ -23,7 +23,8 @@
 // # Configuration
 //
 // hostloom reads the configuration the service reads, through the config
-// package: defaults, the YAML file, then HOSTLOOM_* environment variables.
+// package: defaults, the YAML file (--config, or the environment variable
+// HOSTLOOM_CONFIG), then HOSTLOOM_* environment variables.
 // It needs locking.provider redis: the memory provider lives inside one
 // process. Roles are found through leadership.lock_key_format and the
 // per-role overrides; passwords are used, never printed.

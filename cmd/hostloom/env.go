@@ -48,8 +48,11 @@ func (e *env) close() {
 // HOSTLOOM_* variables), builds the Redis client and the lock, and checks
 // that Redis answers within the dial timeout.
 func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
-	opts := []config.LoadOption{config.WithEnviron(sio.environ)}
-	cfg, err := config.Load(g.configPath, opts...)
+	path := g.configPath
+	if path == "" {
+		path = getenv(sio.environ, configEnv)
+	}
+	cfg, err := config.Load(path, config.WithEnviron(sio.environ))
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +93,20 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 		return nil, err
 	}
 	return &env{cfg: cfg, client: client, provider: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}, nil
+}
+
+// configEnv names the configuration file when --config is not given, as
+// it does for the example service.
+const configEnv = "HOSTLOOM_CONFIG"
+
+// getenv returns the value of name in environ (KEY=VALUE entries).
+func getenv(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // unreachable words a failed first contact in one line: where, and the

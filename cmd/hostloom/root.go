@@ -98,8 +98,8 @@ func newRoot(g *globals, sio stdio) *cobra.Command {
 		Long: `hostloom shows who leads each role of a HostLoom namespace, follows
 handovers as they happen, asks a leader to step down, and reads and steers
 the exclusive scheduler's jobs. It reads the same configuration as the
-service (the YAML file given with --config, then HOSTLOOM_* environment
-variables) and talks to the same Redis or Valkey.
+service (the YAML file given with --config or HOSTLOOM_CONFIG, then
+HOSTLOOM_* environment variables) and talks to the same Redis or Valkey.
 
 Exit codes: 0 success, 1 the command failed (Redis unreachable, no such
 role, ...), 2 the command line is wrong (unknown verb or flag).`,
@@ -115,7 +115,7 @@ role, ...), 2 the command line is wrong (unknown verb or flag).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.configPath, "config", "c", "", "YAML configuration file, the one the service reads (default: none, HOSTLOOM_* environment only)")
+	pf.StringVarP(&g.configPath, "config", "c", "", "YAML configuration file, the one the service reads (default $HOSTLOOM_CONFIG; none: HOSTLOOM_* environment only)")
 	pf.BoolVar(&g.json, "json", false, "write JSON for scripts instead of tables")
 	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request to Redis (default locking.redis.dial_timeout)")
 
