@@ -1,0 +1,41 @@
+// Command hostloom shows and steers the leader elections and scheduled jobs
+// of services built with HostLoom, from outside the processes (rule O1 and
+// S11; the rule ids are explained in docs/rules.md).
+//
+//	hostloom <verb> [args] [flags]
+//
+// # Verbs
+//
+//	status [ROLE...]          who leads each role: leader, lease TTL, fence, participants
+//	watch [ROLE...]           handovers as they happen (notifications, with polling)
+//	resign ROLE               ask the leader to step down cooperatively
+//	release --force ROLE      delete the lease (after a warning; --yes without a terminal)
+//	jobs [ROLE]               the scheduler's jobs: paused, running, last slot and run
+//	history ROLE JOB          a job's latest runs, newest first
+//	pause ROLE JOB            pause a job on every replica
+//	resume ROLE JOB           resume it
+//
+// Every verb takes --json (JSON for scripts instead of tables), --config
+// (or -config, -c: the service's YAML file) and --timeout (bound on
+// connecting and on each request; default locking.redis.dial_timeout).
+// "hostloom <verb> --help" documents each verb and its flags.
+//
+// # Configuration
+//
+// hostloom reads the configuration the service reads, through the config
+// package: defaults, the YAML file (--config, or the environment variable
+// HOSTLOOM_CONFIG), then HOSTLOOM_* environment variables.
+// It needs locking.provider redis: the memory provider lives inside one
+// process. Roles are found through leadership.lock_key_format and the
+// per-role overrides; passwords are used, never printed.
+//
+// # Exit codes
+//
+// 0 on success; 1 when the command ran and failed (Redis unreachable or
+// refusing the credentials, a configuration error, no such role in the
+// namespace, release refused without confirmation); 2 when the command line
+// is wrong (unknown verb or flag, missing argument), with the usage on
+// stderr.
+//
+// docs/operations.md shows a session.
+package main
