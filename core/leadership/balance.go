@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,6 +39,8 @@ import (
 type BalanceGroup struct {
 	log *zap.Logger
 
+	share atomic.Int64 // the share the latest round computed; 0 before
+
 	mu      sync.Mutex
 	members map[*Elector]struct{}
 	running int
@@ -45,8 +48,8 @@ type BalanceGroup struct {
 	done    chan struct{}
 
 	// Owned by the round goroutine.
-	moved   map[string]time.Time // role -> when this group last resigned it
-	members0 string              // the participants' identities at the last round
+	moved    map[string]time.Time // role -> when this group last resigned it
+	members0 string               // the participants' identities at the last round
 }
 
 // NewBalanceGroup returns an empty group. Its goroutine runs while at
@@ -96,6 +99,56 @@ func (g *BalanceGroup) leave(e *Elector) {
 		close(stop)
 		<-done
 	}
+}
+
+// held reports whether this instance leads at least its share, so its
+// candidates take a free role only after one RetryInterval (B1). It is
+// checked when a candidate wakes, so an instance stops taking roles first
+// the moment it reaches its share, not at the next round.
+func (g *BalanceGroup) held() bool {
+	share := g.share.Load()
+	if share <= 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := int64(0)
+	for e := range g.members {
+		if e.IsLeader() {
+			n++
+		}
+	}
+	return n >= share
+}
+
+// awaitTaker waits, up to a quarter of retry, until this instance learns
+// that another participant took e's role, so the next handover is chosen
+// from counts that include this one.
+func (g *BalanceGroup) awaitTaker(ctx context.Context, e *Elector, self string, retry time.Duration) {
+	deadline := time.Now().Add(retry / 4)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if id, ok := e.Leader(); ok && id != self {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// takerUnderShare reports whether another participant of v's role leads
+// fewer roles than share, counted afresh from what the members learned.
+func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) bool {
+	leads := map[string]int{}
+	for _, e := range g.snapshot() {
+		if id, ok := e.Leader(); ok {
+			leads[id]++
+		}
+	}
+	for _, id := range v.ids {
+		if id != self && leads[id] < share {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshot lists the members.
@@ -191,9 +244,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	mine := leads[self]
-	for _, v := range views {
-		v.e.holdFree.Store(mine >= share)
-	}
+	g.share.Store(int64(share))
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for id := range identities {
 			if !yield(id) {
@@ -241,7 +292,14 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
-	for _, m := range moves[:min(surplus, len(moves))] {
+	for _, m := range moves {
+		if surplus == 0 {
+			break
+		}
+		if !g.takerUnderShare(m.v, self, share) {
+			continue // every other participant reached its share meanwhile
+		}
+		surplus--
 		g.moved[m.v.e.role] = now
 		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.role),
 			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
@@ -250,6 +308,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.role), zap.Error(err))
 		}
 		cancel()
+		g.awaitTaker(ctx, m.v.e, self, retry)
 	}
 	return retry
 }

@@ -54,8 +54,7 @@ type Elector struct {
 	log         *zap.Logger
 	tel         *electorTelemetry
 
-	group    *BalanceGroup // B1: nil unless Options.Balance
-	holdFree atomic.Bool   // B1: at or above the share: take a free role only after a RetryInterval
+	group *BalanceGroup // B1: nil unless Options.Balance
 
 	state    atomic.Pointer[termState]    // written by the loop only
 	progress atomic.Pointer[loopProgress] // written by the loop only
@@ -172,6 +171,10 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	}
 	return e, nil
 }
+
+// heldBack reports whether this elector's balance group leads at least its
+// share, so it takes a free role only after one RetryInterval (B1).
+func (e *Elector) heldBack() bool { return e.group != nil && e.group.held() }
 
 // maxIdentityLength is the longest identity an elector accepts, in bytes.
 const maxIdentityLength = 256

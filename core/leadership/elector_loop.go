@@ -423,7 +423,7 @@ func (l *loop) acquired(o outcome) {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
 				next = min(held.Remaining+wakeMargin, MaxWait)
-				if e.holdFree.Load() {
+				if e.heldBack() {
 					next += retry // B1: others under their share first
 				}
 			} else {
@@ -841,7 +841,7 @@ func (l *loop) wake(now time.Time) {
 		return
 	}
 	at := now
-	if l.e.holdFree.Load() {
+	if l.e.heldBack() {
 		at = now.Add(l.e.opts.RetryInterval)
 	}
 	if l.due.After(at) {
