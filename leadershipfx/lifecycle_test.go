@@ -175,7 +175,7 @@ func TestRoles_O4_ReadableErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module}, tt.opts...)...).Err()
+			err := fx.New(append([]fx.Option{fx.NopLogger, env(), lockingfx.Module}, tt.opts...)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")
 			}
@@ -183,7 +183,7 @@ func TestRoles_O4_ReadableErrors(t *testing.T) {
 		})
 	}
 	// The elector's error stays matchable.
-	err := fx.New(fx.NopLogger, lockingfx.Module, leadershipfx.Role(long), leadershipfx.Module).Err()
+	err := fx.New(fx.NopLogger, env(), lockingfx.Module, leadershipfx.Role(long), leadershipfx.Module).Err()
 	if !errors.Is(err, locking.ErrInvalidKey) {
 		t.Errorf("errors.Is(ErrInvalidKey) false for %v", err)
 	}
