@@ -71,9 +71,12 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 		opts []fx.Option
 		want string
 	}{
-		{"scheduling module missing",
-			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@hourly", noop), leadershipfx.Module},
-			`schedulingfx: job "invoices" of role "billing": schedulingfx.Module is missing: add it to fx.New`},
+		{"role without elector, no modules",
+			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("payroll", "pay", "@hourly", noop)},
+			`schedulingfx: job "pay" is bound to role "payroll", which has no elector (add leadershipfx.Role("payroll"))`},
+		{"duplicate job, no modules",
+			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("billing", "x", "@hourly", noop), schedulingfx.Job("billing", "x", "@daily", noop)},
+			`schedulingfx: role "billing": scheduling: job "x": duplicate name`},
 		{"job after leadershipfx.Module",
 			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Module, leadershipfx.Module, schedulingfx.Job("billing", "invoices", "@hourly", noop)},
 			`leadershipfx: work for role "billing" is attached after leadershipfx.Module's start hook: put leadershipfx.Module last in fx.New, at the top level`},

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +74,7 @@ func Job(role, name, spec string, fn func(context.Context) error, opts ...JobOpt
 // this instance leads role.
 func Schedule(role string, j scheduling.Job) fx.Option {
 	spec := JobSpec{Role: role, Job: j}
-	return contribute(fmt.Sprintf("job %q of role %q", j.Name, role),
+	return contribute(role, fmt.Sprintf("job %q", j.Name),
 		fx.Annotate(func() JobSpec { return spec }, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
@@ -91,7 +91,7 @@ func JobFunc(role string, ctor any) fx.Option {
 	if err != nil {
 		return fx.Error(err)
 	}
-	return contribute(fmt.Sprintf("JobFunc for role %q", role),
+	return contribute(role, "JobFunc",
 		fx.Annotate(wrapped, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
@@ -127,20 +127,19 @@ func bindRole(role string, ctor any) (any, error) {
 	}).Interface(), nil
 }
 
-// Module builds the schedulers: one per role with jobs, over that role's
-// elector, attached to the role (leadershipfx.Roles.Attach) so it starts
-// after every OnStart hook of the app and stops before the role's elector
-// releases its lease. Add it once to an app that declares jobs; a job
-// option without it fails fx.New with an error that says so.
+// Module builds the schedulers from the JobsGroup value group: one per
+// role with jobs, over that role's elector, attached to the role so it
+// starts before the role's elector contends and stops before the elector
+// releases its lease (E11); with leadershipfx.Module (last) that start
+// comes after every OnStart hook of the app (O3). Optional: without it
+// each role builds its own scheduler from the jobs bound to it, the first
+// time one of Job, Schedule or JobFunc asks for it.
 var Module = fx.Module("hostloom.scheduling", fx.Provide(provide))
 
 // provide is Module's constructor. It never fails: a problem is kept in
 // the Schedulers and returned by every job option's invoke, so fx.New
 // reports it as it is rather than wrapped in a failed constructor's chain.
 func provide(p Params) *Schedulers {
-	if p.Roles == nil {
-		return &Schedulers{err: errors.New("schedulingfx: leadershipfx.Module is missing: add it to fx.New, last")}
-	}
 	s, err := New(p)
 	if err != nil {
 		return &Schedulers{err: err}
@@ -151,32 +150,89 @@ func provide(p Params) *Schedulers {
 type contributeParams struct {
 	fx.In
 
+	// Schedulers are Module's; absent without Module.
 	Schedulers *Schedulers `optional:"true"`
+	// Deps build the role's scheduler without Module.
+	Deps Deps
 }
 
-// contribute adds a JobSpec provider and an invoke that builds the
-// schedulers (through Module) and fails fx.New when that fails or when
-// Module is missing.
-func contribute(what string, provider any) fx.Option {
+// Deps are what a role's scheduler is built from, without Module.
+type Deps struct {
+	fx.In
+
+	// Handles are the app's roles (leadershipfx.Role adds them).
+	Handles []*leadershipfx.Handle `group:"hostloom.roles"`
+	// Jobs are every contributed job.
+	Jobs []JobSpec `group:"hostloom.jobs"`
+	// Config: absent (the zero value), config.Defaults().Scheduling applies.
+	Config config.SchedulingConfig `optional:"true"`
+	// Lock is the slot store when Config.SlotStore is set and the lock
+	// coordinates.
+	Lock           *locking.DistributedLock `optional:"true"`
+	Logger         *zap.Logger              `optional:"true"`
+	MeterProvider  metric.MeterProvider     `optional:"true"`
+	TracerProvider trace.TracerProvider     `optional:"true"`
+}
+
+// contribute adds a JobSpec provider and an invoke that fails fx.New with
+// the schedulers' problems: through Module when the app has it, else
+// through role's own scheduler, which the first option for role builds
+// from every job bound to role.
+func contribute(role, what string, provider any) fx.Option {
 	return fx.Options(
 		fx.Provide(provider),
 		fx.Invoke(func(p contributeParams) error {
-			if p.Schedulers == nil {
-				return fmt.Errorf("schedulingfx: %s: schedulingfx.Module is missing: add it to fx.New", what)
+			if p.Schedulers != nil {
+				return p.Schedulers.err
 			}
-			return p.Schedulers.err
+			return attachToRole(role, what, p.Deps)
 		}),
 	)
+}
+
+// schedulerKey is the key of a role's scheduler among its attached work.
+const schedulerKey = "hostloom.scheduler"
+
+// attachToRole builds role's scheduler from the jobs bound to it, once,
+// and attaches it to the role (no Module).
+func attachToRole(role, what string, d Deps) error {
+	var h *leadershipfx.Handle
+	for _, c := range d.Handles {
+		if c.Name() == role {
+			h = c
+		}
+	}
+	if h == nil {
+		return fmt.Errorf("schedulingfx: %s is bound to role %q, which has no elector (add leadershipfx.Role(%q))", what, role, role)
+	}
+	_, err := h.AttachOnce(schedulerKey, func() (leadershipfx.Work, error) {
+		cfg, base, err := baseOptions(d.Config, d.Lock, d.Logger, d.MeterProvider, d.TracerProvider)
+		if err != nil {
+			return nil, err
+		}
+		var specs []JobSpec
+		for _, js := range d.Jobs {
+			if js.Role == role {
+				specs = append(specs, js)
+			}
+		}
+		return buildRole(role, h.Elector(), specs, cfg, base)
+	})
+	return err
 }
 
 // Params are New's dependencies.
 type Params struct {
 	fx.In
 
-	// Roles are the app's roles (leadershipfx.Module provides them). New
-	// attaches each scheduler to its role; without Roles the caller starts
-	// and stops the schedulers.
+	// Roles are the app's roles (leadershipfx.Module provides them).
+	// Optional.
 	Roles *leadershipfx.Roles `optional:"true"`
+
+	// Handles are the roles declared with leadershipfx.Role, with or
+	// without leadershipfx.Module: New attaches each scheduler to its
+	// role's handle, else, for a role without one, to Roles.
+	Handles []*leadershipfx.Handle `group:"hostloom.roles"`
 
 	// Jobs are every contributed job.
 	Jobs []JobSpec `group:"hostloom.jobs"`
@@ -184,8 +240,9 @@ type Params struct {
 	// Electors are every role's elector (leadershipfx.Role adds them).
 	Electors []*leadership.Elector `group:"hostloom.electors"`
 
-	// Config holds the time zone, misfire window and slot store switch.
-	// Absent (the zero value), config.Defaults().Scheduling applies.
+	// Config holds the time zone, misfire window, slot store switch and
+	// per-job settings. Absent (the zero value),
+	// config.Defaults().Scheduling applies.
 	Config config.SchedulingConfig `optional:"true"`
 
 	// Lock is the slot store (L8) when Config.SlotStore is set and the lock
@@ -221,78 +278,122 @@ func (s *Schedulers) Roles() []string {
 	return roles
 }
 
-// New builds one scheduler per role that has jobs, over that role's
-// elector, adds the jobs and, with p.Roles, attaches each scheduler to its
-// role (leadershipfx.Roles.Attach): the scheduler starts after every
-// OnStart hook of the app, before the role's elector contends, and stops,
-// waiting for its runs, before the elector releases the lease (E11). A
-// run still going at the role's stop is named in the role's Warn log (O2).
-// Without p.Roles the caller starts and stops the schedulers.
-//
-// Every problem is reported at once: a job bound to a role without an
-// elector, a job Add rejects (S6), a failed job constructor, a bad option.
-func New(p Params) (*Schedulers, error) {
-	cfg := p.Config
+// baseOptions returns the section (the defaults for a zero value) and the
+// scheduling options every role's scheduler shares.
+func baseOptions(cfg config.SchedulingConfig, lock *locking.DistributedLock, log *zap.Logger,
+	mp metric.MeterProvider, tp trace.TracerProvider) (config.SchedulingConfig, []scheduling.Option, error) {
 	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Scheduling
 	}
 	base, err := cfg.Options()
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
 	base = append(base,
-		scheduling.WithLogger(p.Logger),
-		scheduling.WithMeterProvider(p.MeterProvider),
-		scheduling.WithTracerProvider(p.TracerProvider),
+		scheduling.WithLogger(log),
+		scheduling.WithMeterProvider(mp),
+		scheduling.WithTracerProvider(tp),
 	)
-	if cfg.SlotStore && p.Lock != nil && p.Lock.Coordinated() {
-		base = append(base, scheduling.WithSlotStore(p.Lock))
+	if cfg.SlotStore && lock != nil && lock.Coordinated() {
+		base = append(base, scheduling.WithSlotStore(lock))
 	}
-	electors := map[string]*leadership.Elector{}
-	for _, e := range p.Electors {
-		electors[e.Role()] = e
-	}
-	specs := slices.Clone(p.Jobs)
-	slices.SortStableFunc(specs, func(a, b JobSpec) int { return strings.Compare(a.Role, b.Role) })
-	out := &Schedulers{byRole: map[string]*roleWork{}}
-	failed := map[string]bool{}
+	return cfg, base, nil
+}
+
+// buildRole builds role's scheduler over e with the jobs in specs: every
+// problem at once.
+func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.SchedulingConfig, base []scheduling.Option) (*roleWork, error) {
 	var errs []error
 	for _, js := range specs {
 		if js.err != nil {
 			errs = append(errs, js.err)
+		}
+	}
+	if e == nil {
+		return nil, errors.Join(errs...) // the role's own error fails fx.New
+	}
+	opts := append(slices.Clone(base),
+		scheduling.WithIdentity(e.Identity()),
+		scheduling.WithRecoveryHold(leadership.Describe(e).Lease))
+	s, err := scheduling.New(e, opts...)
+	if err != nil {
+		return nil, errors.Join(append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))...)
+	}
+	w := &roleWork{s: s, runs: map[uint64]leadershipfx.Activity{}}
+	for _, js := range specs {
+		if js.err != nil {
 			continue
 		}
-		if failed[js.Role] {
-			continue
-		}
-		w, ok := out.byRole[js.Role]
-		if !ok {
-			e := electors[js.Role]
-			if e == nil {
-				errs = append(errs, fmt.Errorf("schedulingfx: job %q is bound to role %q, which has no elector (add leadershipfx.Role(%q))", js.Job.Name, js.Role, js.Role))
-				continue
-			}
-			s, err := scheduling.New(e, base...)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
-				failed[js.Role] = true
-				continue
-			}
-			w = &roleWork{s: s, runs: map[uint64]leadershipfx.Activity{}}
-			out.byRole[js.Role] = w
-		}
-		if err := w.s.Add(w.track(js.Job)); err != nil {
-			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
+		if err := s.Add(w.track(js.Job)); err != nil {
+			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if p.Roles != nil {
-		for _, role := range out.Roles() {
-			if err := p.Roles.Attach(role, out.byRole[role]); err != nil {
-				errs = append(errs, err)
+	return w, nil
+}
+
+// New builds one scheduler per role that has jobs, over that role's
+// elector, adds the jobs and attaches each scheduler to its role: to the
+// role's leadershipfx.Handle, else to p.Roles (leadershipfx.Roles.Attach).
+// The scheduler starts before the role's elector contends (with
+// leadershipfx.Module, after every OnStart hook of the app) and stops,
+// waiting for its runs, before the elector releases the lease (E11). A
+// run still going at the role's stop is named in the role's Warn log
+// (O2). A role with neither leaves starting and stopping to the caller.
+//
+// Every problem is reported at once: a job bound to a role without an
+// elector, a job Add rejects (S6), a failed job constructor, a bad option.
+func New(p Params) (*Schedulers, error) {
+	cfg, base, err := baseOptions(p.Config, p.Lock, p.Logger, p.MeterProvider, p.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	electors := map[string]*leadership.Elector{}
+	for _, e := range p.Electors {
+		electors[e.Role()] = e
+	}
+	handles := map[string]*leadershipfx.Handle{}
+	for _, h := range p.Handles {
+		handles[h.Name()] = h
+	}
+	byRole := map[string][]JobSpec{}
+	var errs []error
+	for _, js := range p.Jobs {
+		if electors[js.Role] == nil {
+			if js.err != nil {
+				errs = append(errs, js.err)
+			} else {
+				errs = append(errs, fmt.Errorf("schedulingfx: job %q is bound to role %q, which has no elector (add leadershipfx.Role(%q))", js.Job.Name, js.Role, js.Role))
 			}
+			continue
+		}
+		byRole[js.Role] = append(byRole[js.Role], js)
+	}
+	out := &Schedulers{byRole: map[string]*roleWork{}}
+	for _, role := range slices.Sorted(maps.Keys(byRole)) {
+		w, err := buildRole(role, electors[role], byRole[role], cfg, base)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.byRole[role] = w
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, role := range out.Roles() {
+		switch h := handles[role]; {
+		case h != nil:
+			err = h.Attach(out.byRole[role])
+		case p.Roles != nil:
+			err = p.Roles.Attach(role, out.byRole[role])
+		default:
+			err = nil
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
