@@ -98,6 +98,10 @@ func (h *Handle) declare(all []*Handle) error {
 	return nil
 }
 
+// Err returns the error that kept the role from being built (it fails
+// fx.New), nil for a built role.
+func (h *Handle) Err() error { return h.err }
+
 // Name returns the role's name.
 func (h *Handle) Name() string { return h.name }
 

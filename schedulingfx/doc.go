@@ -21,6 +21,20 @@
 // scheduled too, as long as one of these options is used (without Module,
 // one for the same role).
 //
+// # Job settings
+//
+// Timeout, Jitter, Overlap (S7), CatchUp (S8) and Recover (S9) set what
+// the code decides. The deployment decides under scheduling.jobs.<name>
+// (every job of that name, whatever its role): catch_up and overlap
+// replace the code's policy; paused, when set, pauses (true) or resumes
+// (false) the job through the slot store when its scheduler starts (S10;
+// it needs a slot store that keeps job records, else fx.New fails naming
+// the key). A scheduling.jobs.<name> key that names no job of the app
+// fails fx.New naming the key, its source and the app's jobs. Each
+// scheduler records its runs with its role's elector identity
+// (scheduling.WithIdentity) and waits one lease of the elector before
+// recovering an unfinished slot (scheduling.WithRecoveryHold).
+//
 // # Schedulers
 //
 // Each role with jobs gets one scheduling.Scheduler. Module, optional,

@@ -52,6 +52,29 @@ func Jitter(d time.Duration) JobOption {
 	return jobOptionFunc(func(j *scheduling.Job) { j.Jitter = d })
 }
 
+// Overlap sets what happens to a slot that falls due while the job's
+// previous run is still going (S2, S7). Default: scheduling.OverlapSkip.
+// The key scheduling.jobs.<name>.overlap, when set, replaces it.
+func Overlap(p scheduling.OverlapPolicy) JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.Overlap = p })
+}
+
+// CatchUp sets which slots nobody started a new leader runs when it
+// starts leading (S8). Default: scheduling.CatchUpLatest. The key
+// scheduling.jobs.<name>.catch_up, when set, replaces it.
+func CatchUp(p scheduling.CatchUpPolicy) JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.CatchUp = p })
+}
+
+// Recover runs a slot whose run started but did not finish (its term
+// ended, its process died) once more on the next leader, at least once
+// per slot (S9). It needs a slot store with job records
+// (scheduling.slot_store and a lock that coordinates). Default: off, at
+// most once per slot.
+func Recover() JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.Recover = true })
+}
+
 // Job runs fn on the cron spec (five fields, minute first; an optional
 // leading seconds field; descriptors such as @hourly or "@every 5m";
 // CRON_TZ= prefix) while this instance leads role. A spec that does not
@@ -205,9 +228,17 @@ func attachToRole(role, what string, d Deps) error {
 	if h == nil {
 		return fmt.Errorf("schedulingfx: %s is bound to role %q, which has no elector (add leadershipfx.Role(%q))", what, role, role)
 	}
+	if err := h.Err(); err != nil {
+		return err
+	}
 	_, err := h.AttachOnce(schedulerKey, func() (leadershipfx.Work, error) {
 		cfg, base, err := baseOptions(d.Config, d.Lock, d.Logger, d.MeterProvider, d.TracerProvider)
 		if err != nil {
+			return nil, err
+		}
+		// Every job of the app, so that a key for another role's job
+		// passes; the check gives the same answer for every role.
+		if err := checkJobs(cfg, d.Jobs); err != nil {
 			return nil, err
 		}
 		var specs []JobSpec
@@ -216,9 +247,31 @@ func attachToRole(role, what string, d Deps) error {
 				specs = append(specs, js)
 			}
 		}
-		return buildRole(role, h.Elector(), specs, cfg, base)
+		w, err := buildRole(role, h.Elector(), specs, cfg, base, jobStore(cfg, d.Lock), d.Logger)
+		if w == nil {
+			return nil, err // no typed nil in the interface
+		}
+		return w, err
 	})
 	return err
+}
+
+// checkJobs fails for a scheduling.jobs.<name> key naming no job of the
+// app.
+func checkJobs(cfg config.SchedulingConfig, specs []JobSpec) error {
+	names := make([]string, 0, len(specs))
+	for _, js := range specs {
+		if js.err == nil {
+			names = append(names, js.Job.Name)
+		}
+	}
+	return cfg.CheckJobs(names...)
+}
+
+// jobStore reports whether the schedulers get a slot store that keeps job
+// records (S9–S11).
+func jobStore(cfg config.SchedulingConfig, lock *locking.DistributedLock) bool {
+	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.SupportsJobs()
 }
 
 // Params are New's dependencies.
@@ -300,9 +353,10 @@ func baseOptions(cfg config.SchedulingConfig, lock *locking.DistributedLock, log
 	return cfg, base, nil
 }
 
-// buildRole builds role's scheduler over e with the jobs in specs: every
-// problem at once.
-func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.SchedulingConfig, base []scheduling.Option) (*roleWork, error) {
+// buildRole builds role's scheduler over e with the jobs in specs, each
+// with its scheduling.jobs.<name> settings: every problem at once.
+func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.SchedulingConfig, base []scheduling.Option,
+	hasJobStore bool, log *zap.Logger) (*roleWork, error) {
 	var errs []error
 	for _, js := range specs {
 		if js.err != nil {
@@ -319,13 +373,26 @@ func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.S
 	if err != nil {
 		return nil, errors.Join(append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))...)
 	}
-	w := &roleWork{s: s, runs: map[uint64]leadershipfx.Activity{}}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	w := &roleWork{s: s, role: role, log: log, runs: map[uint64]leadershipfx.Activity{}}
 	for _, js := range specs {
 		if js.err != nil {
 			continue
 		}
-		if err := s.Add(w.track(js.Job)); err != nil {
+		if err := s.Add(w.track(cfg.Apply(js.Job))); err != nil {
 			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))
+			continue
+		}
+		if o, ok := cfg.Job(js.Job.Name); ok && o.Paused != nil {
+			key := "scheduling.jobs." + js.Job.Name + ".paused"
+			if !hasJobStore {
+				errs = append(errs, &config.FieldError{Key: key, Source: cfg.Source(key),
+					Reason: "needs a slot store that keeps job records (scheduling.slot_store true and a lock that coordinates)"})
+				continue
+			}
+			w.paused = append(w.paused, pausedSetting{job: js.Job.Name, paused: *o.Paused, key: key, source: cfg.Source(key)})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -371,9 +438,12 @@ func New(p Params) (*Schedulers, error) {
 		}
 		byRole[js.Role] = append(byRole[js.Role], js)
 	}
+	if err := checkJobs(cfg, p.Jobs); err != nil {
+		errs = append(errs, err)
+	}
 	out := &Schedulers{byRole: map[string]*roleWork{}}
 	for _, role := range slices.Sorted(maps.Keys(byRole)) {
-		w, err := buildRole(role, electors[role], byRole[role], cfg, base)
+		w, err := buildRole(role, electors[role], byRole[role], cfg, base, jobStore(cfg, p.Lock), p.Logger)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -405,7 +475,10 @@ func New(p Params) (*Schedulers, error) {
 // roleWork is one role's scheduler as leadershipfx.Work: it knows which
 // runs are going, and since when, for the role's shutdown warning.
 type roleWork struct {
-	s *scheduling.Scheduler
+	s      *scheduling.Scheduler
+	role   string
+	log    *zap.Logger
+	paused []pausedSetting // scheduling.jobs.<name>.paused, applied at Start
 
 	mu   sync.Mutex
 	next uint64
@@ -436,8 +509,36 @@ func (w *roleWork) track(j scheduling.Job) scheduling.Job {
 	return j
 }
 
-// Start starts the scheduler (leadershipfx.Work).
-func (w *roleWork) Start(ctx context.Context) error { return w.s.Start(ctx) }
+// pausedSetting is a job's scheduling.jobs.<name>.paused.
+type pausedSetting struct {
+	job    string
+	paused bool
+	key    string
+	source string
+}
+
+// Start applies the paused settings and starts the scheduler
+// (leadershipfx.Work). A store that cannot be reached is logged at Warn:
+// the job keeps its stored state, and the app starts (E7).
+func (w *roleWork) Start(ctx context.Context) error {
+	for _, p := range w.paused {
+		set := w.s.Resume
+		if p.paused {
+			set = w.s.Pause
+		}
+		if err := set(ctx, p.job); err != nil {
+			if errors.Is(err, scheduling.ErrNoJobStore) {
+				return &config.FieldError{Key: p.key, Source: p.source, Reason: err.Error()}
+			}
+			w.log.Warn("SchedulerPausedSettingFailed", zap.String("role", w.role), zap.String("job", p.job),
+				zap.Bool("paused", p.paused), zap.String("key", p.key), zap.Error(err))
+			continue
+		}
+		w.log.Info("SchedulerPausedSetting", zap.String("role", w.role), zap.String("job", p.job),
+			zap.Bool("paused", p.paused), zap.String("source", p.source))
+	}
+	return w.s.Start(ctx)
+}
 
 // Stop stops the scheduler and waits for its runs (leadershipfx.Work).
 func (w *roleWork) Stop(ctx context.Context) error { return w.s.Stop(ctx) }
