@@ -23,7 +23,8 @@ import (
 // *Health and registers the hook that starts the roles. Put it last in
 // fx.New, at the top level (not inside an fx.Module): its OnStart hook
 // must come after every other one, because the electors begin contending
-// there (O3). A Role without it fails fx.New with an error that says so.
+// there (O3). It is optional: without it each Role starts and stops its
+// elector from a hook of its own (see Role).
 var Module = fx.Options(
 	fx.Provide(newRoles, NewHealth),
 	fx.Invoke(registerStart),
