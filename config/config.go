@@ -315,6 +315,11 @@ type SchedulingConfig struct {
 	// SlotStore records each started slot in the lock's state store so a
 	// slot starts at most once across replicas (L8). Default true.
 	SlotStore bool `koanf:"slot_store"`
+	// Jobs holds per-job settings the deployment decides, keyed by job
+	// name; each replaces what the code chose for every job of that name.
+	Jobs map[string]JobOverrides `koanf:"jobs" mapkey:"job"`
+
+	src sources
 }
 
 // Options returns the scheduling options the section describes, without

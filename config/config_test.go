@@ -105,7 +105,8 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 	if got, want := c.Leadership.Options("billing"), d.Leadership.Options("billing"); got != want || c.Leadership.Roles != nil || c.Leadership.Identity != "" {
 		t.Errorf("leadership = %+v, want %+v", c.Leadership, d.Leadership)
 	}
-	if c.LeaderChannel != d.LeaderChannel || c.Scheduling != d.Scheduling {
+	if c.LeaderChannel != d.LeaderChannel || c.Scheduling.Location != d.Scheduling.Location ||
+		c.Scheduling.MisfireWindow != d.Scheduling.MisfireWindow || c.Scheduling.SlotStore != d.Scheduling.SlotStore || c.Scheduling.Jobs != nil {
 		t.Errorf("leader_channel %+v, scheduling %+v: want the defaults", c.LeaderChannel, c.Scheduling)
 	}
 	if got := c.Source("locking.provider"); got != "env HOSTLOOM_LOCKING__PROVIDER" {
@@ -220,8 +221,8 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 	if want := (config.LeaderChannelConfig{Capacity: 8, FullMode: leadership.DropOldest, DrainOnLoss: true, DropReportInterval: time.Minute}); c.LeaderChannel != want {
 		t.Errorf("leader_channel %+v, want %+v", c.LeaderChannel, want)
 	}
-	if want := (config.SchedulingConfig{Location: "Europe/Paris", MisfireWindow: 2 * time.Minute, SlotStore: false}); c.Scheduling != want {
-		t.Errorf("scheduling %+v, want %+v", c.Scheduling, want)
+	if sc := c.Scheduling; sc.Location != "Europe/Paris" || sc.MisfireWindow != 2*time.Minute || sc.SlotStore || sc.Jobs != nil {
+		t.Errorf("scheduling %+v, want Europe/Paris, 2m, no slot store, no jobs", sc)
 	}
 	if got := c.Leadership.For("billing"); got.Lease != 40*time.Second || got.LockKey != "billing-exact" || got.WhenUncoordinated != leadership.Follow ||
 		got.Identity != "pod-1" || got.SafetyMargin != time.Second || got.Balance || got.Priority != -3 {

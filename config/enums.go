@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/scheduling"
 )
 
 // ProviderName selects the lock backend: locking.provider.
@@ -47,6 +48,10 @@ func enumNames(t reflect.Type) []string {
 		return []string{leadership.Follow.String(), leadership.Lead.String()}
 	case reflect.TypeFor[leadership.FullMode]():
 		return []string{leadership.Wait.String(), leadership.DropWrite.String(), leadership.DropNewest.String(), leadership.DropOldest.String()}
+	case reflect.TypeFor[scheduling.OverlapPolicy]():
+		return []string{scheduling.OverlapSkip.String(), scheduling.OverlapBufferOne.String(), scheduling.OverlapCancelPrevious.String()}
+	case reflect.TypeFor[scheduling.CatchUpPolicy]():
+		return []string{scheduling.CatchUpLatest.String(), scheduling.CatchUpAll.String(), scheduling.CatchUpNone.String()}
 	}
 	return nil
 }

@@ -16,8 +16,9 @@ type Key struct {
 	// values of an enum separated by " | ".
 	Type string
 	// Default is the default value as written in YAML; for a per-role
-	// override, the key it defaults to; "required" for a key every
-	// configuration must set (locking.provider).
+	// override, the key it defaults to; for a per-job setting, "code" (the
+	// job's own setting); "required" for a key every configuration must
+	// set (locking.provider).
 	Default string
 	// Env is the environment variable that sets the key.
 	Env string
@@ -45,6 +46,8 @@ func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
 		case !isSection(deref(f.Type)):
 			def := yamlValue(fv)
 			switch {
+			case f.Tag.Get("default") != "":
+				def = f.Tag.Get("default")
 			case inherit != "":
 				def = inherit + "." + name
 			case f.Tag.Get("required") == "true":

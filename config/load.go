@@ -206,6 +206,7 @@ func (c *Config) setSources(src sources) {
 	c.src = src
 	c.Locking.src = src
 	c.Leadership.src = src
+	c.Scheduling.src = src
 }
 
 // describeSources lists the sources read for an error about a key none of

@@ -25,20 +25,19 @@ func Provide(c *Config) Sections {
 	}
 }
 
-// Module loads the configuration with Load(path, opts...) when the app is
-// built and provides *Config and its sections (LockingConfig,
-// LeadershipConfig, LeaderChannelConfig, SchedulingConfig). A load error
-// fails fx.New with every problem listed.
+// Module loads the configuration with Load(path, opts...) and provides
+// *Config and its sections (LockingConfig, LeadershipConfig,
+// LeaderChannelConfig, SchedulingConfig). It loads when it is called,
+// while the fx.New options are put together: a load error fails fx.New
+// with that error alone, every problem listed (fx.Error), before any
+// constructor runs, rather than inside the chain fx wraps around the
+// constructors that needed the configuration (O4).
 func Module(path string, opts ...LoadOption) fx.Option {
-	return fx.Module("hostloom.config",
-		fx.Provide(func() (Sections, error) {
-			c, err := Load(path, opts...)
-			if err != nil {
-				return Sections{}, err
-			}
-			return Provide(c), nil
-		}),
-	)
+	c, err := Load(path, opts...)
+	if err != nil {
+		return fx.Error(err)
+	}
+	return Supply(c)
 }
 
 // Supply provides an already loaded (or hand-built) configuration and its

@@ -20,22 +20,47 @@
 // (leadership.roles.<role>), then from WithOptions. The logger, meter and
 // tracer providers come from the graph when it has them.
 //
-// Module is required once per app, as the last option of fx.New at the top
-// level; a Role without it fails fx.New with an error that says to add
-// it. It provides *Roles, which coordinates every role, and *Health.
+// Role also provides the role's *Handle (named name, and in the value
+// group RolesGroup), through which leader work is attached to the role.
+//
+// Module is optional. With it (once per app, as the last option of fx.New
+// at the top level) it provides *Roles, which coordinates every role, and
+// *Health, and the rules below on start (O3) and stop (O2) hold. Without
+// it, the shortest form works as well:
+//
+//	fx.New(
+//		config.Module("app.yaml"),
+//		lockingfx.Module,
+//		leadershipfx.Role("billing"),
+//		schedulingfx.Job("billing", "invoices", "*/5 * * * *", runInvoices),
+//	)
+//
+// Each role then registers a hook of its own when it is built (after the
+// lock's): its OnStart checks the composition (K5, T2), starts the work
+// attached through its Handle and then the elector; its OnStop stops that
+// work, waits for it and then stops the elector, which releases the lease
+// (F1, E11). Roles start in the order fx builds them, and hooks appended
+// later (a server started by an invoke after the role) run once the
+// election has begun: O3's "after every OnStart hook" needs Module, last.
+// Roles stop one after the other, in reverse order. The first role by
+// name logs LeadershipModuleAbsent once at Info when the app starts.
+//
+// An override leadership.roles.<name> that names no declared role fails
+// fx.New with the config's error, naming the key, its source and the
+// declared roles (O4), with or without Module.
 //
 // # Leader work
 //
 // Work that must run only while this instance leads, and end before the
 // lease is released, is attached to its role: schedulingfx attaches each
-// role's scheduler, and Roles.Go attaches a reader (a leader channel's
+// role's scheduler, and Roles.Go or Handle.Go attaches a reader (a leader channel's
 // reader, or any loop). Attached work starts just before the electors and
 // stops before its role's elector releases the lease (E11). Work started
 // by an fx hook of its own is not coordinated: at shutdown the roles stop
 // before the hooks registered ahead of Module's, so such work may outlive
 // the lease; attach it instead.
 //
-// # Start (F1, O3)
+// # Start with Module (F1, O3)
 //
 // The elector is built with the app; invalid options or an invalid key
 // fail fx.New with the elector's own error, naming the role.
@@ -67,7 +92,7 @@
 // run by fx at all. A start deadline that passes before Module's hook
 // keeps fx from running it, so the electors do not start.
 //
-// # Stop (E11, O2)
+// # Stop with Module (E11, O2)
 //
 // fx runs OnStop hooks one at a time in reverse order and, once the stop
 // ctx has ended, runs no more; so Roles stops every role from Module's

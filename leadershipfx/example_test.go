@@ -16,7 +16,7 @@ func ExampleRole() {
 	var billing leadership.Leadership
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron(nil)),
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
@@ -40,6 +40,7 @@ func ExampleRole_leaseOverMaxLease() {
 	app := fx.New(
 		fx.NopLogger,
 		config.Module("", config.WithEnviron([]string{
+			"HOSTLOOM_LOCKING__PROVIDER=memory",
 			"HOSTLOOM_LEADERSHIP__LEASE=10m",
 			"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1m",
 			"HOSTLOOM_LOCKING__MAX_LEASE=1m",
@@ -59,7 +60,7 @@ func ExampleRoles_Go() {
 	events := make(chan string, 2)
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron(nil)),
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Invoke(func(r *leadershipfx.Roles) error {

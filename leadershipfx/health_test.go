@@ -28,6 +28,7 @@ func TestHealth_ReadyOnlyWhileStarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h *leadershipfx.Health
 		app := fxtest.New(t,
+			env(),
 			lockingfx.Module,
 			leadershipfx.Module,
 			leadershipfx.Role("billing"),

@@ -3,6 +3,7 @@ package leadershipfx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
@@ -144,9 +146,9 @@ func TestRoles_O4_ReadableErrors(t *testing.T) {
 		opts []fx.Option
 		want func(t *testing.T, msg string)
 	}{
-		{"module missing", []fx.Option{leadershipfx.Role("billing")}, func(t *testing.T, msg string) {
-			if msg != `leadershipfx: role "billing": leadershipfx.Module is missing: add it to fx.New, last` {
-				t.Errorf("got %s", msg)
+		{"very long role without Module", []fx.Option{leadershipfx.Role(long)}, func(t *testing.T, msg string) {
+			if !strings.HasPrefix(msg, "leadership: ") || strings.Contains(msg, "could not build") || !strings.Contains(msg, "2000 bytes") {
+				t.Errorf("got %.500s", msg)
 			}
 		}},
 		{"module nested before the role", []fx.Option{fx.Module("infra", leadershipfx.Module), leadershipfx.Role("billing")}, func(t *testing.T, msg string) {
@@ -175,7 +177,7 @@ func TestRoles_O4_ReadableErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module}, tt.opts...)...).Err()
+			err := fx.New(append([]fx.Option{fx.NopLogger, env(), lockingfx.Module}, tt.opts...)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")
 			}
@@ -183,8 +185,51 @@ func TestRoles_O4_ReadableErrors(t *testing.T) {
 		})
 	}
 	// The elector's error stays matchable.
-	err := fx.New(fx.NopLogger, lockingfx.Module, leadershipfx.Role(long), leadershipfx.Module).Err()
+	err := fx.New(fx.NopLogger, env(), lockingfx.Module, leadershipfx.Role(long), leadershipfx.Module).Err()
 	if !errors.Is(err, locking.ErrInvalidKey) {
 		t.Errorf("errors.Is(ErrInvalidKey) false for %v", err)
+	}
+}
+
+// TestErrors_O4_ConfigAndLockFirst: the DESIGN composition with a
+// configuration that fails (a bad value, no provider) or without one:
+// fx.New reports the config's or the lock's error itself, once, not fx's
+// chain around the constructors that needed it.
+func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
+	tests := []struct {
+		name   string
+		config []fx.Option
+		prefix string
+		key    string
+	}{
+		{"bad value", []fx.Option{config.Module("", config.WithEnviron([]string{memoryProvider, "HOSTLOOM_LEADERSHIP__LEASE=banana"}))},
+			"config: leadership.lease: ", "HOSTLOOM_LEADERSHIP__LEASE"},
+		{"no provider", []fx.Option{config.Module("", config.WithEnviron(nil))},
+			"config: locking.provider: is not set", "locking.provider"},
+		{"supplied config without provider", []fx.Option{config.Supply(config.Defaults())},
+			"config: locking.provider: is not set", "locking.provider"},
+		{"no config", nil, "lockingfx: the graph has no config.LockingConfig", "locking.provider"},
+	}
+	for _, tt := range tests {
+		for _, withModule := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/module=%t", tt.name, withModule), func(t *testing.T) {
+				opts := append([]fx.Option{fx.NopLogger}, tt.config...)
+				opts = append(opts, lockingfx.Module, leadershipfx.Role("billing"))
+				if withModule {
+					opts = append(opts, leadershipfx.Module)
+				}
+				err := fx.New(opts...).Err()
+				if err == nil {
+					t.Fatal("fx.New succeeded")
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, tt.prefix) || strings.Contains(msg, "could not build") || strings.Contains(msg, "makeFuncStub") {
+					t.Errorf("not the HostLoom error first: %s", msg)
+				}
+				if strings.Count(msg, tt.key) != 1 {
+					t.Errorf("%q appears %d times, want once: %s", tt.key, strings.Count(msg, tt.key), msg)
+				}
+			})
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package leadershipfx
 
 import (
-	"fmt"
 	"reflect"
 	"strconv"
 
@@ -24,9 +23,12 @@ type RoleParams struct {
 	fx.In
 
 	// Roles coordinates the app's roles (Module provides it). Absent, a
-	// Role fails fx.New asking for Module, and New returns an elector the
-	// caller starts and stops.
+	// Role starts and stops its elector from a hook of its own, and New
+	// returns an elector the caller starts and stops.
 	Roles *Roles `optional:"true"`
+
+	// Lifecycle receives a Role's own hook when Roles is absent.
+	Lifecycle fx.Lifecycle `optional:"true"`
 
 	// Lock is the lock the election runs over (lockingfx.Module provides it).
 	Lock locking.Lock
@@ -74,18 +76,31 @@ func WithElectorOptions(opts ...leadership.Option) RoleOption {
 	return roleOptionFunc(func(s *roleSettings) { s.extra = append(s.extra, opts...) })
 }
 
-// Role runs an election for role name. It provides leadership.Leadership
-// and *leadership.Elector named name (`name:"<role>"`) and adds the elector
-// to the ElectorsGroup value group. Several roles per app are fine; a role
-// declared twice fails fx.New. The app must also use Module, last.
+// RolesGroup is the value group holding every role's *Handle
+// (`group:"hostloom.roles"`).
+const RolesGroup = "hostloom.roles"
+
+// Role runs an election for role name. It provides leadership.Leadership,
+// *leadership.Elector and *Handle named name (`name:"<role>"`), adds the
+// elector to the ElectorsGroup value group and the handle to RolesGroup.
+// Several roles per app are fine; a role declared twice fails fx.New.
 //
 // The elector is built when the app is built (invalid options or key fail
-// fx.New with the elector's error, naming the role). At start, Roles checks
-// the composition (K5, and T2 strictly: a lease longer than the lock's
-// MaxLease fails start with an error naming the role and both values) and,
-// after every other OnStart hook succeeded, starts the election (O3); at
-// stop it stops the role's work and then the elector, which releases the
-// lease (F1, E11, O2).
+// fx.New with the elector's error, naming the role). At start the role
+// checks the composition (K5, and T2 strictly: a lease longer than the
+// lock's MaxLease fails start with an error naming the role and both
+// values) and starts the election; at stop it stops the role's work and
+// then the elector, which releases the lease (F1, E11). An override
+// leadership.roles.<name> naming no declared role fails fx.New, listing
+// the declared roles (O4).
+//
+// With Module (last in fx.New) the roles start after every other OnStart
+// hook succeeded (O3) and stop in parallel (O2). Without Module each role
+// starts its elector from its own OnStart hook, registered when the role
+// is built (after the lock's), and stops it from that hook's OnStop:
+// hooks appended after it run once the election has begun, and roles stop
+// one after the other, in reverse order. The first role by name then logs
+// LeadershipModuleAbsent at Info when the app starts.
 //
 // Declaring a role means running it, so Role also invokes the elector:
 // the election runs even when nothing in the app depends on it.
@@ -97,34 +112,38 @@ func Role(name string, opts ...RoleOption) fx.Option {
 		}
 	}
 	tag := "name:" + strconv.Quote(name)
-	build := func(p RoleParams) (*leadership.Elector, error) {
-		if p.Roles == nil {
-			return nil, fmt.Errorf("leadershipfx: role %s: leadershipfx.Module is missing: add it to fx.New, last", quoteRole(name))
-		}
-		return p.Roles.elector(name, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
-			return newElector(name, p, s)
-		})
-	}
 	module := "hostloom.role." + name
 	if len(name) > longRole {
 		module = "hostloom.role." + shortRole(name)
 	}
 	return fx.Module(module,
+		// The handle's constructor never fails: a bad role's error is kept
+		// in the handle and returned by the invoke below, which runs before
+		// the invokes of the enclosing modules, so fx.New reports the
+		// elector's own error rather than the chain fx wraps around a
+		// failed constructor.
 		fx.Provide(fx.Annotate(
-			func(p RoleParams) (leadership.Leadership, *leadership.Elector, *leadership.Elector, error) {
-				e, err := build(p)
-				return e, e, e, err
+			func(p RoleParams) (*Handle, *Handle) {
+				h := newHandle(name, p, s)
+				return h, h
 			},
+			fx.ResultTags(tag, `group:"`+RolesGroup+`"`),
+		)),
+		fx.Provide(fx.Annotate(
+			func(h *Handle) (leadership.Leadership, *leadership.Elector, *leadership.Elector, error) {
+				if h.err != nil {
+					return nil, nil, nil, h.err
+				}
+				e := h.ro.elector
+				return e, e, e, nil
+			},
+			fx.ParamTags(tag),
 			fx.ResultTags(tag, tag, `group:"`+ElectorsGroup+`"`),
 		)),
-		// The invoke builds the elector too, and runs before the invokes of
-		// the enclosing modules: a bad role fails fx.New with the
-		// elector's own error, not the chain fx wraps around a failed
-		// constructor.
-		fx.Invoke(func(p RoleParams) error {
-			_, err := build(p)
-			return err
-		}),
+		fx.Invoke(fx.Annotate(
+			func(h *Handle, all []*Handle) error { return h.declare(all) },
+			fx.ParamTags(tag, `group:"`+RolesGroup+`"`),
+		)),
 	)
 }
 
@@ -142,9 +161,13 @@ func New(role string, p RoleParams, opts ...RoleOption) (*leadership.Elector, er
 		e, _, err := newElector(role, p, s)
 		return e, err
 	}
-	return p.Roles.elector(role, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
+	ro, err := p.Roles.join(role, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
 		return newElector(role, p, s)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return ro.elector, nil
 }
 
 func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector, leadership.Options, error) {

@@ -25,9 +25,18 @@ import (
 	"github.com/hostloom/hostloom/lockingfx"
 )
 
-// env builds a config module from environment entries.
+// memoryProvider chooses the memory lock (G6: there is no default).
+const memoryProvider = "HOSTLOOM_LOCKING__PROVIDER=memory"
+
+// env builds a config module from environment entries, with the memory
+// provider unless an entry chooses one.
 func env(vars ...string) fx.Option {
-	return config.Module("", config.WithEnviron(vars))
+	for _, v := range vars {
+		if strings.HasPrefix(v, "HOSTLOOM_LOCKING__PROVIDER=") {
+			return config.Module("", config.WithEnviron(vars))
+		}
+	}
+	return config.Module("", config.WithEnviron(append([]string{memoryProvider}, vars...)))
 }
 
 type twoRoles struct {
@@ -42,6 +51,7 @@ func TestRole_F1_StartsLeadsAndReleasesOnStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got twoRoles
 		app := fxtest.New(t,
+			env(),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),
@@ -221,6 +231,7 @@ func TestRole_UsesGraphLoggerAndMeter(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 		app := fxtest.New(t,
+			env(),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			fx.Supply(zap.New(core)),

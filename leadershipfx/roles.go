@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 )
@@ -21,7 +23,8 @@ import (
 // *Health and registers the hook that starts the roles. Put it last in
 // fx.New, at the top level (not inside an fx.Module): its OnStart hook
 // must come after every other one, because the electors begin contending
-// there (O3). A Role without it fails fx.New with an error that says so.
+// there (O3). It is optional: without it each Role starts and stops its
+// elector from a hook of its own (see Role).
 var Module = fx.Options(
 	fx.Provide(newRoles, NewHealth),
 	fx.Invoke(registerStart),
@@ -78,6 +81,7 @@ type Activity struct {
 type Roles struct {
 	lc  fx.Lifecycle
 	log *zap.Logger
+	cfg config.LeadershipConfig
 
 	mu       sync.Mutex
 	byName   map[string]*role
@@ -91,7 +95,8 @@ type rolesParams struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
-	Logger    *zap.Logger `optional:"true"`
+	Logger    *zap.Logger             `optional:"true"`
+	Config    config.LeadershipConfig `optional:"true"`
 }
 
 func newRoles(p rolesParams) *Roles {
@@ -99,7 +104,7 @@ func newRoles(p rolesParams) *Roles {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Roles{lc: p.Lifecycle, log: log, byName: map[string]*role{}}
+	return &Roles{lc: p.Lifecycle, log: log, cfg: p.Config, byName: map[string]*role{}}
 }
 
 // role is one declared role and its work.
@@ -108,7 +113,9 @@ type role struct {
 	elector *leadership.Elector
 	opts    leadership.Options
 	lock    locking.Lock
-	work    []Work
+
+	mu   sync.Mutex
+	work []Work
 
 	stopOnce sync.Once
 	settled  chan struct{} // closed once released or named as stuck
@@ -116,17 +123,36 @@ type role struct {
 	stopErr  error         // the elector's Stop error; read after released
 }
 
+func newRole(name string, e *leadership.Elector, o leadership.Options, lock locking.Lock) *role {
+	return &role{name: name, elector: e, opts: o, lock: lock,
+		settled: make(chan struct{}), released: make(chan struct{})}
+}
+
+// attach adds w to the role's work.
+func (ro *role) attach(w Work) {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	ro.work = append(ro.work, w)
+}
+
+// works returns the role's work.
+func (ro *role) works() []Work {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	return slices.Clone(ro.work)
+}
+
 // moduleLast is the advice for a role or work registered after Module's
 // hook.
 const moduleLast = "put leadershipfx.Module last in fx.New, at the top level"
 
-// elector returns role name's elector, building it with build the first
-// time (the role's invoke or its provider, whichever fx runs first).
-func (r *Roles) elector(name string, lock locking.Lock, build func() (*leadership.Elector, leadership.Options, error)) (*leadership.Elector, error) {
+// join returns role name, building its elector with build the first
+// time.
+func (r *Roles) join(name string, lock locking.Lock, build func() (*leadership.Elector, leadership.Options, error)) (*role, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ro, ok := r.byName[name]; ok {
-		return ro.elector, nil
+		return ro, nil
 	}
 	if r.sealed {
 		return nil, fmt.Errorf("leadershipfx: role %s is built after leadershipfx.Module's start hook: %s", quoteRole(name), moduleLast)
@@ -135,15 +161,15 @@ func (r *Roles) elector(name string, lock locking.Lock, build func() (*leadershi
 	if err != nil {
 		return nil, err
 	}
-	r.byName[name] = &role{name: name, elector: e, opts: o, lock: lock,
-		settled: make(chan struct{}), released: make(chan struct{})}
+	ro := newRole(name, e, o, lock)
+	r.byName[name] = ro
 	if !r.anchored {
 		// Registered now, after the lock and the rest of the elector's
 		// dependencies appended theirs: on stop it runs before they stop.
 		r.anchored = true
 		r.lc.Append(fx.Hook{OnStart: r.check, OnStop: r.awaitReleased})
 	}
-	return e, nil
+	return ro, nil
 }
 
 // Attach binds w to role: w starts after every OnStart hook of the app,
@@ -164,7 +190,7 @@ func (r *Roles) Attach(roleName string, w Work) error {
 		return fmt.Errorf("leadershipfx: work for role %s: no such role (declared: %s); add leadershipfx.Role(%s)",
 			quoteRole(roleName), r.declaredLocked(), quoteRole(roleName))
 	}
-	ro.work = append(ro.work, w)
+	ro.attach(w)
 	return nil
 }
 
@@ -219,16 +245,25 @@ func (r *Roles) roles() []*role {
 	return out
 }
 
-// registerStart is Module's invoke: it appends the hook that starts the
-// roles. fx appends hooks while it runs invokes, the invokes of nested
-// modules first, then the top-level ones in order, and runs OnStart hooks
-// in that order, stopping at the first error; so with Module last this
-// hook runs only after every other OnStart hook succeeded.
-func registerStart(r *Roles, lc fx.Lifecycle) {
+// registerStart is Module's invoke: it checks the config's per-role
+// overrides against the declared roles (O4) and appends the hook that
+// starts the roles. fx appends hooks while it runs invokes, the invokes
+// of nested modules first, then the top-level ones in order, and runs
+// OnStart hooks in that order, stopping at the first error; so with
+// Module last this hook runs only after every other OnStart hook
+// succeeded.
+func registerStart(r *Roles, lc fx.Lifecycle) error {
 	r.mu.Lock()
 	r.sealed = true
+	declared := r.sortedLocked()
 	r.mu.Unlock()
+	if !reflect.ValueOf(r.cfg).IsZero() {
+		if err := r.cfg.CheckRoles(declared...); err != nil {
+			return err
+		}
+	}
 	lc.Append(fx.Hook{OnStart: r.start, OnStop: r.stopAll})
+	return nil
 }
 
 // check is the first hook's OnStart: every role's composition (F1: K5,
@@ -249,7 +284,7 @@ func (r *Roles) check(context.Context) error {
 func (r *Roles) start(ctx context.Context) error {
 	rs := r.roles()
 	for _, ro := range rs {
-		for _, w := range ro.work {
+		for _, w := range ro.works() {
 			if err := w.Start(ctx); err != nil {
 				return fmt.Errorf("leadershipfx: role %s: start work: %w", quoteRole(ro.name), err)
 			}

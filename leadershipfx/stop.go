@@ -57,33 +57,37 @@ func (r *Roles) awaitReleased(ctx context.Context) error {
 // has ended.
 func (r *Roles) stuckError(ctx context.Context) error {
 	var errs []error
-	now := time.Now()
 	for _, ro := range r.roles() {
-		select {
-		case <-ro.released:
-			continue
-		default:
-		}
-		var names []string
-		for _, a := range ro.running() {
-			names = append(names, fmt.Sprintf("%s %q running for %v", a.Kind, a.Name, now.Sub(a.Since).Round(time.Millisecond)))
-		}
-		if len(names) == 0 {
-			// The work has returned; the release itself has not finished.
-			errs = append(errs, fmt.Errorf("leadershipfx: role %s: releasing its lease", quoteRole(ro.name)))
-			continue
-		}
-		r.log.Error("LeaseKeptForRunningWork", zap.String("role", ro.name), zap.Strings("running", names))
-		errs = append(errs, fmt.Errorf("leadershipfx: role %s keeps its lease until its work returns or the process exits: %s",
-			quoteRole(ro.name), strings.Join(names, ", ")))
+		errs = append(errs, ro.stuck(r.log))
 	}
 	return fmt.Errorf("%w: %w", ctx.Err(), errors.Join(errs...))
+}
+
+// stuck logs and returns what keeps the role's lease (nil once released).
+func (ro *role) stuck(log *zap.Logger) error {
+	select {
+	case <-ro.released:
+		return nil
+	default:
+	}
+	now := time.Now()
+	var names []string
+	for _, a := range ro.running() {
+		names = append(names, fmt.Sprintf("%s %q running for %v", a.Kind, a.Name, now.Sub(a.Since).Round(time.Millisecond)))
+	}
+	if len(names) == 0 {
+		// The work has returned; the release itself has not finished.
+		return fmt.Errorf("leadershipfx: role %s: %w", quoteRole(ro.name), errStillReleasing)
+	}
+	log.Error("LeaseKeptForRunningWork", zap.String("role", ro.name), zap.Strings("running", names))
+	return fmt.Errorf("leadershipfx: role %s keeps its lease until its work returns or the process exits: %s",
+		quoteRole(ro.name), strings.Join(names, ", "))
 }
 
 // running lists the role's running activities.
 func (ro *role) running() []Activity {
 	var out []Activity
-	for _, w := range ro.work {
+	for _, w := range ro.works() {
 		out = append(out, w.Running()...)
 	}
 	return out
@@ -100,7 +104,7 @@ func (ro *role) stop(log *zap.Logger) {
 	go func() {
 		defer close(workDone)
 		var wg sync.WaitGroup
-		for _, w := range ro.work {
+		for _, w := range ro.works() {
 			wg.Go(func() {
 				// No deadline: the lease is kept until the work returns.
 				if err := w.Stop(context.Background()); err != nil {

@@ -19,7 +19,29 @@ import (
 
 // Module provides locking.Lock, *locking.DistributedLock and
 // locking.Provider, built by New from the config.LockingConfig section.
-var Module = fx.Module("hostloom.locking", fx.Provide(New))
+// It builds the lock with the app: a configuration New refuses (no
+// locking.provider, no config.LockingConfig in the graph, a bad value)
+// fails fx.New with New's own error, reported by Module's invoke, rather
+// than inside the chain fx wraps around the constructors that needed the
+// lock (O4). Put it before the options that use the lock, as in the
+// package example, so that its invoke runs first.
+var Module = fx.Module("hostloom.locking",
+	fx.Provide(fx.Private, newOutcome),
+	fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
+	fx.Invoke(func(o *outcome) error { return o.err }),
+)
+
+// outcome is New's result, kept so that Module's invoke reports its error
+// as it is.
+type outcome struct {
+	res LockResult
+	err error
+}
+
+func newOutcome(p LockParams) *outcome {
+	res, err := New(p)
+	return &outcome{res: res, err: err}
+}
 
 // LockParams are New's dependencies.
 type LockParams struct {

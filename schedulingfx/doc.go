@@ -18,13 +18,30 @@
 // constructor whose parameters fx provides. Each contributes a JobSpec to
 // the value group JobsGroup (`group:"hostloom.jobs"`) and asks for the
 // schedulers; JobSpec values added to the group by other constructors are
-// scheduled too, as long as one of these options is used. A job option
-// without Module fails fx.New with an error that says to add it.
+// scheduled too, as long as one of these options is used (without Module,
+// one for the same role).
+//
+// # Job settings
+//
+// Timeout, Jitter, Overlap (S7), CatchUp (S8) and Recover (S9) set what
+// the code decides. The deployment decides under scheduling.jobs.<name>
+// (every job of that name, whatever its role): catch_up and overlap
+// replace the code's policy; paused, when set, pauses (true) or resumes
+// (false) the job through the slot store when its scheduler starts (S10;
+// it needs a slot store that keeps job records, else fx.New fails naming
+// the key). A scheduling.jobs.<name> key that names no job of the app
+// fails fx.New naming the key, its source and the app's jobs. Each
+// scheduler records its runs with its role's elector identity
+// (scheduling.WithIdentity) and waits one lease of the elector before
+// recovering an unfinished slot (scheduling.WithRecoveryHold).
 //
 // # Schedulers
 //
-// Module builds the schedulers, once per app: one scheduling.Scheduler per
-// role with jobs, over that role's elector (leadershipfx.Role), with the
+// Each role with jobs gets one scheduling.Scheduler. Module, optional,
+// builds them all at once; without it the first job option of a role
+// builds that role's scheduler, from every job bound to the role, and
+// attaches it to the role's leadershipfx.Handle. Either way: one
+// scheduling.Scheduler per role with jobs, over that role's elector (leadershipfx.Role), with the
 // config.SchedulingConfig section (time zone, misfire window) and, when
 // slot_store is on and the lock coordinates, the lock as slot store so a
 // slot starts at most once across replicas. A job bound to a role without
@@ -34,11 +51,13 @@
 //
 // # Start and stop (E11, O2, O3)
 //
-// Each scheduler is attached to its role (leadershipfx.Roles.Attach), so
-// leadershipfx starts and stops it: it starts after every OnStart hook of
-// the app succeeded, just before the electors contend, and at shutdown
+// Each scheduler is attached to its role (leadershipfx.Handle.Attach), so
+// leadershipfx starts and stops it: it starts just before the role's
+// elector contends (with leadershipfx.Module, after every OnStart hook of
+// the app succeeded; without it, at the role's own hook), and at shutdown
 // the role stops it, cancelling its runs and waiting for them, before the
-// elector releases the lease. Roles stop in parallel. A run that ignores
+// elector releases the lease. With leadershipfx.Module roles stop in
+// parallel. A run that ignores
 // its ctx is named in the role's Warn log (the job, the role, how long it
 // has run) and its role keeps the lease until the run returns or the
 // process exits; the other roles release at once. A successor therefore

@@ -16,7 +16,7 @@ func ExampleJob() {
 	ran := make(chan string, 1)
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron(nil)),
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		// Every second, on the leader of "billing" only.
@@ -43,6 +43,7 @@ func ExampleJob() {
 func ExampleJob_roleWithoutElector() {
 	app := fx.New(
 		fx.NopLogger,
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		schedulingfx.Job("payroll", "pay", "@hourly", func(context.Context) error { return nil }),
 		schedulingfx.Module,

@@ -71,9 +71,12 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 		opts []fx.Option
 		want string
 	}{
-		{"scheduling module missing",
-			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@hourly", noop), leadershipfx.Module},
-			`schedulingfx: job "invoices" of role "billing": schedulingfx.Module is missing: add it to fx.New`},
+		{"role without elector, no modules",
+			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("payroll", "pay", "@hourly", noop)},
+			`schedulingfx: job "pay" is bound to role "payroll", which has no elector (add leadershipfx.Role("payroll"))`},
+		{"duplicate job, no modules",
+			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("billing", "x", "@hourly", noop), schedulingfx.Job("billing", "x", "@daily", noop)},
+			`schedulingfx: role "billing": scheduling: job "x": duplicate name`},
 		{"job after leadershipfx.Module",
 			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Module, leadershipfx.Module, schedulingfx.Job("billing", "invoices", "@hourly", noop)},
 			`leadershipfx: work for role "billing" is attached after leadershipfx.Module's start hook: put leadershipfx.Module last in fx.New, at the top level`},
@@ -88,7 +91,7 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module}, tt.opts...)...).Err()
+			err := fx.New(append([]fx.Option{fx.NopLogger, memory(), lockingfx.Module}, tt.opts...)...).Err()
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("fx.New error\n%v\nwant\n%s", err, tt.want)
 			}
@@ -97,7 +100,7 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 }
 
 func TestErrors_O4_NoFxChain(t *testing.T) {
-	err := fx.New(fx.NopLogger, lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module,
+	err := fx.New(fx.NopLogger, memory(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module,
 		schedulingfx.Job("billing", "y", "@hourly", nil, schedulingfx.Timeout(-time.Second)), leadershipfx.Module).Err()
 	if err == nil || !strings.HasPrefix(err.Error(), `schedulingfx: role "billing": `) || strings.Contains(err.Error(), "could not build") {
 		t.Fatalf("fx.New error %v", err)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +52,29 @@ func Jitter(d time.Duration) JobOption {
 	return jobOptionFunc(func(j *scheduling.Job) { j.Jitter = d })
 }
 
+// Overlap sets what happens to a slot that falls due while the job's
+// previous run is still going (S2, S7). Default: scheduling.OverlapSkip.
+// The key scheduling.jobs.<name>.overlap, when set, replaces it.
+func Overlap(p scheduling.OverlapPolicy) JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.Overlap = p })
+}
+
+// CatchUp sets which slots nobody started a new leader runs when it
+// starts leading (S8). Default: scheduling.CatchUpLatest. The key
+// scheduling.jobs.<name>.catch_up, when set, replaces it.
+func CatchUp(p scheduling.CatchUpPolicy) JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.CatchUp = p })
+}
+
+// Recover runs a slot whose run started but did not finish (its term
+// ended, its process died) once more on the next leader, at least once
+// per slot (S9). It needs a slot store with job records
+// (scheduling.slot_store and a lock that coordinates). Default: off, at
+// most once per slot.
+func Recover() JobOption {
+	return jobOptionFunc(func(j *scheduling.Job) { j.Recover = true })
+}
+
 // Job runs fn on the cron spec (five fields, minute first; an optional
 // leading seconds field; descriptors such as @hourly or "@every 5m";
 // CRON_TZ= prefix) while this instance leads role. A spec that does not
@@ -74,7 +97,7 @@ func Job(role, name, spec string, fn func(context.Context) error, opts ...JobOpt
 // this instance leads role.
 func Schedule(role string, j scheduling.Job) fx.Option {
 	spec := JobSpec{Role: role, Job: j}
-	return contribute(fmt.Sprintf("job %q of role %q", j.Name, role),
+	return contribute(role, fmt.Sprintf("job %q", j.Name),
 		fx.Annotate(func() JobSpec { return spec }, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
@@ -91,7 +114,7 @@ func JobFunc(role string, ctor any) fx.Option {
 	if err != nil {
 		return fx.Error(err)
 	}
-	return contribute(fmt.Sprintf("JobFunc for role %q", role),
+	return contribute(role, "JobFunc",
 		fx.Annotate(wrapped, fx.ResultTags(`group:"`+JobsGroup+`"`)))
 }
 
@@ -127,20 +150,19 @@ func bindRole(role string, ctor any) (any, error) {
 	}).Interface(), nil
 }
 
-// Module builds the schedulers: one per role with jobs, over that role's
-// elector, attached to the role (leadershipfx.Roles.Attach) so it starts
-// after every OnStart hook of the app and stops before the role's elector
-// releases its lease. Add it once to an app that declares jobs; a job
-// option without it fails fx.New with an error that says so.
+// Module builds the schedulers from the JobsGroup value group: one per
+// role with jobs, over that role's elector, attached to the role so it
+// starts before the role's elector contends and stops before the elector
+// releases its lease (E11); with leadershipfx.Module (last) that start
+// comes after every OnStart hook of the app (O3). Optional: without it
+// each role builds its own scheduler from the jobs bound to it, the first
+// time one of Job, Schedule or JobFunc asks for it.
 var Module = fx.Module("hostloom.scheduling", fx.Provide(provide))
 
 // provide is Module's constructor. It never fails: a problem is kept in
 // the Schedulers and returned by every job option's invoke, so fx.New
 // reports it as it is rather than wrapped in a failed constructor's chain.
 func provide(p Params) *Schedulers {
-	if p.Roles == nil {
-		return &Schedulers{err: errors.New("schedulingfx: leadershipfx.Module is missing: add it to fx.New, last")}
-	}
 	s, err := New(p)
 	if err != nil {
 		return &Schedulers{err: err}
@@ -151,32 +173,119 @@ func provide(p Params) *Schedulers {
 type contributeParams struct {
 	fx.In
 
+	// Schedulers are Module's; absent without Module.
 	Schedulers *Schedulers `optional:"true"`
+	// Deps build the role's scheduler without Module.
+	Deps Deps
 }
 
-// contribute adds a JobSpec provider and an invoke that builds the
-// schedulers (through Module) and fails fx.New when that fails or when
-// Module is missing.
-func contribute(what string, provider any) fx.Option {
+// Deps are what a role's scheduler is built from, without Module.
+type Deps struct {
+	fx.In
+
+	// Handles are the app's roles (leadershipfx.Role adds them).
+	Handles []*leadershipfx.Handle `group:"hostloom.roles"`
+	// Jobs are every contributed job.
+	Jobs []JobSpec `group:"hostloom.jobs"`
+	// Config: absent (the zero value), config.Defaults().Scheduling applies.
+	Config config.SchedulingConfig `optional:"true"`
+	// Lock is the slot store when Config.SlotStore is set and the lock
+	// coordinates.
+	Lock           *locking.DistributedLock `optional:"true"`
+	Logger         *zap.Logger              `optional:"true"`
+	MeterProvider  metric.MeterProvider     `optional:"true"`
+	TracerProvider trace.TracerProvider     `optional:"true"`
+}
+
+// contribute adds a JobSpec provider and an invoke that fails fx.New with
+// the schedulers' problems: through Module when the app has it, else
+// through role's own scheduler, which the first option for role builds
+// from every job bound to role.
+func contribute(role, what string, provider any) fx.Option {
 	return fx.Options(
 		fx.Provide(provider),
 		fx.Invoke(func(p contributeParams) error {
-			if p.Schedulers == nil {
-				return fmt.Errorf("schedulingfx: %s: schedulingfx.Module is missing: add it to fx.New", what)
+			if p.Schedulers != nil {
+				return p.Schedulers.err
 			}
-			return p.Schedulers.err
+			return attachToRole(role, what, p.Deps)
 		}),
 	)
+}
+
+// schedulerKey is the key of a role's scheduler among its attached work.
+const schedulerKey = "hostloom.scheduler"
+
+// attachToRole builds role's scheduler from the jobs bound to it, once,
+// and attaches it to the role (no Module).
+func attachToRole(role, what string, d Deps) error {
+	var h *leadershipfx.Handle
+	for _, c := range d.Handles {
+		if c.Name() == role {
+			h = c
+		}
+	}
+	if h == nil {
+		return fmt.Errorf("schedulingfx: %s is bound to role %q, which has no elector (add leadershipfx.Role(%q))", what, role, role)
+	}
+	if err := h.Err(); err != nil {
+		return err
+	}
+	_, err := h.AttachOnce(schedulerKey, func() (leadershipfx.Work, error) {
+		cfg, base, err := baseOptions(d.Config, d.Lock, d.Logger, d.MeterProvider, d.TracerProvider)
+		if err != nil {
+			return nil, err
+		}
+		// Every job of the app, so that a key for another role's job
+		// passes; the check gives the same answer for every role.
+		if err := checkJobs(cfg, d.Jobs); err != nil {
+			return nil, err
+		}
+		var specs []JobSpec
+		for _, js := range d.Jobs {
+			if js.Role == role {
+				specs = append(specs, js)
+			}
+		}
+		w, err := buildRole(role, h.Elector(), specs, cfg, base, jobStore(cfg, d.Lock), d.Logger)
+		if w == nil {
+			return nil, err // no typed nil in the interface
+		}
+		return w, err
+	})
+	return err
+}
+
+// checkJobs fails for a scheduling.jobs.<name> key naming no job of the
+// app.
+func checkJobs(cfg config.SchedulingConfig, specs []JobSpec) error {
+	names := make([]string, 0, len(specs))
+	for _, js := range specs {
+		if js.err == nil {
+			names = append(names, js.Job.Name)
+		}
+	}
+	return cfg.CheckJobs(names...)
+}
+
+// jobStore reports whether the schedulers get a slot store that keeps job
+// records (S9–S11).
+func jobStore(cfg config.SchedulingConfig, lock *locking.DistributedLock) bool {
+	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.SupportsJobs()
 }
 
 // Params are New's dependencies.
 type Params struct {
 	fx.In
 
-	// Roles are the app's roles (leadershipfx.Module provides them). New
-	// attaches each scheduler to its role; without Roles the caller starts
-	// and stops the schedulers.
+	// Roles are the app's roles (leadershipfx.Module provides them).
+	// Optional.
 	Roles *leadershipfx.Roles `optional:"true"`
+
+	// Handles are the roles declared with leadershipfx.Role, with or
+	// without leadershipfx.Module: New attaches each scheduler to its
+	// role's handle, else, for a role without one, to Roles.
+	Handles []*leadershipfx.Handle `group:"hostloom.roles"`
 
 	// Jobs are every contributed job.
 	Jobs []JobSpec `group:"hostloom.jobs"`
@@ -184,8 +293,9 @@ type Params struct {
 	// Electors are every role's elector (leadershipfx.Role adds them).
 	Electors []*leadership.Elector `group:"hostloom.electors"`
 
-	// Config holds the time zone, misfire window and slot store switch.
-	// Absent (the zero value), config.Defaults().Scheduling applies.
+	// Config holds the time zone, misfire window, slot store switch and
+	// per-job settings. Absent (the zero value),
+	// config.Defaults().Scheduling applies.
 	Config config.SchedulingConfig `optional:"true"`
 
 	// Lock is the slot store (L8) when Config.SlotStore is set and the lock
@@ -221,78 +331,139 @@ func (s *Schedulers) Roles() []string {
 	return roles
 }
 
-// New builds one scheduler per role that has jobs, over that role's
-// elector, adds the jobs and, with p.Roles, attaches each scheduler to its
-// role (leadershipfx.Roles.Attach): the scheduler starts after every
-// OnStart hook of the app, before the role's elector contends, and stops,
-// waiting for its runs, before the elector releases the lease (E11). A
-// run still going at the role's stop is named in the role's Warn log (O2).
-// Without p.Roles the caller starts and stops the schedulers.
-//
-// Every problem is reported at once: a job bound to a role without an
-// elector, a job Add rejects (S6), a failed job constructor, a bad option.
-func New(p Params) (*Schedulers, error) {
-	cfg := p.Config
+// baseOptions returns the section (the defaults for a zero value) and the
+// scheduling options every role's scheduler shares.
+func baseOptions(cfg config.SchedulingConfig, lock *locking.DistributedLock, log *zap.Logger,
+	mp metric.MeterProvider, tp trace.TracerProvider) (config.SchedulingConfig, []scheduling.Option, error) {
 	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Scheduling
 	}
 	base, err := cfg.Options()
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
 	base = append(base,
-		scheduling.WithLogger(p.Logger),
-		scheduling.WithMeterProvider(p.MeterProvider),
-		scheduling.WithTracerProvider(p.TracerProvider),
+		scheduling.WithLogger(log),
+		scheduling.WithMeterProvider(mp),
+		scheduling.WithTracerProvider(tp),
 	)
-	if cfg.SlotStore && p.Lock != nil && p.Lock.Coordinated() {
-		base = append(base, scheduling.WithSlotStore(p.Lock))
+	if cfg.SlotStore && lock != nil && lock.Coordinated() {
+		base = append(base, scheduling.WithSlotStore(lock))
 	}
-	electors := map[string]*leadership.Elector{}
-	for _, e := range p.Electors {
-		electors[e.Role()] = e
-	}
-	specs := slices.Clone(p.Jobs)
-	slices.SortStableFunc(specs, func(a, b JobSpec) int { return strings.Compare(a.Role, b.Role) })
-	out := &Schedulers{byRole: map[string]*roleWork{}}
-	failed := map[string]bool{}
+	return cfg, base, nil
+}
+
+// buildRole builds role's scheduler over e with the jobs in specs, each
+// with its scheduling.jobs.<name> settings: every problem at once.
+func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.SchedulingConfig, base []scheduling.Option,
+	hasJobStore bool, log *zap.Logger) (*roleWork, error) {
 	var errs []error
 	for _, js := range specs {
 		if js.err != nil {
 			errs = append(errs, js.err)
+		}
+	}
+	if e == nil {
+		return nil, errors.Join(errs...) // the role's own error fails fx.New
+	}
+	opts := append(slices.Clone(base),
+		scheduling.WithIdentity(e.Identity()),
+		scheduling.WithRecoveryHold(leadership.Describe(e).Lease))
+	s, err := scheduling.New(e, opts...)
+	if err != nil {
+		return nil, errors.Join(append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))...)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	w := &roleWork{s: s, role: role, log: log, runs: map[uint64]leadershipfx.Activity{}}
+	for _, js := range specs {
+		if js.err != nil {
 			continue
 		}
-		if failed[js.Role] {
+		if err := s.Add(w.track(cfg.Apply(js.Job))); err != nil {
+			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))
 			continue
 		}
-		w, ok := out.byRole[js.Role]
-		if !ok {
-			e := electors[js.Role]
-			if e == nil {
-				errs = append(errs, fmt.Errorf("schedulingfx: job %q is bound to role %q, which has no elector (add leadershipfx.Role(%q))", js.Job.Name, js.Role, js.Role))
+		if o, ok := cfg.Job(js.Job.Name); ok && o.Paused != nil {
+			key := "scheduling.jobs." + js.Job.Name + ".paused"
+			if !hasJobStore {
+				errs = append(errs, &config.FieldError{Key: key, Source: cfg.Source(key),
+					Reason: "needs a slot store that keeps job records (scheduling.slot_store true and a lock that coordinates)"})
 				continue
 			}
-			s, err := scheduling.New(e, base...)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
-				failed[js.Role] = true
-				continue
-			}
-			w = &roleWork{s: s, runs: map[uint64]leadershipfx.Activity{}}
-			out.byRole[js.Role] = w
-		}
-		if err := w.s.Add(w.track(js.Job)); err != nil {
-			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", js.Role, err))
+			w.paused = append(w.paused, pausedSetting{job: js.Job.Name, paused: *o.Paused, key: key, source: cfg.Source(key)})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if p.Roles != nil {
-		for _, role := range out.Roles() {
-			if err := p.Roles.Attach(role, out.byRole[role]); err != nil {
-				errs = append(errs, err)
+	return w, nil
+}
+
+// New builds one scheduler per role that has jobs, over that role's
+// elector, adds the jobs and attaches each scheduler to its role: to the
+// role's leadershipfx.Handle, else to p.Roles (leadershipfx.Roles.Attach).
+// The scheduler starts before the role's elector contends (with
+// leadershipfx.Module, after every OnStart hook of the app) and stops,
+// waiting for its runs, before the elector releases the lease (E11). A
+// run still going at the role's stop is named in the role's Warn log
+// (O2). A role with neither leaves starting and stopping to the caller.
+//
+// Every problem is reported at once: a job bound to a role without an
+// elector, a job Add rejects (S6), a failed job constructor, a bad option.
+func New(p Params) (*Schedulers, error) {
+	cfg, base, err := baseOptions(p.Config, p.Lock, p.Logger, p.MeterProvider, p.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	electors := map[string]*leadership.Elector{}
+	for _, e := range p.Electors {
+		electors[e.Role()] = e
+	}
+	handles := map[string]*leadershipfx.Handle{}
+	for _, h := range p.Handles {
+		handles[h.Name()] = h
+	}
+	byRole := map[string][]JobSpec{}
+	var errs []error
+	for _, js := range p.Jobs {
+		if electors[js.Role] == nil {
+			if js.err != nil {
+				errs = append(errs, js.err)
+			} else {
+				errs = append(errs, fmt.Errorf("schedulingfx: job %q is bound to role %q, which has no elector (add leadershipfx.Role(%q))", js.Job.Name, js.Role, js.Role))
 			}
+			continue
+		}
+		byRole[js.Role] = append(byRole[js.Role], js)
+	}
+	if err := checkJobs(cfg, p.Jobs); err != nil {
+		errs = append(errs, err)
+	}
+	out := &Schedulers{byRole: map[string]*roleWork{}}
+	for _, role := range slices.Sorted(maps.Keys(byRole)) {
+		w, err := buildRole(role, electors[role], byRole[role], cfg, base, jobStore(cfg, p.Lock), p.Logger)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.byRole[role] = w
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, role := range out.Roles() {
+		switch h := handles[role]; {
+		case h != nil:
+			err = h.Attach(out.byRole[role])
+		case p.Roles != nil:
+			err = p.Roles.Attach(role, out.byRole[role])
+		default:
+			err = nil
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -304,7 +475,10 @@ func New(p Params) (*Schedulers, error) {
 // roleWork is one role's scheduler as leadershipfx.Work: it knows which
 // runs are going, and since when, for the role's shutdown warning.
 type roleWork struct {
-	s *scheduling.Scheduler
+	s      *scheduling.Scheduler
+	role   string
+	log    *zap.Logger
+	paused []pausedSetting // scheduling.jobs.<name>.paused, applied at Start
 
 	mu   sync.Mutex
 	next uint64
@@ -335,8 +509,36 @@ func (w *roleWork) track(j scheduling.Job) scheduling.Job {
 	return j
 }
 
-// Start starts the scheduler (leadershipfx.Work).
-func (w *roleWork) Start(ctx context.Context) error { return w.s.Start(ctx) }
+// pausedSetting is a job's scheduling.jobs.<name>.paused.
+type pausedSetting struct {
+	job    string
+	paused bool
+	key    string
+	source string
+}
+
+// Start applies the paused settings and starts the scheduler
+// (leadershipfx.Work). A store that cannot be reached is logged at Warn:
+// the job keeps its stored state, and the app starts (E7).
+func (w *roleWork) Start(ctx context.Context) error {
+	for _, p := range w.paused {
+		set := w.s.Resume
+		if p.paused {
+			set = w.s.Pause
+		}
+		if err := set(ctx, p.job); err != nil {
+			if errors.Is(err, scheduling.ErrNoJobStore) {
+				return &config.FieldError{Key: p.key, Source: p.source, Reason: err.Error()}
+			}
+			w.log.Warn("SchedulerPausedSettingFailed", zap.String("role", w.role), zap.String("job", p.job),
+				zap.Bool("paused", p.paused), zap.String("key", p.key), zap.Error(err))
+			continue
+		}
+		w.log.Info("SchedulerPausedSetting", zap.String("role", w.role), zap.String("job", p.job),
+			zap.Bool("paused", p.paused), zap.String("source", p.source))
+	}
+	return w.s.Start(ctx)
+}
 
 // Stop stops the scheduler and waits for its runs (leadershipfx.Work).
 func (w *roleWork) Stop(ctx context.Context) error { return w.s.Stop(ctx) }

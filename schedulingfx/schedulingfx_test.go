@@ -34,6 +34,12 @@ func sharedLock(t *testing.T) *locking.DistributedLock {
 	return l
 }
 
+// memory is a config module choosing the memory lock (G6: there is no
+// default provider).
+func memory() fx.Option {
+	return config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}))
+}
+
 // over supplies lock as the app's locking.Lock and *locking.DistributedLock.
 func over(l *locking.DistributedLock) fx.Option {
 	return fx.Supply(l, fx.Annotate(l, fx.As(new(locking.Lock))))
@@ -60,8 +66,8 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 			t.Fatalf("runs: leader %d, follower %d; want 5 or 6, and 0", runsA.Load(), runsB.Load())
 		}
 		// The slot store (the shared lock) recorded the last slot.
-		if v, ok, err := lock.State(context.Background(), "sched:billing:invoices"); err != nil || !ok || v == 0 {
-			t.Fatalf("slot store: %d %t %v", v, ok, err)
+		if st, err := lock.JobStatus(context.Background(), "sched:billing:invoices"); err != nil || !st.HasSlot || st.Slot == 0 {
+			t.Fatalf("slot store: %+v %v", st, err)
 		}
 		appA.RequireStop() // hands over to B
 		time.Sleep(2*time.Minute + time.Second)
@@ -130,6 +136,7 @@ func TestJobFunc_TakesDependencies(t *testing.T) {
 		var sawLeader atomic.Bool
 		core, logs := observer.New(zapcore.InfoLevel)
 		app := fxtest.New(t,
+			memory(),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),
@@ -187,7 +194,7 @@ func TestJob_S6_BadJobsFailTheApp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]fx.Option{fx.NopLogger, lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
+			opts := append([]fx.Option{fx.NopLogger, memory(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
 			err := fx.New(append(opts, leadershipfx.Module)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")

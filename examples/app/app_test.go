@@ -84,8 +84,11 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 	walk = func(prefix string, m map[string]any) {
 		for k, v := range m {
 			key := prefix + k
-			if prefix == "leadership.roles." {
+			switch prefix {
+			case "leadership.roles.":
 				key = prefix + "<role>"
+			case "scheduling.jobs.":
+				key = prefix + "<job>"
 			}
 			if sub, ok := v.(map[string]any); ok {
 				walk(key+".", sub)

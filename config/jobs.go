@@ -1,0 +1,70 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/hostloom/hostloom/core/scheduling"
+)
+
+// JobOverrides are scheduling.jobs.<job>: settings of a job the
+// deployment decides. A nil field keeps what the code chose.
+type JobOverrides struct {
+	// CatchUp replaces the job's catch-up policy (S8): latest, all or
+	// none.
+	CatchUp *scheduling.CatchUpPolicy `koanf:"catch_up" default:"code"`
+	// Overlap replaces the job's overlap policy (S7): skip, buffer_one or
+	// cancel_previous.
+	Overlap *scheduling.OverlapPolicy `koanf:"overlap" default:"code"`
+	// Paused, when set, pauses (true) or resumes (false) the job through
+	// the slot store when its scheduler starts (S10).
+	Paused *bool `koanf:"paused" default:"code"`
+}
+
+// Source reports where the value of the dotted key
+// (scheduling.jobs.invoices.paused) came from; see Config.Source.
+func (s SchedulingConfig) Source(key string) string { return s.src.of(key) }
+
+// Job returns the overrides of the job named name; ok is false when the
+// configuration has none.
+func (s SchedulingConfig) Job(name string) (o JobOverrides, ok bool) {
+	o, ok = s.Jobs[name]
+	return o, ok
+}
+
+// Apply returns j with the overrides of scheduling.jobs.<j.Name> applied
+// (catch_up, overlap; paused is applied by the scheduler's start).
+func (s SchedulingConfig) Apply(j scheduling.Job) scheduling.Job {
+	o, ok := s.Jobs[j.Name]
+	if !ok {
+		return j
+	}
+	if o.CatchUp != nil {
+		j.CatchUp = *o.CatchUp
+	}
+	if o.Overlap != nil {
+		j.Overlap = *o.Overlap
+	}
+	return j
+}
+
+// CheckJobs reports every scheduling.jobs.<name> key that names none of
+// the declared jobs, so a misspelt job fails start instead of being
+// ignored. Each problem is a *FieldError naming the key, its source and
+// the declared jobs; the errors are joined.
+func (s SchedulingConfig) CheckJobs(declared ...string) error {
+	known := slices.Clone(declared)
+	slices.Sort(known)
+	known = slices.Compact(known)
+	var errs []error
+	for _, name := range sortedKeys(s.Jobs) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		key := "scheduling.jobs." + name
+		errs = append(errs, &FieldError{Key: key, Source: s.src.of(key),
+			Reason: fmt.Sprintf("names no job of the app; jobs: %s", list(known))})
+	}
+	return errors.Join(errs...)
+}
