@@ -33,6 +33,10 @@ type RoleParams struct {
 	// Lock is the lock the election runs over (lockingfx.Module provides it).
 	Lock locking.Lock
 
+	// Balance is the app's balance group (lockingfx.Module provides it),
+	// joined by roles with leadership.balance set (B1). Optional.
+	Balance *leadership.BalanceGroup `optional:"true"`
+
 	// Config holds the timing and keys, with per-role overrides. Absent
 	// (the zero value), config.Defaults().Leadership applies.
 	Config config.LeadershipConfig `optional:"true"`
@@ -184,6 +188,7 @@ func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector,
 		leadership.WithMeterProvider(p.MeterProvider),
 		leadership.WithTracerProvider(p.TracerProvider),
 		leadership.WithIdentity(cfg.Identity),
+		leadership.WithBalanceGroup(p.Balance),
 	}
 	e, err := leadership.NewElector(role, p.Lock, o, append(eo, s.extra...)...)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
@@ -27,6 +28,7 @@ import (
 // package example, so that its invoke runs first.
 var Module = fx.Module("hostloom.locking",
 	fx.Provide(fx.Private, newOutcome),
+	fx.Provide(newBalanceGroup),
 	fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
 	fx.Invoke(func(o *outcome) error { return o.err }),
 )
@@ -41,6 +43,15 @@ type outcome struct {
 func newOutcome(p LockParams) *outcome {
 	res, err := New(p)
 	return &outcome{res: res, err: err}
+}
+
+// newBalanceGroup is the app's one balance group (B1): the roles with
+// leadership.balance set share it, because one app is one participant.
+func newBalanceGroup(p struct {
+	fx.In
+	Logger *zap.Logger `optional:"true"`
+}) *leadership.BalanceGroup {
+	return leadership.NewBalanceGroup(p.Logger)
 }
 
 // LockParams are New's dependencies.
