@@ -134,21 +134,24 @@ func (g *BalanceGroup) awaitTaker(ctx context.Context, e *Elector, self string, 
 	}
 }
 
-// takerUnderShare reports whether another participant of v's role leads
-// fewer roles than share, counted afresh from what the members learned.
-func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) bool {
+// takerUnderShare returns the participant of v's role, other than self,
+// that leads fewest roles below share, counted afresh from what the
+// members learned; "" when there is none. The release names it, so it
+// takes the role at once while the others hold back.
+func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) string {
 	leads := map[string]int{}
 	for _, e := range g.snapshot() {
 		if id, ok := e.Leader(); ok {
 			leads[id]++
 		}
 	}
+	taker, least := "", share
 	for _, id := range v.ids {
-		if id != self && leads[id] < share {
-			return true
+		if id != self && leads[id] < least {
+			taker, least = id, leads[id]
 		}
 	}
-	return false
+	return taker
 }
 
 // snapshot lists the members.
@@ -296,15 +299,16 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		if surplus == 0 {
 			break
 		}
-		if !g.takerUnderShare(m.v, self, share) {
+		taker := g.takerUnderShare(m.v, self, share)
+		if taker == "" {
 			continue // every other participant reached its share meanwhile
 		}
 		surplus--
 		g.moved[m.v.e.role] = now
-		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.role),
+		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.role), zap.String("to", taker),
 			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
 		rctx, cancel := context.WithTimeout(ctx, lease)
-		if err := m.v.e.Resign(rctx); err != nil {
+		if err := m.v.e.resign(rctx, taker); err != nil {
 			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.role), zap.Error(err))
 		}
 		cancel()

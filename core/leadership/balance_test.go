@@ -112,6 +112,13 @@ func TestBalance_B1_JoinLeaveAndQuiet(t *testing.T) {
 		if _, longest := h.read(); longest != 0 {
 			t.Fatalf("a moving role was leaderless for %v; want no longer than a graceful handover (0 in fake time)", longest)
 		}
+		// Converged (B1): nobody above ceil(60/3); a role that moved twice
+		// waits a lease (hysteresis), so allow one lease more.
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if a.leads() > 20 || b.leads() > 20 || c.leads() > 20 {
+			t.Fatalf("not converged a lease later: a %d, b %d, c %d", a.leads(), b.leads(), c.leads())
+		}
 		before, _ := h.read()
 		time.Sleep(time.Minute) // membership stable
 		synctest.Wait()

@@ -15,6 +15,7 @@ type capabilities struct {
 	maxKeyLength int           // 0: the lock reports no limit (locking.Limits)
 	providerKey  interface{ ProviderKey(string) (string, error) }
 	owned        locking.OwnedLock           // stores the identity with the lease
+	prioritized  locking.PriorityLock        // registers a priority too (B2)
 	watcher      locking.Watcher             // release notifications (L7)
 	eventFuncs   locking.EventFuncWatcher    // the same, delivered by callback: no goroutine per watch
 	events       locking.EventWatcher        // releases, acquisitions, resign requests (P2, O1)
@@ -30,6 +31,7 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	}
 	c.providerKey, _ = lock.(interface{ ProviderKey(string) (string, error) })
 	c.owned, _ = lock.(locking.OwnedLock)
+	c.prioritized, _ = lock.(locking.PriorityLock)
 	c.watcher, _ = lock.(locking.Watcher)
 	c.eventFuncs, _ = lock.(locking.EventFuncWatcher)
 	c.events, _ = lock.(locking.EventWatcher)
@@ -49,8 +51,12 @@ func (c capabilities) providerKeyOf(key string) string {
 	return key
 }
 
-// tryAcquire takes key for lease, storing owner when the lock can.
-func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key string, lease time.Duration, owner string) (locking.Lease, error) {
+// tryAcquire takes key for lease, storing owner and priority when the
+// lock can.
+func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key string, lease time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+	if c.prioritized != nil {
+		return c.prioritized.TryAcquirePriority(ctx, key, lease, owner, priority, yield)
+	}
 	if c.owned != nil {
 		return c.owned.TryAcquireAs(ctx, key, lease, owner)
 	}
@@ -58,9 +64,11 @@ func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key str
 }
 
 // leaseTerms reads what a lease says about itself: the duration the
-// backend granted (GrantedLease; else asked) and its fence (locking.Fenced;
-// else 0). These are the only per-lease type assertions.
-func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64) {
+// backend granted (GrantedLease; else asked), its fence (locking.Fenced;
+// else 0) and whether its latest extension found a higher-priority
+// participant (locking.Preemptible). These are the only per-lease type
+// assertions.
+func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64, preempted bool) {
 	granted = asked
 	if g, ok := l.(locking.GrantedLease); ok {
 		if v := g.Granted(); v > 0 {
@@ -70,5 +78,8 @@ func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fe
 	if f, ok := l.(locking.Fenced); ok {
 		fence = f.Fence()
 	}
-	return granted, fence
+	if p, ok := l.(locking.Preemptible); ok {
+		preempted = p.Preempted()
+	}
+	return granted, fence, preempted
 }

@@ -84,10 +84,11 @@ type observation struct {
 // ended once the term has ended (no I/O happens before), then sends the
 // outcome of the release on reply.
 type request struct {
-	stop  bool // Stop; else Resign
-	ctx   context.Context
-	ended chan struct{}
-	reply chan error // buffered: the loop never blocks on a caller that gave up
+	stop   bool   // Stop; else Resign
+	target string // Resign: the participant to hand the role to (B1), "" for any
+	ctx    context.Context
+	ended  chan struct{}
+	reply  chan error // buffered: the loop never blocks on a caller that gave up
 }
 
 var _ Leadership = (*Elector)(nil)
@@ -401,6 +402,12 @@ func (e *Elector) Stop(ctx context.Context) error {
 // is safe before Start, after Stop and concurrently. ctx bounds the
 // release.
 func (e *Elector) Resign(ctx context.Context) error {
+	return e.resign(ctx, "")
+}
+
+// resign is Resign naming the participant the release hands the role to
+// (B1); "" for any.
+func (e *Elector) resign(ctx context.Context, target string) error {
 	e.mu.Lock()
 	started := e.phase == phaseRunning || e.phase == phaseStopping
 	l := e.loop
@@ -408,7 +415,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 	if !started || !e.state.Load().leader {
 		return nil
 	}
-	req := request{ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+	req := request{ctx: ctx, target: target, ended: make(chan struct{}), reply: make(chan error, 1)}
 	l.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	select {
@@ -456,7 +463,7 @@ func (e *Elector) Participants(ctx context.Context) (ps []Participant, err error
 	e.tel.participants(len(list))
 	ps = make([]Participant, 0, len(list))
 	for _, p := range list {
-		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Owner == leader, Since: p.Since})
+		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Owner == leader, Since: p.Since, Priority: p.Priority})
 	}
 	return ps, nil
 }
@@ -469,4 +476,6 @@ type Participant struct {
 	Leader bool
 	// Since is when it registered: its Start.
 	Since time.Time
+	// Priority is the priority it registered with (B2).
+	Priority int
 }

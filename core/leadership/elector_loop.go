@@ -66,6 +66,8 @@ type outcome struct {
 	lease   locking.Lease // opAcquire: the granted lease
 	granted time.Duration // opAcquire, opRenew: what the backend granted
 	fence   uint64        // opAcquire: the lease's fence
+	// opRenew: a higher-priority participant has been live for a lease (B2)
+	preempted bool
 
 	stopWatch func() // opWatch: ends the subscription
 }
@@ -104,6 +106,7 @@ type loop struct {
 	live          bool // the event subscription is live (P3)
 	subscriptions int  // EventSubscribed seen so far
 	announced     string
+	topPriority   int // the highest participant priority the last refusal reported (B2)
 
 	// When the role became free as this instance learned it, for the
 	// handover metric (O6): "handover" from a release notification,
@@ -203,7 +206,7 @@ func (l *loop) handle(m message) {
 		} else if m.req.stop {
 			l.stop(m.req)
 		} else {
-			l.stepDown(m.req.ctx, m.req.ended, func(err error) { m.req.reply <- err })
+			l.stepDown(m.req.ctx, m.req.target, m.req.ended, func(err error) { m.req.reply <- err })
 		}
 	case msgEvent:
 		if l.stopping == nil {
@@ -377,7 +380,7 @@ func (l *loop) acquire(now time.Time) {
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
-		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity)
+		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity, e.opts.Priority, e.opts.RetryInterval)
 		switch {
 		case err == nil && lease == nil:
 			return fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
@@ -385,7 +388,7 @@ func (l *loop) acquire(now time.Time) {
 			return lockErr(err)
 		}
 		o.lease = lease
-		o.granted, o.fence = leaseTerms(lease, e.opts.Lease)
+		o.granted, o.fence, _ = leaseTerms(lease, e.opts.Lease)
 		return nil
 	})
 }
@@ -415,6 +418,9 @@ func (l *loop) acquired(o outcome) {
 		l.recovered()
 		var held *locking.HeldError
 		errors.As(o.err, &held)
+		if held != nil {
+			l.topPriority = held.TopPriority
+		}
 		next := retry
 		if held != nil && held.Remaining > 0 {
 			l.observe(held.Owner, now.Add(held.Remaining))
@@ -423,8 +429,8 @@ func (l *loop) acquired(o outcome) {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
 				next = min(held.Remaining+wakeMargin, MaxWait)
-				if e.heldBack() {
-					next += retry // B1: others under their share first
+				if l.yields() {
+					next += retry // B1, B2: others first
 				}
 			} else {
 				next = min(retry, held.Remaining+wakeMargin)
@@ -470,7 +476,7 @@ func (l *loop) renew(now time.Time) {
 		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
 			return lockErr(err)
 		}
-		o.granted, _ = leaseTerms(lease, e.opts.Lease)
+		o.granted, _, o.preempted = leaseTerms(lease, e.opts.Lease)
 		return nil
 	})
 }
@@ -507,6 +513,13 @@ func (l *loop) renewed(o outcome) {
 			l.observe(e.identity, d)
 		}
 		l.due = c.sent.Add(e.opts.RenewInterval)
+		if o.preempted {
+			// B2: a higher-priority participant has been live for a
+			// lease: hand over cooperatively, as Resign does.
+			e.log.Info("LeadershipPreempted", zap.Int("priority", e.opts.Priority))
+			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+			l.stepDown(ctx, "", nil, func(error) { cancel() })
+		}
 		return
 	case outcomeRefused:
 		l.recovered()
@@ -593,7 +606,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 // RetryInterval (E8): Resign, and a resign request from an operator (O1).
 // ended is closed once the term has ended; reply gets the release's
 // outcome (nil when there was nothing to release).
-func (l *loop) stepDown(ctx context.Context, ended chan struct{}, reply func(error)) {
+func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{}, reply func(error)) {
 	e := l.e
 	lease := l.endTerm(Resigned, nil)
 	if ended != nil {
@@ -605,7 +618,7 @@ func (l *loop) stepDown(ctx context.Context, ended chan struct{}, reply func(err
 	}
 	l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
 	l.due = l.sitOutUntil
-	l.release(ctx, lease, func(err error) {
+	l.releaseTo(ctx, lease, target, func(err error) {
 		l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
 		l.due = l.sitOutUntil
 		reply(err)
@@ -614,10 +627,22 @@ func (l *loop) stepDown(ctx context.Context, ended chan struct{}, reply func(err
 
 // release gives lease up, bounded by ctx, and calls done with the outcome.
 func (l *loop) release(ctx context.Context, lease locking.Lease, done func(error)) {
+	l.releaseTo(ctx, lease, "", done)
+}
+
+// releaseTo is release whose notification names target as the participant
+// meant to take the role (B1), when the lease can say so.
+func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string, done func(error)) {
 	e := l.e
 	ctx, cancel := context.WithCancel(ctx)
 	l.start(&call{op: opRelease, sent: time.Now(), lease: lease, done: done}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
-		if err := lease.Release(ctx); err != nil {
+		var err error
+		if h, ok := lease.(locking.HandoverLease); ok && target != "" {
+			err = h.ReleaseTo(ctx, target)
+		} else {
+			err = lease.Release(ctx)
+		}
+		if err != nil {
 			e.log.Warn("LeadershipReleaseFailed", zap.Error(err))
 			return fmt.Errorf("leadership: release role %q: %w", e.role, err)
 		}
@@ -807,7 +832,11 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventReleased:
 		l.observe("", time.Time{})
 		l.freeSince, l.freeKind = now, "handover"
-		l.wake(now)
+		if ev.Owner != "" && ev.Owner == e.identity && l.lease == nil && l.step == nil && now.Before(l.due) && l.due != never {
+			l.due = now // handed to this instance (B1): take it at once
+		} else {
+			l.wake(now)
+		}
 	case locking.EventAcquired:
 		if ev.Owner != e.identity {
 			l.observe(ev.Owner, now.Add(e.opts.Lease))
@@ -816,7 +845,7 @@ func (l *loop) event(ev locking.Event) {
 		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) {
 			e.log.Info("LeadershipResignRequested")
 			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
-			l.stepDown(ctx, nil, func(error) { cancel() })
+			l.stepDown(ctx, "", nil, func(error) { cancel() })
 		}
 	case locking.EventSubscribed:
 		l.live = true
@@ -841,12 +870,19 @@ func (l *loop) wake(now time.Time) {
 		return
 	}
 	at := now
-	if l.e.heldBack() {
+	if l.yields() {
 		at = now.Add(l.e.opts.RetryInterval)
 	}
 	if l.due.After(at) {
 		l.due = at
 	}
+}
+
+// yields reports whether this candidate lets others take a free role
+// first, for one RetryInterval: its balance group leads its share (B1), or
+// a live participant has a higher priority (B2).
+func (l *loop) yields() bool {
+	return l.topPriority > l.e.opts.Priority || l.e.heldBack()
 }
 
 // observe records who leads until when, as this instance learned it (P2),

@@ -26,6 +26,11 @@ func (c *countingLock) TryAcquireAs(ctx context.Context, key string, d time.Dura
 	return c.DistributedLock.TryAcquireAs(ctx, key, d, owner)
 }
 
+func (c *countingLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+	c.attempts.Add(1)
+	return c.DistributedLock.TryAcquirePriority(ctx, key, d, owner, priority, yield)
+}
+
 // identities records what OnNewLeader reports.
 type identities struct {
 	mu  sync.Mutex

@@ -109,6 +109,18 @@ func (l *DistributedLock) TryAcquire(ctx context.Context, key string, lease time
 // TryAcquireAs is TryAcquire storing owner as the holder identity reported
 // by Holder. An empty owner stores the default identity.
 func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (Lease, error) {
+	return l.TryAcquirePriority(ctx, key, d, owner, 0, 0)
+}
+
+// TryAcquirePriority is TryAcquireAs registering owner as a participant
+// with priority (B2). A refusal's *HeldError reports the highest priority
+// among the key's live participants; the lease's Extend keeps registering
+// the priority and reports, through Preempted, a higher-priority
+// participant registered for a full lease. With yield positive, a free key
+// waits up to yield for a live participant with a higher priority before
+// this caller may take it; meanwhile it is refused with *HeldError whose
+// Owner is "". Providers without ProviderAcquirer ignore both.
+func (l *DistributedLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (Lease, error) {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return nil, err
@@ -130,17 +142,17 @@ func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.D
 	if err != nil {
 		return nil, err
 	}
-	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, granted: ttl}
+	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl}
 	if a, ok := l.p.(ProviderAcquirer); ok {
 		r, err := a.AcquireWith(ctx, AcquireRequest{
 			Key: pkey, Value: value, TTL: ttl,
-			Owner: owner, ParticipantTTL: participantTTL(ttl),
+			Owner: owner, ParticipantTTL: participantTTL(ttl), Priority: priority, Yield: yield,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
 		}
 		if !r.Acquired {
-			h := &HeldError{Key: key, Remaining: r.Remaining}
+			h := &HeldError{Key: key, Remaining: r.Remaining, TopPriority: r.TopPriority}
 			if r.HolderValue != "" {
 				h.Owner = ownerOf(r.HolderValue)
 			}
@@ -278,8 +290,18 @@ type lease struct {
 	key, pkey string
 	value     string
 	owner     string
+	priority  int
 	mu        sync.Mutex
 	granted   time.Duration
+	preempted bool
+}
+
+// Preempted implements Preemptible: the latest successful Extend found a
+// higher-priority participant registered for at least a lease (B2).
+func (s *lease) Preempted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.preempted
 }
 
 func (s *lease) Key() string   { return s.key }
@@ -299,12 +321,14 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
-	var ok bool
+	var ok, preempt bool
 	if a, isA := s.l.p.(ProviderAcquirer); isA {
-		ok, err = a.ExtendWith(ctx, ExtendRequest{
+		var r ExtendResult
+		r, err = a.ExtendWith(ctx, ExtendRequest{
 			Key: s.pkey, Value: s.value, TTL: ttl,
-			Owner: s.owner, ParticipantTTL: participantTTL(ttl),
+			Owner: s.owner, ParticipantTTL: participantTTL(ttl), Priority: s.priority,
 		})
+		ok, preempt = r.Extended, r.Preempt
 	} else {
 		ok, err = s.l.p.Extend(ctx, s.pkey, s.value, ttl)
 	}
@@ -316,15 +340,28 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	}
 	s.mu.Lock()
 	s.granted = ttl
+	s.preempted = preempt
 	s.mu.Unlock()
 	return nil
 }
 
 func (s *lease) Release(ctx context.Context) error {
+	return s.ReleaseTo(ctx, "")
+}
+
+// ReleaseTo implements HandoverLease: Release whose notification names
+// target (B1), when the provider supports it (ProviderHandover).
+func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
-	ok, err := s.l.p.Release(ctx, s.pkey, s.value)
+	var ok bool
+	var err error
+	if h, isH := s.l.p.(ProviderHandover); isH && target != "" {
+		ok, err = h.ReleaseTo(ctx, s.pkey, s.value, target)
+	} else {
+		ok, err = s.l.p.Release(ctx, s.pkey, s.value)
+	}
 	if err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}

@@ -36,6 +36,9 @@ type HeldError struct {
 	Remaining time.Duration
 	// Owner is the holder's identity when the backend reported it (P2).
 	Owner string
+	// TopPriority is the highest priority among the key's live
+	// participants, when the backend reported it (B2); 0 otherwise.
+	TopPriority int
 }
 
 func (e *HeldError) Error() string {

@@ -84,7 +84,8 @@ type EventKind int
 
 // Event kinds.
 const (
-	// EventReleased: the holder released the key.
+	// EventReleased: the holder released the key; Owner, when set, names
+	// the participant the holder handed it to (B1).
 	EventReleased EventKind = iota + 1
 	// EventAcquired: Owner acquired the key.
 	EventAcquired
@@ -153,6 +154,36 @@ type Participant struct {
 	Owner string
 	// Since is when it registered.
 	Since time.Time
+	// Priority is the priority it registered with (B2); 0 by default.
+	Priority int
+}
+
+// PriorityLock is implemented by locks that register a priority with each
+// participant (B2): among live participants a higher priority takes a
+// free key first, and a holder whose extension finds a higher-priority
+// participant registered for a full lease hands over (see Preemptible).
+// *DistributedLock implements it.
+type PriorityLock interface {
+	Lock
+	// TryAcquirePriority is TryAcquireAs registering priority. With yield
+	// positive, a free key waits up to yield for a live participant with a
+	// higher priority before this caller may take it.
+	TryAcquirePriority(ctx context.Context, key string, lease time.Duration, owner string, priority int, yield time.Duration) (Lease, error)
+}
+
+// HandoverLease is implemented by leases that can be released to a named
+// participant (B1): the release notification names target, which takes
+// the key at once while others may hold back. *DistributedLock's leases
+// implement it when the provider does (else it is a plain Release).
+type HandoverLease interface {
+	ReleaseTo(ctx context.Context, target string) error
+}
+
+// Preemptible is implemented by leases of a PriorityLock: after a
+// successful Extend, Preempted reports whether a higher-priority
+// participant has been registered for at least a lease (B2).
+type Preemptible interface {
+	Preempted() bool
 }
 
 // ParticipantRegistry is implemented by locks that register every owner

@@ -69,6 +69,13 @@ type AcquireRequest struct {
 	// Key for that long, whatever the outcome (P1). Its first registration
 	// time is kept across refreshes.
 	ParticipantTTL time.Duration
+	// Priority is registered with the participant (B2).
+	Priority int
+	// Yield, when positive, makes a free key wait that long for a live
+	// participant with a higher priority than Priority before this caller
+	// may take it (B2): meanwhile the caller is refused with the wait
+	// left as Remaining and no holder.
+	Yield time.Duration
 }
 
 // AcquireResult is the outcome of ProviderAcquirer.AcquireWith.
@@ -84,6 +91,9 @@ type AcquireResult struct {
 	// HolderValue is the ownership record the holder stored, when refused
 	// ("" when unknown). It embeds the holder's owner identity.
 	HolderValue string
+	// TopPriority is the highest priority among Key's live participants
+	// when refused (B2); 0 when none registered one.
+	TopPriority int
 }
 
 // ExtendRequest is one extension through a ProviderAcquirer.
@@ -91,10 +101,21 @@ type ExtendRequest struct {
 	// Key, Value and TTL are those of Provider.Extend.
 	Key, Value string
 	TTL        time.Duration
-	// Owner and ParticipantTTL register Owner as a participant of Key, as
-	// in AcquireRequest, whatever the outcome.
+	// Owner, ParticipantTTL and Priority register Owner as a participant
+	// of Key, as in AcquireRequest, whatever the outcome.
 	Owner          string
 	ParticipantTTL time.Duration
+	Priority       int
+}
+
+// ExtendResult is the outcome of ProviderAcquirer.ExtendWith.
+type ExtendResult struct {
+	// Extended reports whether the lease was extended.
+	Extended bool
+	// Preempt reports, for an extended lease, that another participant
+	// with a higher priority than the request's has been registered for at
+	// least the lease's TTL (B2): the holder should hand over.
+	Preempt bool
 }
 
 // ProviderAcquirer is implemented by providers that do more in the single
@@ -108,8 +129,9 @@ type ProviderAcquirer interface {
 	// error naming the key; nothing is written then.
 	AcquireWith(ctx context.Context, r AcquireRequest) (AcquireResult, error)
 	// ExtendWith is Provider.Extend registering the participant, in one
-	// atomic step. An extension keeps the lease's fence.
-	ExtendWith(ctx context.Context, r ExtendRequest) (bool, error)
+	// atomic step, and looking for a higher-priority participant (B2). An
+	// extension keeps the lease's fence.
+	ExtendWith(ctx context.Context, r ExtendRequest) (ExtendResult, error)
 }
 
 // ProviderEvents is implemented by providers that publish what happens to a
@@ -164,6 +186,13 @@ type ProviderInspector interface {
 // return from WatchEvents: a reader that falls further behind loses
 // events, never the subscription state (see SendEvent).
 const EventBuffer = 16
+
+// ProviderHandover is implemented by providers whose release notification
+// can name the participant meant to take the key (B1). Keys are provider
+// keys.
+type ProviderHandover interface {
+	ReleaseTo(ctx context.Context, key, value, target string) (bool, error)
+}
 
 // ProviderEventFuncs is implemented by providers that can deliver a key's
 // events by callback (see locking.EventFuncWatcher). Keys are provider

@@ -195,9 +195,9 @@ func (f *faultProvider) AcquireWith(ctx context.Context, r locking.AcquireReques
 }
 
 // ExtendWith forwards the registering extension until dead.
-func (f *faultProvider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
+func (f *faultProvider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if !enter(&f.dead, &f.inflight) {
-		return false, errCrashed
+		return locking.ExtendResult{}, errCrashed
 	}
 	defer f.inflight.Add(-1)
 	return f.inner.ExtendWith(ctx, r)

@@ -54,12 +54,13 @@ func (m mutant) AcquireWith(ctx context.Context, req locking.AcquireRequest) (lo
 }
 
 func (m mutant) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return m.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	r, err := m.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	return r.Extended, err
 }
 
-func (m mutant) ExtendWith(ctx context.Context, req locking.ExtendRequest) (bool, error) {
+func (m mutant) ExtendWith(ctx context.Context, req locking.ExtendRequest) (locking.ExtendResult, error) {
 	if m.defect == "extend-without-owner-check" {
-		return true, nil
+		return locking.ExtendResult{Extended: true}, nil
 	}
 	return m.Provider.ExtendWith(ctx, req)
 }

@@ -103,7 +103,7 @@ func (p *Provider) participants(key string, now time.Time) []locking.Participant
 	var ps []locking.Participant
 	for _, pt := range m.participants {
 		if now.Before(pt.expires) {
-			ps = append(ps, locking.Participant{Owner: pt.owner, Since: pt.since})
+			ps = append(ps, locking.Participant{Owner: pt.owner, Since: pt.since, Priority: pt.priority})
 		}
 	}
 	return ps

@@ -35,12 +35,14 @@ type Provider struct {
 type meta struct {
 	fence        uint64
 	participants []participant // a few per key: a slice costs less than a map
+	free         time.Time     // B2: when a lower-priority caller first found the key free
 }
 
 // participant is one registration.
 type participant struct {
 	owner          string
 	since, expires time.Time
+	priority       int
 }
 
 type entry struct {
@@ -120,11 +122,34 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.register(r.Key, r.Owner, r.ParticipantTTL, now)
+	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
 	if e, ok := p.live(r.Key, now); ok {
-		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value}, nil
+		top := 0
+		if m := p.meta[r.Key]; m != nil {
+			for i, pt := range m.participants {
+				if i == 0 || pt.priority > top {
+					top = pt.priority
+				}
+			}
+		}
+		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value, TopPriority: top}, nil
 	}
 	m := p.metaOf(r.Key)
+	if r.Yield > 0 && r.ParticipantTTL > 0 {
+		// B2: a higher-priority live participant gets the first chance.
+		for _, pt := range m.participants {
+			if pt.owner != r.Owner && pt.priority > r.Priority && now.Before(pt.expires) {
+				if m.free.IsZero() {
+					m.free = now
+				}
+				if wait := m.free.Add(r.Yield).Sub(now); wait > 0 {
+					return locking.AcquireResult{Remaining: wait, TopPriority: pt.priority}, nil
+				}
+				break
+			}
+		}
+	}
+	m.free = time.Time{}
 	m.fence = max(m.fence+1, uint64(max(now.UnixMicro(), 0)))
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	p.wrote(now)
@@ -144,7 +169,7 @@ func (p *Provider) metaOf(key string) *meta {
 
 // register makes owner a participant of key until now+ttl, keeping its
 // first registration time; ttl ≤ 0 registers nothing. p.mu must be held.
-func (p *Provider) register(key, owner string, ttl time.Duration, now time.Time) {
+func (p *Provider) register(key, owner string, ttl time.Duration, priority int, now time.Time) {
 	if ttl <= 0 {
 		return
 	}
@@ -158,6 +183,7 @@ func (p *Provider) register(key, owner string, ttl time.Duration, now time.Time)
 				pt.since = now
 			}
 			pt.expires = now.Add(ttl)
+			pt.priority = priority
 			found = true
 		case !now.Before(pt.expires):
 			continue // expired: dropped
@@ -168,35 +194,52 @@ func (p *Provider) register(key, owner string, ttl time.Duration, now time.Time)
 		clear(m.participants[n:]) // drop the owners' strings
 	}
 	if !found {
-		live = append(live, participant{owner: owner, since: now, expires: now.Add(ttl)})
+		live = append(live, participant{owner: owner, since: now, expires: now.Add(ttl), priority: priority})
 	}
 	m.participants = live
 }
 
 // Extend implements locking.Provider.
 func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	r, err := p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	return r.Extended, err
 }
 
-// ExtendWith implements locking.ProviderAcquirer.
-func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
+// ExtendWith implements locking.ProviderAcquirer. Preempt is set when a
+// participant with a higher priority than r.Priority has been registered
+// for at least r.TTL (B2).
+func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return locking.ExtendResult{}, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.register(r.Key, r.Owner, r.ParticipantTTL, now)
+	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
 	e, ok := p.live(r.Key, now)
 	if !ok || e.value != r.Value {
-		return false, nil
+		return locking.ExtendResult{}, nil
 	}
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
-	return true, nil
+	res := locking.ExtendResult{Extended: true}
+	if m := p.meta[r.Key]; m != nil && r.ParticipantTTL > 0 {
+		for _, pt := range m.participants {
+			if pt.owner != r.Owner && pt.priority > r.Priority && now.Before(pt.expires) && !pt.since.Add(r.TTL).After(now) {
+				res.Preempt = true
+			}
+		}
+	}
+	return res, nil
 }
 
 // Release implements locking.Provider and notifies key's watchers.
 func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
+	return p.ReleaseTo(ctx, key, value, "")
+}
+
+// ReleaseTo implements locking.ProviderHandover: Release whose
+// EventReleased names target as the participant meant to take the key.
+func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -214,7 +257,7 @@ func (p *Provider) Release(ctx context.Context, key, value string) (bool, error)
 		default: // coalesced: a notification is already pending
 		}
 	}
-	p.publish(key, locking.Event{Kind: locking.EventReleased})
+	p.publish(key, locking.Event{Kind: locking.EventReleased, Owner: target})
 	return true, nil
 }
 

@@ -1,15 +1,21 @@
 -- acquire: take KEYS[1] (the lock key) for ARGV[2] milliseconds storing
 -- ARGV[1] when it is absent, issuing a fence; KEYS[2] is the key's meta
 -- hash (same Cluster slot): field 'fence' holds the last fence issued,
--- fields 'p:'..OWNER the participants as 'SINCE_MS:EXPIRES_MS'.
+-- fields 'p:'..OWNER the participants as 'SINCE_MS:EXPIRES_MS:PRIORITY'
+-- (records without ':PRIORITY' have priority 0).
 --
 -- ARGV[3] owner, ARGV[4] participant ttl in ms ('0': do not register),
 -- ARGV[5] meta hash ttl in ms, ARGV[6] channel mode and ARGV[7] publish
--- command as in release.lua.
+-- command as in release.lua, ARGV[8] the participant's priority, ARGV[9]
+-- how long (ms) a free key waits for a higher-priority live participant
+-- before a lower-priority caller may take it (B2; '0': no wait). The
+-- meta field 'free' records since when a lower-priority caller found it
+-- free; an acquisition clears it.
 --
--- Returns {1, fence} when taken; {0, pttl, holder value} when held (pttl
--- -1: no expiry); {2, stored} when the stored fence is not a number below
--- 2^53 (nothing is written then).
+-- Returns {1, fence} when taken; {0, pttl, holder value, top priority}
+-- when held (pttl -1: no expiry; the highest priority among the live
+-- participants, 0 when none); {2, stored} when the stored fence is not a
+-- number below 2^53 (nothing is written then).
 local function register(ms)
   if ARGV[4] == '0' then
     return
@@ -18,12 +24,30 @@ local function register(ms)
   local since = ms
   local old = redis.call('HGET', KEYS[2], f)
   if old then
-    local s, e = string.match(old, '^(%d+):(%d+)$')
+    local s, e = string.match(old, '^(%d+):(%d+)')
     if s and tonumber(e) > ms then
       since = tonumber(s)
     end
   end
-  redis.call('HSET', KEYS[2], f, string.format('%.0f:%.0f', since, ms + tonumber(ARGV[4])))
+  redis.call('HSET', KEYS[2], f, string.format('%.0f:%.0f:%d', since, ms + tonumber(ARGV[4]), tonumber(ARGV[8] or '0')))
+end
+
+-- top returns the highest priority among the live participants.
+local function top(ms)
+  local best = nil
+  local all = redis.call('HGETALL', KEYS[2])
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'p:' then
+      local e, p = string.match(all[i + 1], '^%d+:(%d+):?(%-?%d*)$')
+      if e and tonumber(e) > ms then
+        local n = tonumber(p) or 0
+        if best == nil or n > best then
+          best = n
+        end
+      end
+    end
+  end
+  return best or 0
 end
 
 local t = redis.call('TIME')
@@ -36,7 +60,26 @@ if held then
   if ARGV[4] ~= '0' then
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
-  return {0, redis.call('PTTL', KEYS[1]), held}
+  return {0, redis.call('PTTL', KEYS[1]), held, top(ms)}
+end
+
+-- B2: a higher-priority live participant gets the first chance at a free
+-- key, for ARGV[9] ms.
+local wait = tonumber(ARGV[9] or '0')
+if wait > 0 and ARGV[4] ~= '0' then
+  register(ms)
+  local best = top(ms)
+  if best > tonumber(ARGV[8] or '0') then
+    local seen = tonumber(redis.call('HGET', KEYS[2], 'free') or '')
+    if not seen then
+      seen = ms
+      redis.call('HSET', KEYS[2], 'free', string.format('%.0f', ms))
+    end
+    if ms < seen + wait then
+      redis.call('PEXPIRE', KEYS[2], ARGV[5])
+      return {0, seen + wait - ms, '', best}
+    end
+  end
 end
 
 local stored = redis.call('HGET', KEYS[2], 'fence')
@@ -53,6 +96,7 @@ end
 
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
+redis.call('HDEL', KEYS[2], 'free')
 register(ms)
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 -- Drop expired participants: once per acquisition (not per extension),
@@ -61,7 +105,7 @@ if ARGV[4] ~= '0' then
   local all = redis.call('HGETALL', KEYS[2])
   for i = 1, #all, 2 do
     if string.sub(all[i], 1, 2) == 'p:' then
-      local e = string.match(all[i + 1], '^%d+:(%d+)$')
+      local e = string.match(all[i + 1], '^%d+:(%d+)')
       if e and tonumber(e) <= ms then
         redis.call('HDEL', KEYS[2], all[i])
       end

@@ -164,15 +164,16 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 			}
 			st.Fence = f
 		case strings.HasPrefix(field, participantField):
-			since, expires, ok := parseParticipant(value)
+			since, expires, prio, ok := parseParticipant(value)
 			if !ok {
 				bad = append(bad, locking.NewRecordError(key, field, value))
 				continue
 			}
 			if expires > now {
 				st.Participants = append(st.Participants, locking.Participant{
-					Owner: field[len(participantField):],
-					Since: time.UnixMilli(since),
+					Owner:    field[len(participantField):],
+					Since:    time.UnixMilli(since),
+					Priority: prio,
 				})
 			}
 		}
@@ -180,18 +181,27 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	return st, errors.Join(bad...)
 }
 
-// parseParticipant parses "SINCE_MS:EXPIRES_MS".
-func parseParticipant(v string) (since, expires int64, ok bool) {
-	a, b, found := strings.Cut(v, ":")
+// parseParticipant parses "SINCE_MS:EXPIRES_MS[:PRIORITY]" (records
+// without a priority, from before B2, have priority 0).
+func parseParticipant(v string) (since, expires int64, priority int, ok bool) {
+	a, rest, found := strings.Cut(v, ":")
 	if !found {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
+	b, c, hasPrio := strings.Cut(rest, ":")
 	s, err1 := strconv.ParseInt(a, 10, 64)
 	e, err2 := strconv.ParseInt(b, 10, 64)
 	if err1 != nil || err2 != nil || s < 0 || e < s {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return s, e, true
+	if hasPrio {
+		p, err := strconv.ParseInt(c, 10, 32)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		priority = int(p)
+	}
+	return s, e, priority, true
 }
 
 // scanCount is the COUNT hint of Keys' SCAN calls.

@@ -201,7 +201,7 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 		return res, opError("acquire", ctx, err)
 	}
 	reply, err := p.run(ctx, p.s.acquire, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish}).Slice()
+		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds()}).Slice()
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
@@ -217,13 +217,14 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
-	case kind == heldReply && len(reply) == 3:
+	case kind == heldReply && len(reply) == 4:
 		n, ok1 := replyInt(reply, 1)
 		v, ok2 := reply[2].(string)
-		if !ok1 || !ok2 {
+		top, ok3 := replyInt(reply, 3)
+		if !ok1 || !ok2 || !ok3 {
 			break
 		}
-		res.HolderValue = v
+		res.HolderValue, res.TopPriority = v, int(top)
 		switch {
 		case n > 0:
 			res.Remaining = time.Duration(n) * time.Millisecond
@@ -315,42 +316,51 @@ func mayHaveRun(err error) bool {
 // Extend implements locking.Provider through ExtendWith, registering no
 // participant.
 func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	r, err := p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+	return r.Extended, err
 }
 
 // ExtendWith implements locking.ProviderAcquirer: PEXPIRE when the key
-// still stores the value, and the participant's registration, in one
-// script (see extend.lua). The fence is kept.
-func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
+// still stores the value, the participant's registration and the look for
+// a higher-priority participant (B2), in one script (see extend.lua). The
+// fence is kept.
+func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if err := p.ready(); err != nil {
-		return false, err
+		return locking.ExtendResult{}, err
 	}
 	ms, err := millis(r.TTL)
 	if err != nil {
-		return false, err
+		return locking.ExtendResult{}, err
 	}
 	if err := ctxErr(ctx); err != nil {
-		return false, opError("extend", ctx, err)
+		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
 	n, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL)}).Int64()
+		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}).Int64()
 	if err != nil {
-		return false, opError("extend", ctx, err)
+		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	return n == 1, nil
+	return locking.ExtendResult{Extended: n >= 1, Preempt: n == 2}, nil
 }
 
 // Release implements locking.Provider: DEL when key still stores value,
 // then a notification on key's release channel (PUBLISH, or SPUBLISH on
 // Redis Cluster), in one script.
 func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
+	return p.ReleaseTo(ctx, key, value, "")
+}
+
+// ReleaseTo implements locking.ProviderHandover: Release whose
+// notification names target as the participant meant to take the key
+// (B1): "released:TARGET".
+func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
 	}
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Int64()
+	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish, target}).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}

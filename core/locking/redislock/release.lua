@@ -2,13 +2,19 @@
 -- 'released' with command ARGV[3] (PUBLISH, or SPUBLISH on Redis Cluster)
 -- on the channel ARGV[2] selects: 'k' for KEYS[1]..':released', 'w' for
 -- '{'..KEYS[1]..'}:released', '' for none. Participants and the fence are
--- kept. Returns 1 when released, 0 otherwise.
+-- kept. With ARGV[4] (a handover, B1) the message is 'released:'..ARGV[4],
+-- naming the participant meant to take the key. Returns 1 when released, 0
+-- otherwise.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  local msg = 'released'
+  if ARGV[4] and ARGV[4] ~= '' then
+    msg = 'released:' .. ARGV[4]
+  end
   if ARGV[2] == 'k' then
-    redis.call(ARGV[3], KEYS[1] .. ':released', 'released')
+    redis.call(ARGV[3], KEYS[1] .. ':released', msg)
   elseif ARGV[2] == 'w' then
-    redis.call(ARGV[3], '{' .. KEYS[1] .. '}:released', 'released')
+    redis.call(ARGV[3], '{' .. KEYS[1] .. '}:released', msg)
   end
   return 1
 end

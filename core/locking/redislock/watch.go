@@ -322,6 +322,8 @@ func (p *Provider) dispatch(s *subscription, name, payload string) {
 	switch {
 	case payload == "" || payload == releasedPayload:
 		e.Kind = locking.EventReleased
+	case strings.HasPrefix(payload, releasedPayload+":"):
+		e = locking.Event{Kind: locking.EventReleased, Owner: payload[len(releasedPayload)+1:]}
 	case strings.HasPrefix(payload, acquiredPrefix):
 		e = locking.Event{Kind: locking.EventAcquired, Owner: payload[len(acquiredPrefix):]}
 	case strings.HasPrefix(payload, resignPrefix):
