@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,11 +129,14 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 	}
 }
 
-// oneLeader checks that exactly one of procs leads role, that every
-// process sees it as the holder, and returns it.
+// oneLeader checks that exactly one of procs leads role and that every
+// process agrees on it: the backend's holder, the leader it learned
+// without I/O (P2), and the role's participants (P1), which are exactly
+// procs, the leader marked. It returns the leader.
 func oneLeader(procs []*proc, role string) (*proc, error) {
 	var leader *proc
-	var holders []string
+	sts := make([]roleStatus, 0, len(procs))
+	identities := make([]string, 0, len(procs))
 	for _, p := range procs {
 		st, err := p.status()
 		if err != nil {
@@ -145,17 +149,33 @@ func oneLeader(procs []*proc, role string) (*proc, error) {
 			}
 			leader = p
 		}
-		if s.Holder == nil {
-			return nil, fmt.Errorf("%s sees no holder of %s", p.name, role)
-		}
-		holders = append(holders, s.Holder.Identity)
+		sts = append(sts, s)
+		identities = append(identities, s.Identity)
 	}
 	if leader == nil {
 		return nil, fmt.Errorf("nobody leads %s", role)
 	}
-	for _, h := range holders {
-		if h != holders[0] {
-			return nil, fmt.Errorf("processes disagree on the holder of %s: %q", role, holders)
+	slices.Sort(identities)
+	want := sts[slices.Index(procs, leader)].Identity
+	for i, s := range sts {
+		name := procs[i].name
+		if s.Holder == nil || s.Holder.Identity != want {
+			return nil, fmt.Errorf("%s sees holder %+v of %s, want %s (%s)", name, s.Holder, role, want, s.HolderError)
+		}
+		if s.Leader != want {
+			return nil, fmt.Errorf("%s learned leader %q of %s, want %s", name, s.Leader, role, want)
+		}
+		var ids, leaders []string
+		for _, pt := range s.Participants {
+			ids = append(ids, pt.Identity)
+			if pt.Leader {
+				leaders = append(leaders, pt.Identity)
+			}
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, identities) || !slices.Equal(leaders, []string{want}) {
+			return nil, fmt.Errorf("%s sees participants %+v of %s (%s), want %q led by %s",
+				name, s.Participants, role, s.ParticipantsError, identities, want)
 		}
 	}
 	return leader, nil
