@@ -305,11 +305,11 @@ func TestApp_O3_BusyPortNeverLeads(t *testing.T) {
 	}
 }
 
-// TestApp_RedisFrozenErrorsPerRoleAndJob: with the server frozen,
+// TestApp_P1_S11_RedisFrozenShowsErrorsPerRoleAndJob: with the server frozen,
 // /leadership and /jobs still answer 200 once their lookup budget ends,
 // each role and job naming its failed lookup (holder, participants,
 // history), and this instance's own view (no I/O) stays on the page.
-func TestApp_RedisFrozenErrorsPerRoleAndJob(t *testing.T) {
+func TestApp_P1_S11_RedisFrozenShowsErrorsPerRoleAndJob(t *testing.T) {
 	srv := redistest.Start(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	var got electors
