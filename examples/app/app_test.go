@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/schedulingfx"
 )
 
 // testSettings runs the service on a free port with only the given
@@ -72,8 +76,17 @@ func TestApp_MissingConfigFileFails(t *testing.T) {
 	}
 }
 
+// commentedKeys are the keys config.yaml documents in a comment rather
+// than sets, with the commented line: setting them changes behaviour
+// (paused, set, overrides the stored pause at every start and needs a
+// slot store).
+var commentedKeys = map[string]string{
+	"scheduling.jobs.<job>.paused": "      # paused: false\n",
+}
+
 // TestSampleConfig_DocumentsEveryKey keeps config.yaml complete: it sets
-// every key config.Keys lists, and nothing else, and it loads.
+// every key config.Keys lists, except commentedKeys, which it shows in a
+// comment, and nothing else, and it loads.
 func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(embeddedConfig, &doc); err != nil {
@@ -98,6 +111,12 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 		}
 	}
 	walk("", doc)
+	for k, line := range commentedKeys {
+		if !strings.Contains(string(embeddedConfig), line) {
+			t.Errorf("config.yaml lacks the commented key %s: %q", k, line)
+		}
+		got = append(got, k)
+	}
 	var want []string
 	for _, k := range config.Keys() {
 		want = append(want, k.Name)
@@ -115,8 +134,68 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 
 type electors struct {
 	fx.In
-	Billing   leadership.Leadership `name:"billing"`
-	Inventory leadership.Leadership `name:"inventory"`
+	Billing          leadership.Leadership `name:"billing"`
+	Inventory        leadership.Leadership `name:"inventory"`
+	BillingElector   *leadership.Elector   `name:"billing"`
+	InventoryElector *leadership.Elector   `name:"inventory"`
+	Schedulers       *schedulingfx.Schedulers
+}
+
+// checkJobsPage reads /jobs of the memory-lock app, which leads billing:
+// the invoices job's state and history (S11), and its paused state
+// following Pause and Resume (S10).
+func checkJobsPage(t *testing.T, ctx context.Context, base string, got electors) {
+	t.Helper()
+	billing := got.BillingElector
+	// The latest slot is caught up at once when billing is won (S8), so
+	// the first run follows the start closely.
+	var jobs []jobStatus
+	eventually(t, 10*time.Second, "a finished invoices run on /jobs", func() error {
+		jobs = nil
+		getJSON(t, base+"/jobs", &jobs)
+		// A snapshot between runs: the latest run started here has
+		// finished and is the newest in the store.
+		if len(jobs) != 1 || jobs[0].Running || len(jobs[0].History) == 0 || jobs[0].LastOutcome == "" ||
+			jobs[0].History[0].Ended.IsZero() || !jobs[0].History[0].Slot.Equal(jobs[0].LastSlot) {
+			return fmt.Errorf("/jobs = %+v", jobs)
+		}
+		return nil
+	})
+	j := jobs[0]
+	if j.Role != "billing" || j.Name != "invoices" || j.Schedule != "every 5s" || j.Paused ||
+		j.LastOutcome != "success" || j.LastError != "" || j.LastSlot.IsZero() || j.LastRun.Before(j.LastSlot) ||
+		!j.LastSuccess.Equal(j.LastRun) || !j.Next.After(j.LastSlot) || j.HistoryNote != "" || j.HistoryError != "" {
+		t.Errorf("/jobs entry %+v", j)
+	}
+	if len(j.History) > historyLen {
+		t.Errorf("/jobs shows %d runs, want at most %d", len(j.History), historyLen)
+	}
+	h := j.History[0]
+	if h.Identity != billing.Identity() || h.Fence != billing.Fence() ||
+		h.Outcome != "success" || h.Attempt != 1 || h.Ended.Before(h.Started) {
+		t.Errorf("/jobs newest run %+v, want slot %v by %s with fence %d", h, j.LastSlot, billing.Identity(), billing.Fence())
+	}
+	for i := 1; i < len(j.History); i++ {
+		if !j.History[i].Slot.Before(j.History[i-1].Slot) {
+			t.Errorf("/jobs history not newest first: %+v", j.History)
+		}
+	}
+
+	s := got.Schedulers.For(roleBilling)
+	for _, paused := range []bool{true, false} {
+		set := s.Resume
+		if paused {
+			set = s.Pause
+		}
+		if err := set(ctx, "invoices"); err != nil {
+			t.Fatal(err)
+		}
+		jobs = nil
+		getJSON(t, base+"/jobs", &jobs)
+		if len(jobs) != 1 || jobs[0].Paused != paused {
+			t.Errorf("/jobs after paused=%t: %+v", paused, jobs)
+		}
+	}
 }
 
 // TestApp_MemoryDefaultLeadsAndServes boots the service as `go run` does
@@ -151,12 +230,21 @@ func TestApp_MemoryDefaultLeadsAndServes(t *testing.T) {
 	if len(status) != 2 || status[0].Role != "billing" || status[1].Role != "inventory" {
 		t.Fatalf("/leadership = %+v", status)
 	}
-	for _, s := range status {
-		if !s.IsLeader || s.Term != 1 || s.Holder == nil || s.Holder.Identity != s.Identity || s.LockKey != "leader:"+s.Role ||
-			s.ProviderKey != "hostloom-example:lock:leader:"+s.Role || !s.Coordinated {
+	for i, s := range status {
+		e := []*leadership.Elector{got.BillingElector, got.InventoryElector}[i]
+		if s.Identity != e.Identity() || !s.IsLeader || s.Term != 1 || s.Fence == 0 || s.Fence != e.Fence() ||
+			s.Leader != s.Identity || s.SafetyMargin != leadership.Describe(e).SafetyMargin.String() ||
+			s.Holder == nil || s.Holder.Identity != s.Identity || s.HolderError != "" ||
+			s.LockKey != "leader:"+s.Role || s.ProviderKey != "hostloom-example:lock:leader:"+s.Role || !s.Coordinated {
 			t.Errorf("/leadership entry %+v", s)
 		}
+		// P1: this process is the role's only participant, and the leader.
+		if s.ParticipantsError != "" || len(s.Participants) != 1 || s.Participants[0].Identity != s.Identity ||
+			!s.Participants[0].Leader || s.Participants[0].Since.IsZero() || s.Participants[0].Since.After(time.Now()) {
+			t.Errorf("/leadership %s participants %+v, error %q", s.Role, s.Participants, s.ParticipantsError)
+		}
 	}
+	checkJobsPage(t, ctx, base, got)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body := get(t, base+path); code != http.StatusOK || body != "ok\n" {
 			t.Errorf("%s: %d %q", path, code, body)
@@ -214,5 +302,74 @@ func TestApp_O3_BusyPortNeverLeads(t *testing.T) {
 		if l.IsLeader() || l.Term() != 0 {
 			t.Errorf("%s: leader=%t term=%d after a failed start, want never elected (O3)", l.Role(), l.IsLeader(), l.Term())
 		}
+	}
+}
+
+// TestApp_P1_S11_RedisFrozenShowsErrorsPerRoleAndJob: with the server frozen,
+// /leadership and /jobs still answer 200 once their lookup budget ends,
+// each role and job naming its failed lookup (holder, participants,
+// history), and this instance's own view (no I/O) stays on the page.
+func TestApp_P1_S11_RedisFrozenShowsErrorsPerRoleAndJob(t *testing.T) {
+	srv := redistest.Start(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	var got electors
+	app := fx.New(graph(testSettings(
+		"HOSTLOOM_LOCKING__PROVIDER=redis",
+		"HOSTLOOM_LOCKING__REDIS__ADDRS="+srv.Addr(),
+	), zap.New(core)), fx.Populate(&got))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	frozen := false
+	defer func() {
+		if frozen {
+			if err := srv.Signal(syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := app.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
+		if err := l.WaitForLeadership(ctx); err != nil {
+			t.Fatalf("%s: %v", l.Role(), err)
+		}
+	}
+	base := "http://" + logs.FilterMessage("HTTPListening").All()[0].ContextMap()["addr"].(string)
+
+	var status []roleStatus
+	getJSON(t, base+"/leadership", &status)
+	for _, s := range status {
+		if len(s.Participants) != 1 || s.Participants[0].Identity != s.Identity || s.Holder == nil {
+			t.Errorf("/leadership over a live server: %+v", s)
+		}
+	}
+
+	// Frozen, the server accepts connections and never answers: every
+	// lookup of the request ends with its budget.
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen = true
+	status = nil
+	getJSON(t, base+"/leadership", &status)
+	if len(status) != 2 {
+		t.Fatalf("/leadership = %+v", status)
+	}
+	for _, s := range status {
+		if s.Identity == "" || s.Term != 1 || s.Holder != nil || s.Participants != nil ||
+			!strings.Contains(s.HolderError, `role "`+s.Role+`": holder lookup`) ||
+			!strings.Contains(s.ParticipantsError, `role "`+s.Role+`": participants`) {
+			t.Errorf("/leadership with the server down: %+v", s)
+		}
+	}
+	var jobs []jobStatus
+	getJSON(t, base+"/jobs", &jobs)
+	if len(jobs) != 1 || jobs[0].Name != "invoices" || jobs[0].History != nil || jobs[0].HistoryNote != "" ||
+		!strings.Contains(jobs[0].HistoryError, `"invoices"`) {
+		t.Errorf("/jobs with the server down: %+v", jobs)
 	}
 }

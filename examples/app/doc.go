@@ -1,6 +1,6 @@
 // Command app is a small service that shows every part of HostLoom: two
 // roles elected over one lock, a scheduled job on one, a leader channel on
-// the other, health, leadership and metrics endpoints.
+// the other, health, leadership, jobs and metrics endpoints.
 //
 // # Running it
 //
@@ -14,8 +14,10 @@
 //	go run ./examples/app -http 127.0.0.1:8081 &
 //	go run ./examples/app -http 127.0.0.1:8082 &
 //	curl -s 127.0.0.1:8081/leadership
+//	curl -s 127.0.0.1:8082/jobs
 //
-// One process leads each role. Stop the leader with Ctrl-C or SIGTERM: it
+// One process leads each role, and every process shows the same leader,
+// participants and job history. Stop the leader with Ctrl-C or SIGTERM: it
 // releases its leases on the way out and another process takes over at
 // once (the release is published to the waiting candidates). The process
 // exits with code 0.
@@ -35,10 +37,21 @@
 //
 //   - /healthz: 200 while every elector's loop is healthy.
 //   - /readyz: as /healthz, and 503 before start and during shutdown.
-//   - /leadership: JSON, one entry per role: role, is_leader, term,
-//     coordinated, identity (this process), lock_key, provider_key, and
-//     holder (identity and remaining_ms of the lease as the backend sees
-//     it).
+//   - /leadership: JSON, one entry per role: role; this process's
+//     identity, is_leader, term and fence (the current term's fencing
+//     token, 0 when not leading); leader, the leader's identity as this
+//     process learned it without I/O ("" when unknown); safety_margin,
+//     coordinated, lock_key, provider_key; from the backend, holder
+//     (identity and remaining_ms of the lease) and participants (identity,
+//     leader, since) of the role. A failed lookup shows as holder_error or
+//     participants_error in its role's entry; the lookups of a request
+//     share a one-second budget.
+//   - /jobs: JSON, one entry per job: role, name, schedule, next (slot),
+//     running, paused, last_slot, last_run, last_outcome, last_error and
+//     last_success as this process's scheduler saw them, and history: the
+//     five newest runs of every replica from the slot store (slot, started,
+//     ended, identity, fence, outcome, attempt), or history_note when the
+//     scheduler has no store that keeps job records, or history_error.
 //   - /metrics: Prometheus text, from OpenTelemetry through the
 //     OpenTelemetry Prometheus exporter.
 //

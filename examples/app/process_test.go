@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,6 +111,50 @@ func (p *proc) status() (map[string]roleStatus, error) {
 	return out, nil
 }
 
+// jobs reads /jobs.
+func (p *proc) jobs() ([]jobStatus, error) {
+	resp, err := http.Get(p.baseURL() + "/jobs")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list []jobStatus
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// sameHistory checks that every process's /jobs shows the invoices job
+// with the same newest run from the shared store (S11), run by leader
+// (the only process with a last run of its own).
+func sameHistory(procs []*proc, leader *proc, identity string) error {
+	var first *runRecord
+	for _, p := range procs {
+		list, err := p.jobs()
+		if err != nil {
+			return err
+		}
+		if len(list) != 1 || list[0].Name != "invoices" || len(list[0].History) == 0 || list[0].HistoryError != "" {
+			return fmt.Errorf("%s: /jobs = %+v", p.name, list)
+		}
+		j := list[0]
+		if ranHere := !j.LastRun.IsZero(); ranHere != (p == leader) {
+			return fmt.Errorf("%s: last run %v, leader %s", p.name, j.LastRun, leader.name)
+		}
+		h := j.History[0]
+		if h.Identity != identity || h.Attempt != 1 {
+			return fmt.Errorf("%s: newest run %+v, want one by %s", p.name, h, identity)
+		}
+		if first == nil {
+			first = &h
+		} else if !h.Slot.Equal(first.Slot) || !h.Started.Equal(first.Started) {
+			return fmt.Errorf("%s: newest run %+v, another process shows %+v", p.name, h, *first)
+		}
+	}
+	return nil
+}
+
 // eventually polls cond every 50ms until it holds or the deadline passes.
 // Processes and a real server run on real time: polling is the only way
 // to observe them.
@@ -128,11 +173,14 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 	}
 }
 
-// oneLeader checks that exactly one of procs leads role, that every
-// process sees it as the holder, and returns it.
+// oneLeader checks that exactly one of procs leads role and that every
+// process agrees on it: the backend's holder, the leader it learned
+// without I/O (P2), and the role's participants (P1), which are exactly
+// procs, the leader marked. It returns the leader.
 func oneLeader(procs []*proc, role string) (*proc, error) {
 	var leader *proc
-	var holders []string
+	sts := make([]roleStatus, 0, len(procs))
+	identities := make([]string, 0, len(procs))
 	for _, p := range procs {
 		st, err := p.status()
 		if err != nil {
@@ -145,26 +193,45 @@ func oneLeader(procs []*proc, role string) (*proc, error) {
 			}
 			leader = p
 		}
-		if s.Holder == nil {
-			return nil, fmt.Errorf("%s sees no holder of %s", p.name, role)
-		}
-		holders = append(holders, s.Holder.Identity)
+		sts = append(sts, s)
+		identities = append(identities, s.Identity)
 	}
 	if leader == nil {
 		return nil, fmt.Errorf("nobody leads %s", role)
 	}
-	for _, h := range holders {
-		if h != holders[0] {
-			return nil, fmt.Errorf("processes disagree on the holder of %s: %q", role, holders)
+	slices.Sort(identities)
+	want := sts[slices.Index(procs, leader)].Identity
+	for i, s := range sts {
+		name := procs[i].name
+		if s.Holder == nil || s.Holder.Identity != want {
+			return nil, fmt.Errorf("%s sees holder %+v of %s, want %s (%s)", name, s.Holder, role, want, s.HolderError)
+		}
+		if s.Leader != want {
+			return nil, fmt.Errorf("%s learned leader %q of %s, want %s", name, s.Leader, role, want)
+		}
+		var ids, leaders []string
+		for _, pt := range s.Participants {
+			ids = append(ids, pt.Identity)
+			if pt.Leader {
+				leaders = append(leaders, pt.Identity)
+			}
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, identities) || !slices.Equal(leaders, []string{want}) {
+			return nil, fmt.Errorf("%s sees participants %+v of %s (%s), want %q led by %s",
+				name, s.Participants, role, s.ParticipantsError, identities, want)
 		}
 	}
 	return leader, nil
 }
 
 // TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM runs three
-// example processes over a real redis-server: one leads each role; SIGTERM
-// to the leader makes it release its leases and exit 0, and another
-// process takes over well before the lease (30s here) could have expired.
+// example processes over a real redis-server: one leads each role, and
+// every process's /leadership shows the same leader (learned, P2, and
+// looked up) and the same participants (P1), and its /jobs the same
+// history; SIGTERM to the leader makes it release its leases and exit 0,
+// and another process takes over well before the lease (30s here) could
+// have expired, its participants now the two left.
 func TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the example binary")
@@ -198,6 +265,14 @@ func TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM(t *testing.T) {
 	eventually(t, 20*time.Second, "one leader of inventory", func() error {
 		_, err := oneLeader(procs, "inventory")
 		return err
+	})
+	st, err := leader.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The billing leader catches the latest slot up when it wins (S8).
+	eventually(t, 15*time.Second, "the invoices history on every process", func() error {
+		return sameHistory(procs, leader, st["billing"].Identity)
 	})
 
 	sent := time.Now()
