@@ -31,7 +31,10 @@ import (
 //   - hysteresis: a role that moved is not moved again within a lease
 //     unless the participants changed.
 //
-// It costs one Participants round trip per role per round. Identities must
+// It costs one Participants round trip per role it leads per round (R
+// round trips per RetryInterval across all instances); N counts the
+// identities among the participants of the roles it leads, so an identity
+// that contends for none of them is not counted. Identities must
 // be distinct per process: two processes sharing one identity balance as
 // one instance. Over the in-process memory lock every instance of a
 // process shares one identity by default, so balancing only moves roles
@@ -212,6 +215,17 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	var views []roleView
 	identities := map[string]bool{}
 	for _, e := range members {
+		if !e.IsLeader() {
+			// Only the roles this instance leads need their participants
+			// read (to find a taker and to count identities); the others
+			// count in R with this instance as their participant.
+			views = append(views, roleView{e: e, ids: []string{self}})
+			identities[self] = true
+			if id, ok := e.Leader(); ok {
+				views[len(views)-1].leader = id
+			}
+			continue
+		}
 		ps, err := e.Participants(ctx)
 		if err != nil {
 			if ctx.Err() != nil {

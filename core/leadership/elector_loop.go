@@ -832,10 +832,13 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventReleased:
 		l.observe("", time.Time{})
 		l.freeSince, l.freeKind = now, "handover"
-		if ev.Owner != "" && ev.Owner == e.identity && l.lease == nil && l.step == nil && now.Before(l.due) && l.due != never {
-			l.due = now // handed to this instance (B1): take it at once
-		} else {
+		switch {
+		case ev.Owner == "":
 			l.wake(now)
+		case ev.Owner == e.identity:
+			l.wakeAt(now) // handed to this instance (B1): take it at once
+		default:
+			l.wakeAt(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
 		}
 	case locking.EventAcquired:
 		if ev.Owner != e.identity {
@@ -864,14 +867,18 @@ func (l *loop) event(ev locking.Event) {
 }
 
 // wake makes an idle candidate try at once, or after one RetryInterval
-// when its balance group is at or above its share (B1).
+// when it lets others go first (B1, B2).
 func (l *loop) wake(now time.Time) {
+	if l.yields() {
+		now = now.Add(l.e.opts.RetryInterval)
+	}
+	l.wakeAt(now)
+}
+
+// wakeAt makes an idle candidate try at at, unless it is due sooner.
+func (l *loop) wakeAt(at time.Time) {
 	if l.lease != nil || l.step != nil || l.due == never {
 		return
-	}
-	at := now
-	if l.yields() {
-		at = now.Add(l.e.opts.RetryInterval)
 	}
 	if l.due.After(at) {
 		l.due = at

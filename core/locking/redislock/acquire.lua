@@ -16,73 +16,75 @@
 -- when held (pttl -1: no expiry; the highest priority among the live
 -- participants, 0 when none); {2, stored} when the stored fence is not a
 -- number below 2^53 (nothing is written then).
-local function register(ms)
-  if ARGV[4] == '0' then
-    return
-  end
-  local f = 'p:' .. ARGV[3]
-  local since = ms
-  local old = redis.call('HGET', KEYS[2], f)
-  if old then
-    local s, e = string.match(old, '^(%d+):(%d+)')
-    if s and tonumber(e) > ms then
-      since = tonumber(s)
-    end
-  end
-  redis.call('HSET', KEYS[2], f, string.format('%.0f:%.0f:%d', since, ms + tonumber(ARGV[4]), tonumber(ARGV[8] or '0')))
-end
-
--- top returns the highest priority among the live participants.
-local function top(ms)
-  local best = nil
-  local all = redis.call('HGETALL', KEYS[2])
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'p:' then
-      local e, p = string.match(all[i + 1], '^%d+:(%d+):?(%-?%d*)$')
-      if e and tonumber(e) > ms then
-        local n = tonumber(p) or 0
-        if best == nil or n > best then
-          best = n
-        end
-      end
-    end
-  end
-  return best or 0
-end
-
 local t = redis.call('TIME')
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ms = math.floor(us / 1000)
+local registering = ARGV[4] ~= '0'
+local self = 'p:' .. ARGV[3]
+local prio = tonumber(ARGV[8] or '0')
+
+-- One read of the meta hash serves everything below: the caller's own
+-- record (its first registration time), the live participants' top
+-- priority, the expired ones, the stored fence and the B2 'free' mark.
+local meta = {}
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+  meta[all[i]] = all[i + 1]
+end
+local since, top, others, expired = ms, nil, false, {}
+for f, v in pairs(meta) do
+  if string.sub(f, 1, 2) == 'p:' then
+    local s, e, p = string.match(v, '^(%d+):(%d+):?(%-?%d*)$')
+    if e and tonumber(e) > ms then
+      if f == self then
+        since = tonumber(s)
+      else
+        others = true
+      end
+      local n = tonumber(p) or 0
+      if f == self then
+        n = prio
+      end
+      if top == nil or n > top then
+        top = n
+      end
+    elseif f ~= self then
+      expired[#expired + 1] = f
+    end
+  end
+end
+if registering and (top == nil or prio > top) then
+  top = prio
+end
+local record = string.format('%.0f:%.0f:%d', since, ms + tonumber(ARGV[4]), prio)
 
 local held = redis.call('GET', KEYS[1])
 if held then
-  register(ms)
-  if ARGV[4] ~= '0' then
+  if registering then
+    redis.call('HSET', KEYS[2], self, record)
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
-  return {0, redis.call('PTTL', KEYS[1]), held, top(ms)}
+  return {0, redis.call('PTTL', KEYS[1]), held, top or 0}
 end
 
 -- B2: a higher-priority live participant gets the first chance at a free
 -- key, for ARGV[9] ms.
 local wait = tonumber(ARGV[9] or '0')
-if wait > 0 and ARGV[4] ~= '0' then
-  register(ms)
-  local best = top(ms)
-  if best > tonumber(ARGV[8] or '0') then
-    local seen = tonumber(redis.call('HGET', KEYS[2], 'free') or '')
-    if not seen then
-      seen = ms
-      redis.call('HSET', KEYS[2], 'free', string.format('%.0f', ms))
-    end
-    if ms < seen + wait then
-      redis.call('PEXPIRE', KEYS[2], ARGV[5])
-      return {0, seen + wait - ms, '', best}
-    end
+if wait > 0 and registering and others and top > prio then
+  local seen = tonumber(meta['free'] or '')
+  if not seen then
+    seen = ms
+    redis.call('HSET', KEYS[2], self, record, 'free', string.format('%.0f', ms))
+  else
+    redis.call('HSET', KEYS[2], self, record)
+  end
+  if ms < seen + wait then
+    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    return {0, seen + wait - ms, '', top}
   end
 end
 
-local stored = redis.call('HGET', KEYS[2], 'fence')
+local stored = meta['fence']
 local fence = us
 if stored then
   local n = tonumber(stored)
@@ -95,23 +97,20 @@ if stored then
 end
 
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
-redis.call('HDEL', KEYS[2], 'free')
-register(ms)
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
--- Drop expired participants: once per acquisition (not per extension),
--- and only by callers that register participants.
-if ARGV[4] ~= '0' then
-  local all = redis.call('HGETALL', KEYS[2])
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'p:' then
-      local e = string.match(all[i + 1], '^%d+:(%d+)')
-      if e and tonumber(e) <= ms then
-        redis.call('HDEL', KEYS[2], all[i])
-      end
-    end
+if registering then
+  redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence), self, record)
+  -- Drop expired participants: once per acquisition (not per
+  -- extension), and only by callers that register participants.
+  if #expired > 0 then
+    redis.call('HDEL', KEYS[2], unpack(expired))
   end
+else
+  redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
 end
+if meta['free'] then
+  redis.call('HDEL', KEYS[2], 'free')
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
 if ARGV[6] == 'k' then
   redis.call(ARGV[7], KEYS[1] .. ':released', 'acquired:' .. ARGV[3])
 elseif ARGV[6] == 'w' then
