@@ -29,6 +29,7 @@ type report struct {
 	steady       []steadyResult
 	memory       []memResult
 	channel      []chanResult
+	scale        *scaleResult
 }
 
 type target struct {
@@ -81,6 +82,7 @@ func (r *report) targets() []target {
 		ts = append(ts, r.lockTargets()...)
 	}
 	ts = append(ts, r.electionTargets()...)
+	ts = append(ts, r.scaleTargets()...)
 	return ts
 }
 
@@ -303,6 +305,7 @@ func (r *report) markdown() string {
 		p("| %s | %.1f | %.2f | %.0f | %s |", c.Name, c.NsPerOp, c.Allocs, c.Bytes, ratio(c.NsPerOp, base))
 	}
 	p("")
+	r.scaleSection(p)
 	p("## Peers and how they are configured")
 	p("")
 	p("- floor: go-redis v9 `SET key token NX PX` + a compare-and-delete Lua script (EVALSHA); 128-bit random token.")
@@ -350,6 +353,7 @@ func (r *report) sane() error {
 			errs = append(errs, fmt.Errorf("channel %s: %.1f ns/op", c.Name, c.NsPerOp))
 		}
 	}
+	errs = append(errs, r.scaleSane())
 	return errors.Join(errs...)
 }
 
