@@ -50,6 +50,7 @@ type config struct {
 	scaleWarm       time.Duration
 	scaleWindow     time.Duration
 	scaleTimeout    time.Duration
+	scaleJoins      int  // joins of the last replica (a leave between two)
 	scaleCompare    bool // also measure the fleet without Balance
 }
 
@@ -59,7 +60,7 @@ func fullConfig() config {
 		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
 		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
-		scaleRoles: 1000, scaleReplicas: 5, scaleSet: defaultSettings,
+		scaleRoles: 1000, scaleReplicas: 5, scaleSet: defaultSettings, scaleJoins: 3,
 		scaleWarm: 5 * time.Second, scaleWindow: 20 * time.Second, scaleTimeout: 180 * time.Second, scaleCompare: true,
 	}
 }
@@ -70,7 +71,7 @@ func shortConfig() config {
 		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
 		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
 		memRoles: 200, memTimeout: 30 * time.Second,
-		scaleRoles: 50, scaleReplicas: 3, scaleSet: fastSettings,
+		scaleRoles: 50, scaleReplicas: 3, scaleSet: fastSettings, scaleJoins: 2,
 		scaleWarm: 300 * time.Millisecond, scaleWindow: time.Second, scaleTimeout: 30 * time.Second, scaleCompare: true,
 	}
 }

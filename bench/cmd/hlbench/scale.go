@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,17 @@ type scaleLoad struct {
 	AllLed     time.Duration
 }
 
+// scaleMove is one membership change (a join or a leave) and the balancing
+// that follows it.
+type scaleMove struct {
+	Converged time.Duration // from the change (the joiner's first Start, the leaver's stop) to the last transition
+	Ready     time.Duration // a join: the joiner's Start calls, first to last
+	Acquired  int64         // acquisitions by the replicas from the change to convergence
+	ByReplica []int64       // the same per replica, in start order (a joiner last)
+	Minimum   int64         // the fewest acquisitions that converge
+	Leads     []int64       // roles led per replica afterwards
+}
+
 // scaleResult is the scale section's figures.
 type scaleResult struct {
 	Roles, Replicas int
@@ -45,14 +57,8 @@ type scaleResult struct {
 	StartAcquired  int64
 	StartLeads     []int64
 
-	// The last replica joins.
-	JoinReady      time.Duration // the joiner's first Start to its last
-	JoinConverged  time.Duration // the joiner's first Start to the last transition
-	JoinAcquired   int64         // acquisitions of all replicas from the join to convergence
-	JoinByJoiner   int64
-	JoinMinimum    int64 // Σ max(0, leads − share) before the join
-	JoinLeads      []int64
-	JoinShareAfter int
+	// The last replica joins, leaves and joins again (cfg.scaleJoins joins).
+	Joins, Leaves []scaleMove
 
 	Balanced   scaleLoad
 	Unbalanced *scaleLoad // the same fleet without Balance; nil when not run
@@ -96,31 +102,21 @@ func runScale(ctx context.Context, cfg config, addr string, admin *redis.Client)
 	logf("scale %d roles × %d replicas (%s): converged %s after the first start, %d acquisitions, leads %v",
 		roles, n-1, s.Name, fmtDur(res.StartConverged), res.StartAcquired, res.StartLeads)
 
-	// 2. The n-th replica joins.
-	share := (roles + n - 1) / n
-	for _, m := range st {
-		res.JoinMinimum += max(0, m.Leads-int64(share))
+	// 2. The n-th replica joins; then it leaves and joins again.
+	for j := range cfg.scaleJoins {
+		if j > 0 {
+			m, err := f.leave(f.procs[n-1], cfg.scaleTimeout, quiet)
+			if err != nil {
+				return res, err
+			}
+			res.Leaves = append(res.Leaves, m)
+		}
+		m, err := f.join(fmt.Sprintf("replica-%d", n), cfg.scaleTimeout, quiet)
+		if err != nil {
+			return res, err
+		}
+		res.Joins = append(res.Joins, m)
 	}
-	before := sum(st, func(m replicaMsg) int64 { return m.Acquired })
-	joiner, err := f.spawn(fmt.Sprintf("replica-%d", n))
-	if err != nil {
-		return res, err
-	}
-	if err := f.waitReady(cfg.scaleTimeout); err != nil {
-		return res, err
-	}
-	st, err = f.waitConverged(true, cfg.scaleTimeout, quiet)
-	if err != nil {
-		return res, fmt.Errorf("scale: join of replica %d: %w", n, err)
-	}
-	res.JoinReady = time.Duration(joiner.ready - joiner.starting)
-	res.JoinConverged = time.Duration(lastChange(st) - joiner.starting)
-	res.JoinAcquired = sum(st, func(m replicaMsg) int64 { return m.Acquired }) - before
-	res.JoinByJoiner = st[n-1].Acquired
-	res.JoinLeads = leadsOf(st)
-	res.JoinShareAfter = share
-	logf("scale join of replica %d: converged %s after its first Start (its %d Starts took %s), %d acquisitions (%d by the joiner; minimum %d), leads %v",
-		n, fmtDur(res.JoinConverged), roles, fmtDur(res.JoinReady), res.JoinAcquired, res.JoinByJoiner, res.JoinMinimum, res.JoinLeads)
 
 	// 3. Steady state with Balance, then memory.
 	if res.Balanced, err = f.measureLoad(ctx, cfg, admin); err != nil {
@@ -168,6 +164,86 @@ func runScale(ctx context.Context, cfg config, addr string, admin *redis.Client)
 	res.Unbalanced = &load
 	logScaleLoad("unbalanced", roles, n, load)
 	return res, u.close()
+}
+
+// join starts one more replica and waits until the fleet converged again.
+func (f *scaleFleet) join(name string, timeout, quiet time.Duration) (scaleMove, error) {
+	st, err := f.statuses()
+	if err != nil {
+		return scaleMove{}, err
+	}
+	share := int64((f.roles + len(f.procs)) / (len(f.procs) + 1)) // ceil(roles / replicas after the join)
+	var m scaleMove
+	for _, s := range st {
+		m.Minimum += max(0, s.Leads-share)
+	}
+	joiner, err := f.spawn(name)
+	if err != nil {
+		return m, err
+	}
+	if err := f.waitReady(timeout); err != nil {
+		return m, err
+	}
+	after, err := f.waitConverged(true, timeout, quiet)
+	if err != nil {
+		return m, fmt.Errorf("scale: join of %s: %w", name, err)
+	}
+	m.Ready = time.Duration(joiner.ready - joiner.starting)
+	m.Converged = time.Duration(lastChange(after) - joiner.starting)
+	m.account(st, after)
+	logf("scale join of %s: converged %s after its first Start (its %d Starts took %s); %d acquisitions %v (minimum %d); leads %v",
+		name, fmtDur(m.Converged), f.roles, fmtDur(m.Ready), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	return m, nil
+}
+
+// leave stops replica p gracefully and waits until the others converged.
+func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleMove, error) {
+	st, err := f.statuses()
+	if err != nil {
+		return scaleMove{}, err
+	}
+	i := slices.Index(f.procs, p)
+	m := scaleMove{Minimum: st[i].Leads} // its roles need new leaders
+	st = slices.Delete(st, i, i+1)
+	t0 := time.Now()
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(f.s.Lease + 10*time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return m, fmt.Errorf("scale: replica %s did not stop within %v: killed", p.name, f.s.Lease+10*time.Second)
+	}
+	p.mu.Lock()
+	werr := p.waitErr
+	p.mu.Unlock()
+	if werr != nil {
+		return m, fmt.Errorf("scale: replica %s: %w", p.name, werr)
+	}
+	f.procs = slices.Delete(f.procs, i, i+1)
+	after, err := f.waitConverged(true, timeout, quiet)
+	if err != nil {
+		return m, fmt.Errorf("scale: leave of %s: %w", p.name, err)
+	}
+	m.Converged = time.Duration(lastChange(after) - t0.UnixNano())
+	m.account(st, after)
+	logf("scale leave of %s: converged %s after its stop began; %d acquisitions %v (minimum %d); leads %v",
+		p.name, fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	return m, nil
+}
+
+// account fills the acquisitions between before (the replicas then, a
+// joiner missing) and after.
+func (m *scaleMove) account(before, after []replicaMsg) {
+	m.ByReplica = make([]int64, len(after))
+	for i, a := range after {
+		m.ByReplica[i] = a.Acquired
+		if i < len(before) {
+			m.ByReplica[i] -= before[i].Acquired
+		}
+		m.Acquired += m.ByReplica[i]
+	}
+	m.Leads = leadsOf(after)
 }
 
 func logScaleLoad(what string, roles, n int, l scaleLoad) {
@@ -476,11 +552,24 @@ func (r *report) scaleSection(p func(string, ...any)) {
 	p("")
 	p("%d roles × %d replica processes over the one redis-server, settings %s (lease/renew/retry). Each replica is `hlbench` re-executed as a child process: its own go-redis client and Redis provider, one `BalanceGroup`, one elector per role with `Options.Balance` and `WithIdentity(replica name)`. Replicas report their leadership transitions (OnChange: acquisitions, losses, the latest `Change.At`) and the requests written on their connections as JSON lines on stdout; converged (B1) = every role led and no replica leading more than ceil(R/N), with no transition for 2 × RetryInterval + 500 ms afterwards (the time reported is that of the last transition).", sc.Roles, n, sc.Set.Name)
 	p("")
-	p("| phase | figure |")
+	p("| start | |")
 	p("|---|---|")
 	p("| %d replicas start together | converged %s after the first replica's start; %d acquisitions; leads %v |", n-1, fmtDur(sc.StartConverged), sc.StartAcquired, sc.StartLeads)
-	p("| replica %d joins: time to balance | **%s** from its first `Start` to the last transition (its %d `Start` calls took %s); B1 target 2 × RetryInterval = %s |", n, fmtDur(sc.JoinConverged), sc.Roles, fmtDur(sc.JoinReady), fmtDur(2*sc.Set.Retry))
-	p("| handovers during the join | **%d** acquisitions (%d by the joiner); minimum %d (Σ max(0, leads − %d) before the join); leads after: %v |", sc.JoinAcquired, sc.JoinByJoiner, sc.JoinMinimum, sc.JoinShareAfter, sc.JoinLeads)
+	p("")
+	p("Then replica %d joins%s. Time to balance: from the joiner's first `Start` (a leave: from the moment its stop began) to the last leadership transition of the fleet; B1's target is 2 × RetryInterval = %s. Acquisitions are counted by every replica from the change to convergence (a join: the joiner last); the minimum is Σ max(0, leads − ceil(R/N)) before a join, and the leaver's roles for a leave.", n, joinsText(len(sc.Joins)), fmtDur(2*sc.Set.Retry))
+	p("")
+	p("| change | time to balance | joiner's %d `Start` calls | acquisitions | per replica | minimum | leads after |", sc.Roles)
+	p("|---|---|---|---|---|---|---|")
+	for i, m := range sc.Joins {
+		if i > 0 {
+			l := sc.Leaves[i-1]
+			p("| replica %d leaves | **%s** | | %d | %v | %d | %v |", n, fmtDur(l.Converged), l.Acquired, l.ByReplica, l.Minimum, l.Leads)
+		}
+		p("| replica %d joins | **%s** | %s | %d | %v | %d | %v |", n, fmtDur(m.Converged), fmtDur(m.Ready), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	}
+	p("")
+	p("| steady state and memory | |")
+	p("|---|---|")
 	loads := []struct {
 		name string
 		l    *scaleLoad
@@ -512,12 +601,34 @@ func (r *report) scaleTargets() []target {
 	if sc == nil {
 		return nil
 	}
-	return []target{
-		{fmt.Sprintf("balance after a join ≤ 2 × RetryInterval (B1; %d roles × %d processes)", sc.Roles, sc.Replicas),
-			fmt.Sprintf("%s (RetryInterval %s)", fmtDur(sc.JoinConverged), fmtDur(sc.Set.Retry)), sc.JoinConverged <= 2*sc.Set.Retry},
-		{"handovers during a join = the minimum (no role moves twice)",
-			fmt.Sprintf("%d acquisitions, minimum %d", sc.JoinAcquired, sc.JoinMinimum), sc.JoinAcquired == sc.JoinMinimum},
+	worst, extra := time.Duration(0), int64(0)
+	var acq, minimum []int64
+	for _, m := range append(slices.Clone(sc.Joins), sc.Leaves...) {
+		extra += m.Acquired - m.Minimum
+		acq, minimum = append(acq, m.Acquired), append(minimum, m.Minimum)
 	}
+	var joins []string
+	for _, m := range sc.Joins {
+		worst = max(worst, m.Converged)
+		joins = append(joins, fmtDur(m.Converged))
+	}
+	return []target{
+		{fmt.Sprintf("balance after a join ≤ 2 × RetryInterval (B1; %d roles × %d processes; every join)", sc.Roles, sc.Replicas),
+			fmt.Sprintf("%s (RetryInterval %s)", strings.Join(joins, ", "), fmtDur(sc.Set.Retry)), worst <= 2*sc.Set.Retry},
+		{"handovers during a join or leave = the minimum (no role moves twice)",
+			fmt.Sprintf("acquisitions %v, minimum %v", acq, minimum), extra == 0},
+	}
+}
+
+func joinsText(joins int) string {
+	if joins <= 1 {
+		return ""
+	}
+	leaves := "leaves"
+	if joins == 2 {
+		leaves = "leave"
+	}
+	return fmt.Sprintf(", then leaves and joins again (%d joins, %d %s)", joins, joins-1, leaves)
 }
 
 // scaleSane reports figures only a broken harness produces.
@@ -527,9 +638,13 @@ func (r *report) scaleSane() error {
 		return nil
 	}
 	var errs []error
-	if sc.StartAcquired < int64(sc.Roles) || sc.JoinByJoiner <= 0 || sc.JoinConverged <= 0 {
-		errs = append(errs, fmt.Errorf("scale: %d acquisitions at start for %d roles, %d by the joiner, join converged after %v",
-			sc.StartAcquired, sc.Roles, sc.JoinByJoiner, sc.JoinConverged))
+	if sc.StartAcquired < int64(sc.Roles) || len(sc.Joins) == 0 {
+		errs = append(errs, fmt.Errorf("scale: %d acquisitions at start for %d roles, %d joins", sc.StartAcquired, sc.Roles, len(sc.Joins)))
+	}
+	for _, m := range append(slices.Clone(sc.Joins), sc.Leaves...) {
+		if m.Acquired <= 0 || m.Converged <= 0 {
+			errs = append(errs, fmt.Errorf("scale: a change converged after %v with %d acquisitions", m.Converged, m.Acquired))
+		}
 	}
 	for _, l := range []*scaleLoad{&sc.Balanced, sc.Unbalanced} {
 		if l != nil && (l.CmdsPerSec <= 0 || l.ReqPerSec <= 0) {
