@@ -45,6 +45,11 @@ type scaleMove struct {
 	ByReplica []int64       // the same per replica, in start order (a joiner last)
 	Minimum   int64         // the fewest acquisitions that converge
 	Leads     []int64       // roles led per replica afterwards
+
+	// A join: when the joiner had its first, half and all of its
+	// acquisitions, from its first Start (the transition times of its status
+	// lines, which come at most 20 ms apart).
+	First, Half, All time.Duration
 }
 
 // scaleResult is the scale section's figures.
@@ -191,8 +196,9 @@ func (f *scaleFleet) join(name string, timeout, quiet time.Duration) (scaleMove,
 	m.Ready = time.Duration(joiner.ready - joiner.starting)
 	m.Converged = time.Duration(lastChange(after) - joiner.starting)
 	m.account(st, after)
-	logf("scale join of %s: converged %s after its first Start (its %d Starts took %s); %d acquisitions %v (minimum %d); leads %v",
-		name, fmtDur(m.Converged), f.roles, fmtDur(m.Ready), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	m.First, m.Half, m.All = joiner.timeline(after[len(after)-1].Acquired)
+	logf("scale join of %s: converged %s after its first Start (its %d Starts took %s; its first role after %s, half after %s, all %d after %s); %d acquisitions %v (minimum %d); leads %v",
+		name, fmtDur(m.Converged), f.roles, fmtDur(m.Ready), fmtDur(m.First), fmtDur(m.Half), after[len(after)-1].Acquired, fmtDur(m.All), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
 	return m, nil
 }
 
@@ -290,7 +296,8 @@ type replicaProc struct {
 
 	mu              sync.Mutex
 	status          replicaMsg
-	starting, ready int64 // Unix ns; 0 until reported
+	history         []replicaMsg // every status
+	starting, ready int64        // Unix ns; 0 until reported
 	readyCh, exited chan struct{}
 	waitErr         error
 	mem             chan replicaMsg
@@ -367,6 +374,7 @@ func (p *replicaProc) read(r io.Reader) {
 			close(p.readyCh)
 		case "status":
 			p.status = m
+			p.history = append(p.history, m)
 		case "mem":
 			select {
 			case p.mem <- m:
@@ -375,6 +383,22 @@ func (p *replicaProc) read(r io.Reader) {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// timeline returns when the replica had its first, half and all of total
+// acquisitions, from its first Start.
+func (p *replicaProc) timeline(total int64) (first, half, all time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := func(n int64) time.Duration {
+		for _, m := range p.history {
+			if m.Acquired >= n {
+				return time.Duration(m.LastChange - p.starting)
+			}
+		}
+		return 0
+	}
+	return at(1), at((total + 1) / 2), at(total)
 }
 
 // gone reports an error when the replica exited.
@@ -558,14 +582,14 @@ func (r *report) scaleSection(p func(string, ...any)) {
 	p("")
 	p("Then replica %d joins%s. Time to balance: from the joiner's first `Start` (a leave: from the moment its stop began) to the last leadership transition of the fleet; B1's target is 2 × RetryInterval = %s. Acquisitions are counted by every replica from the change to convergence (a join: the joiner last); the minimum is Σ max(0, leads − ceil(R/N)) before a join, and the leaver's roles for a leave.", n, joinsText(len(sc.Joins)), fmtDur(2*sc.Set.Retry))
 	p("")
-	p("| change | time to balance | joiner's %d `Start` calls | acquisitions | per replica | minimum | leads after |", sc.Roles)
-	p("|---|---|---|---|---|---|---|")
+	p("| change | time to balance | joiner's %d `Start` calls | joiner's roles: first, half, all | acquisitions | per replica | minimum | leads after |", sc.Roles)
+	p("|---|---|---|---|---|---|---|---|")
 	for i, m := range sc.Joins {
 		if i > 0 {
 			l := sc.Leaves[i-1]
-			p("| replica %d leaves | **%s** | | %d | %v | %d | %v |", n, fmtDur(l.Converged), l.Acquired, l.ByReplica, l.Minimum, l.Leads)
+			p("| replica %d leaves | **%s** | | | %d | %v | %d | %v |", n, fmtDur(l.Converged), l.Acquired, l.ByReplica, l.Minimum, l.Leads)
 		}
-		p("| replica %d joins | **%s** | %s | %d | %v | %d | %v |", n, fmtDur(m.Converged), fmtDur(m.Ready), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+		p("| replica %d joins | **%s** | %s | %s, %s, %s | %d | %v | %d | %v |", n, fmtDur(m.Converged), fmtDur(m.Ready), fmtDur(m.First), fmtDur(m.Half), fmtDur(m.All), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
 	}
 	p("")
 	p("| steady state and memory | |")
