@@ -205,106 +205,112 @@ func (r *report) markdown() string {
 		p("| %s | %s | %s |", t.what, t.measured, t.status())
 	}
 	p("")
-	p("## 1. Lock round trip (acquire + release)")
-	p("")
-	p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs. Every implementation makes two round trips (acquire, release); HostLoom's release script also PUBLISHes the release (L7: waiting candidates wake at once), which costs the server one more command per round trip. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies): rueidislock gives up an acquire after its TryNextAfter (20 ms by default) and reports a context deadline when the machine is busy. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
-	p("")
-	for _, conc := range []int{1, 64} {
-		fl := r.lock("floor", conc)
-		hl := r.lock("hostloom", conc)
-		if conc == 1 {
-			p("### 1 goroutine")
-		} else {
-			p("### %d goroutines", conc)
+	if len(r.locks) > 0 || len(r.refused) > 0 {
+		p("## 1. Lock round trip (acquire + release)")
+		p("")
+		p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs. Every implementation makes two round trips (acquire, release); HostLoom's release script also PUBLISHes the release (L7: waiting candidates wake at once), which costs the server one more command per round trip. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies): rueidislock gives up an acquire after its TryNextAfter (20 ms by default) and reports a context deadline when the machine is busy. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
+		p("")
+		for _, conc := range []int{1, 64} {
+			fl := r.lock("floor", conc)
+			hl := r.lock("hostloom", conc)
+			if conc == 1 {
+				p("### 1 goroutine")
+			} else {
+				p("### %d goroutines", conc)
+			}
+			p("")
+			p("| implementation | p50 | p50 range over repeats | p99 | round trips/s | range | failed | allocs/op | B/op | Redis commands/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
+			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+			for _, l := range r.locks {
+				if l.Conc != conc {
+					continue
+				}
+				p("| %s | %s | %s–%s | %s | %.0f | %.0f–%.0f | %d of %d | %.1f | %.0f | %.2f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P50Min), fmtDur(l.P50Max), fmtDur(l.P99), l.OpsPerSec, l.OpsMin, l.OpsMax, l.Failed, l.Attempts, l.Allocs, l.Bytes, l.Commands,
+					ratio(float64(l.P50), float64(fl.P50)), ratio(l.OpsPerSec, fl.OpsPerSec),
+					ratio(float64(hl.P50), float64(l.P50)), ratio(hl.OpsPerSec, l.OpsPerSec))
+			}
+			p("")
+		}
+		p("### Refused acquire (key held by another owner)")
+		p("")
+		p("| implementation | p50 | allocs/op | round trips/op | Redis commands/op | commands per op (incl. inside scripts) |")
+		p("|---|---|---|---|---|---|")
+		for _, f := range r.refused {
+			p("| %s | %s | %.1f | %.2f | %.2f | %s |", f.Name, fmtDur(f.P50), f.Allocs, f.RoundTrips, f.Commands, fmtCmds(f.PerCmd))
 		}
 		p("")
-		p("| implementation | p50 | p50 range over repeats | p99 | round trips/s | range | failed | allocs/op | B/op | Redis commands/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-		for _, l := range r.locks {
-			if l.Conc != conc {
+		p("Round trips = writes on the implementation's own connections (a counting net.Conn), per attempt. Commands = `INFO commandstats` delta per attempt, which counts the commands a Lua script runs as well as the EVALSHA itself. A HostLoom refusal also returns the holder's remaining TTL in the same round trip (L3).")
+		p("")
+	}
+	if len(r.handover)+len(r.failover)+len(r.steady)+len(r.memory) > 0 {
+		p("## 2. Leader election: HostLoom vs client-go `tools/leaderelection`")
+		p("")
+		p("client-go runs over `internal/k8slock`, a `resourcelock.Interface` that stores the LeaderElectionRecord as JSON in one Redis key (Get = GET, Create = SET NX, Update = a compare-and-swap on the resource version in one Lua script). Settings are applied equally: client-go LeaseDuration = Lease, RetryPeriod = RetryInterval, RenewDeadline = RenewInterval (default set), 500 ms in the fast set because client-go rejects RenewDeadline ≤ 1.2 × RetryPeriod. client-go's leader renews every RetryPeriod; HostLoom's every RenewInterval. Leadership is observed in each library's callback (HostLoom `OnChange`, client-go `OnStartedLeading`). Each replica has its own Redis client, as separate processes would.")
+		p("")
+		p("### Graceful handover (leader stops; client-go with ReleaseOnCancel)")
+		p("")
+		p("Two replicas; the leader is stopped at a random moment (100–600 ms after the previous handover) and a fresh candidate replaces it. Time from the stop call to the other replica's leadership callback.")
+		p("")
+		p("| settings | n | HostLoom p50 | p99 | max | client-go p50 | p99 | max | client-go ÷ HostLoom p50 | p99 |")
+		p("|---|---|---|---|---|---|---|---|---|---|")
+		for _, e := range r.handover {
+			if e.Lib != "hostloom" {
 				continue
 			}
-			p("| %s | %s | %s–%s | %s | %.0f | %.0f–%.0f | %d of %d | %.1f | %.0f | %.2f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P50Min), fmtDur(l.P50Max), fmtDur(l.P99), l.OpsPerSec, l.OpsMin, l.OpsMax, l.Failed, l.Attempts, l.Allocs, l.Bytes, l.Commands,
-				ratio(float64(l.P50), float64(fl.P50)), ratio(l.OpsPerSec, fl.OpsPerSec),
-				ratio(float64(hl.P50), float64(l.P50)), ratio(hl.OpsPerSec, l.OpsPerSec))
+			hl, cg := e.S, r.election(r.handover, "client-go", e.Set.Name)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |", e.Set.Name, hl.N, fmtDur(hl.P50), fmtDur(hl.P99), fmtDur(hl.Max),
+				fmtDur(cg.P50), fmtDur(cg.P99), fmtDur(cg.Max), ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
+		}
+		p("")
+		p("### Crash failover (leader stops renewing, no release)")
+		p("")
+		p("Fast set only (%s): with the default 15 s lease %d failovers would take several minutes. The crashed replica's lock wrapper fails every call without reaching Redis. Expiry: HostLoom — the key's PTTL read right after the crash; client-go — the crashed leader's last successful record write + LeaseDuration (client-go has no server-side expiry; candidates judge it locally). Takeover = the other replica's leadership callback minus that expiry. client-go's candidates notice a renewal by comparing the record's JSON, whose RenewTime has one-second precision: with renewals less than a second apart a candidate can miss the last ones and take over before the lease its predecessor last renewed has run out — a negative takeover time, measured, not an artefact of the harness.", fastSettings.Name, r.cfg.failovers)
+		p("")
+		p("| library | n | p50 | p99 | max |")
+		p("|---|---|---|---|---|")
+		for _, e := range r.failover {
+			p("| %s | %d | %s | %s | %s |", e.Lib, e.S.N, fmtDur(e.S.P50), fmtDur(e.S.P99), fmtDur(e.S.Max))
+		}
+		p("")
+		p("### Redis load at steady state (default settings)")
+		p("")
+		p("| library | roles × replicas | window | requests/s | per role | commands/s | per role | commands/s by command |")
+		p("|---|---|---|---|---|---|---|---|")
+		hs, cs := r.steadyOf("hostloom"), r.steadyOf("client-go")
+		for _, s := range r.steady {
+			p("| %s | %d × %d | %s | %.1f | %.3f | %.1f | %.3f | %s |", s.Lib, s.Roles, s.Replicas, s.Window.Round(100*time.Millisecond), s.ReqPerSec, s.ReqPerRole, s.CmdsPerSec, s.PerRole, fmtCmds(s.PerCommand))
+		}
+		p("")
+		p("HostLoom ÷ client-go per role: %s in requests, %s in commands. Commands come from `INFO commandstats` deltas (the harness's own INFO calls excluded), which count every command a Lua script runs as well as the EVALSHA itself; requests are the writes on the replicas' own connections (one per round trip). Measured after every role had a leader plus %s.", ratio(hs.ReqPerRole, cs.ReqPerRole), ratio(hs.PerRole, cs.PerRole), r.cfg.steadyWarm)
+		p("")
+		p("### Memory and goroutines per elector (%d roles, one process, default settings, all leading)", r.cfg.memRoles)
+		p("")
+		p("| library | electors | heap | stacks | total | per elector | goroutines | per elector | all leading after |")
+		p("|---|---|---|---|---|---|---|---|---|")
+		for _, m := range r.memory {
+			p("| %s | %d | %.1f MB | %.1f MB | %.1f MB | %.0f B | %d | %.2f | %s |", m.Lib, m.Roles, mb(m.HeapBytes), mb(m.StackBytes), mb(m.total()),
+				float64(m.total())/float64(m.Roles), m.Goroutines, float64(m.Goroutines)/float64(m.Roles), fmtDur(m.TimeToAllLead))
+		}
+		p("")
+		p("Heap = HeapAlloc after two GCs minus before; stacks = StackInuse delta; one Redis client shared by the process's electors.")
+		p("")
+	}
+	if len(r.channel) > 0 {
+		p("## 3. LeaderChannel vs a plain buffered channel")
+		p("")
+		p("One goroutine writes and reads one item per op, capacity %d, the instance leads (a `leadershiptest.Fake`); `testing.Benchmark`, median of %d.", chanCapacity, r.cfg.repeats)
+		p("")
+		p("| benchmark | ns/op | allocs/op | B/op | ÷ plain chan |")
+		p("|---|---|---|---|---|")
+		base := 0.0
+		if len(r.channel) > 0 {
+			base = r.channel[0].NsPerOp
+		}
+		for _, c := range r.channel {
+			p("| %s | %.1f | %.2f | %.0f | %s |", c.Name, c.NsPerOp, c.Allocs, c.Bytes, ratio(c.NsPerOp, base))
 		}
 		p("")
 	}
-	p("### Refused acquire (key held by another owner)")
-	p("")
-	p("| implementation | p50 | allocs/op | round trips/op | Redis commands/op | commands per op (incl. inside scripts) |")
-	p("|---|---|---|---|---|---|")
-	for _, f := range r.refused {
-		p("| %s | %s | %.1f | %.2f | %.2f | %s |", f.Name, fmtDur(f.P50), f.Allocs, f.RoundTrips, f.Commands, fmtCmds(f.PerCmd))
-	}
-	p("")
-	p("Round trips = writes on the implementation's own connections (a counting net.Conn), per attempt. Commands = `INFO commandstats` delta per attempt, which counts the commands a Lua script runs as well as the EVALSHA itself. A HostLoom refusal also returns the holder's remaining TTL in the same round trip (L3).")
-	p("")
-	p("## 2. Leader election: HostLoom vs client-go `tools/leaderelection`")
-	p("")
-	p("client-go runs over `internal/k8slock`, a `resourcelock.Interface` that stores the LeaderElectionRecord as JSON in one Redis key (Get = GET, Create = SET NX, Update = a compare-and-swap on the resource version in one Lua script). Settings are applied equally: client-go LeaseDuration = Lease, RetryPeriod = RetryInterval, RenewDeadline = RenewInterval (default set), 500 ms in the fast set because client-go rejects RenewDeadline ≤ 1.2 × RetryPeriod. client-go's leader renews every RetryPeriod; HostLoom's every RenewInterval. Leadership is observed in each library's callback (HostLoom `OnChange`, client-go `OnStartedLeading`). Each replica has its own Redis client, as separate processes would.")
-	p("")
-	p("### Graceful handover (leader stops; client-go with ReleaseOnCancel)")
-	p("")
-	p("Two replicas; the leader is stopped at a random moment (100–600 ms after the previous handover) and a fresh candidate replaces it. Time from the stop call to the other replica's leadership callback.")
-	p("")
-	p("| settings | n | HostLoom p50 | p99 | max | client-go p50 | p99 | max | client-go ÷ HostLoom p50 | p99 |")
-	p("|---|---|---|---|---|---|---|---|---|---|")
-	for _, e := range r.handover {
-		if e.Lib != "hostloom" {
-			continue
-		}
-		hl, cg := e.S, r.election(r.handover, "client-go", e.Set.Name)
-		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |", e.Set.Name, hl.N, fmtDur(hl.P50), fmtDur(hl.P99), fmtDur(hl.Max),
-			fmtDur(cg.P50), fmtDur(cg.P99), fmtDur(cg.Max), ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
-	}
-	p("")
-	p("### Crash failover (leader stops renewing, no release)")
-	p("")
-	p("Fast set only (%s): with the default 15 s lease %d failovers would take several minutes. The crashed replica's lock wrapper fails every call without reaching Redis. Expiry: HostLoom — the key's PTTL read right after the crash; client-go — the crashed leader's last successful record write + LeaseDuration (client-go has no server-side expiry; candidates judge it locally). Takeover = the other replica's leadership callback minus that expiry. client-go's candidates notice a renewal by comparing the record's JSON, whose RenewTime has one-second precision: with renewals less than a second apart a candidate can miss the last ones and take over before the lease its predecessor last renewed has run out — a negative takeover time, measured, not an artefact of the harness.", fastSettings.Name, r.cfg.failovers)
-	p("")
-	p("| library | n | p50 | p99 | max |")
-	p("|---|---|---|---|---|")
-	for _, e := range r.failover {
-		p("| %s | %d | %s | %s | %s |", e.Lib, e.S.N, fmtDur(e.S.P50), fmtDur(e.S.P99), fmtDur(e.S.Max))
-	}
-	p("")
-	p("### Redis load at steady state (default settings)")
-	p("")
-	p("| library | roles × replicas | window | requests/s | per role | commands/s | per role | commands/s by command |")
-	p("|---|---|---|---|---|---|---|---|")
-	hs, cs := r.steadyOf("hostloom"), r.steadyOf("client-go")
-	for _, s := range r.steady {
-		p("| %s | %d × %d | %s | %.1f | %.3f | %.1f | %.3f | %s |", s.Lib, s.Roles, s.Replicas, s.Window.Round(100*time.Millisecond), s.ReqPerSec, s.ReqPerRole, s.CmdsPerSec, s.PerRole, fmtCmds(s.PerCommand))
-	}
-	p("")
-	p("HostLoom ÷ client-go per role: %s in requests, %s in commands. Commands come from `INFO commandstats` deltas (the harness's own INFO calls excluded), which count every command a Lua script runs as well as the EVALSHA itself; requests are the writes on the replicas' own connections (one per round trip). Measured after every role had a leader plus %s.", ratio(hs.ReqPerRole, cs.ReqPerRole), ratio(hs.PerRole, cs.PerRole), r.cfg.steadyWarm)
-	p("")
-	p("### Memory and goroutines per elector (%d roles, one process, default settings, all leading)", r.cfg.memRoles)
-	p("")
-	p("| library | electors | heap | stacks | total | per elector | goroutines | per elector | all leading after |")
-	p("|---|---|---|---|---|---|---|---|---|")
-	for _, m := range r.memory {
-		p("| %s | %d | %.1f MB | %.1f MB | %.1f MB | %.0f B | %d | %.2f | %s |", m.Lib, m.Roles, mb(m.HeapBytes), mb(m.StackBytes), mb(m.total()),
-			float64(m.total())/float64(m.Roles), m.Goroutines, float64(m.Goroutines)/float64(m.Roles), fmtDur(m.TimeToAllLead))
-	}
-	p("")
-	p("Heap = HeapAlloc after two GCs minus before; stacks = StackInuse delta; one Redis client shared by the process's electors.")
-	p("")
-	p("## 3. LeaderChannel vs a plain buffered channel")
-	p("")
-	p("One goroutine writes and reads one item per op, capacity %d, the instance leads (a `leadershiptest.Fake`); `testing.Benchmark`, median of %d.", chanCapacity, r.cfg.repeats)
-	p("")
-	p("| benchmark | ns/op | allocs/op | B/op | ÷ plain chan |")
-	p("|---|---|---|---|---|")
-	base := 0.0
-	if len(r.channel) > 0 {
-		base = r.channel[0].NsPerOp
-	}
-	for _, c := range r.channel {
-		p("| %s | %.1f | %.2f | %.0f | %s |", c.Name, c.NsPerOp, c.Allocs, c.Bytes, ratio(c.NsPerOp, base))
-	}
-	p("")
 	r.scaleSection(p)
 	p("## Peers and how they are configured")
 	p("")
