@@ -44,6 +44,14 @@ type config struct {
 	steadyWindow    time.Duration
 	memRoles        int
 	memTimeout      time.Duration
+	scaleRoles      int
+	scaleReplicas   int
+	scaleSet        settings
+	scaleWarm       time.Duration
+	scaleWindow     time.Duration
+	scaleTimeout    time.Duration
+	scaleJoins      int  // joins of the last replica (a leave between two)
+	scaleCompare    bool // also measure the fleet without Balance
 }
 
 func fullConfig() config {
@@ -52,6 +60,8 @@ func fullConfig() config {
 		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
 		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
+		scaleRoles: 1000, scaleReplicas: 5, scaleSet: defaultSettings, scaleJoins: 3,
+		scaleWarm: 5 * time.Second, scaleWindow: 20 * time.Second, scaleTimeout: 180 * time.Second, scaleCompare: true,
 	}
 }
 
@@ -61,6 +71,8 @@ func shortConfig() config {
 		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
 		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
 		memRoles: 200, memTimeout: 30 * time.Second,
+		scaleRoles: 50, scaleReplicas: 3, scaleSet: fastSettings, scaleJoins: 2,
+		scaleWarm: 300 * time.Millisecond, scaleWindow: time.Second, scaleTimeout: 30 * time.Second, scaleCompare: true,
 	}
 }
 
@@ -71,11 +83,14 @@ func logf(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == replicaCmd { // a child of the scale section
+		os.Exit(runReplica(os.Args[2:]))
+	}
 	testing.Init()
 	short := flag.Bool("short", false, "run every measure briefly to check the harness (seconds); results go to a temp file unless -out is set")
 	out := flag.String("out", "", "where to write the Markdown results (default RESULTS.md, or a temp file with -short)")
 	server := flag.String("redis-server", "redis-server", "redis-server binary")
-	only := flag.String("only", "", "comma-separated sections to run (locks,refused,handover,failover,steady,memory,channel); default all")
+	only := flag.String("only", "", "comma-separated sections to run (locks,refused,handover,failover,steady,memory,channel,scale); default all")
 	flag.Parse()
 	if err := run(*short, *out, *server, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "hlbench: FAILED:", err)
@@ -189,6 +204,14 @@ func run(short bool, out, server, only string) error {
 		{"channel", "LeaderChannel", func() (err error) {
 			rep.channel, err = runChannel(cfg)
 			return err
+		}},
+		{"scale", "many roles over replica processes", func() error {
+			r, err := runScale(ctx, cfg, srv.Addr(), admin)
+			if err != nil {
+				return err
+			}
+			rep.scale = &r
+			return nil
 		}},
 	}
 	for _, sec := range sections {

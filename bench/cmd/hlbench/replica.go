@@ -1,0 +1,232 @@
+package main
+
+// The replica process of the scale section: hlbench re-executes itself
+// with the hidden first argument replicaCmd. A replica runs one elector per
+// role over its own Redis client, all with one identity (its name) and, with
+// -balance, one BalanceGroup, as one production process would. It reports
+// on stdout as JSON lines (replicaMsg) and reads commands from stdin, one a
+// line: "mem" reports its memory; "stop" or the end of stdin (the parent
+// exited) stops every elector gracefully and exits.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hostloom/hostloom/bench/internal/locks"
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	hlredis "github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/redis/go-redis/v9"
+)
+
+// replicaCmd is the hidden subcommand that turns hlbench into a replica.
+const replicaCmd = "__scale-replica"
+
+// replicaMsg is one line a replica writes on stdout. Times are Unix
+// nanoseconds of the machine's wall clock, shared by parent and replicas.
+type replicaMsg struct {
+	Type string `json:"type"` // starting, ready, status, mem, stopped
+	Name string `json:"name"`
+	At   int64  `json:"at"`
+
+	// status: leadership as the replica's OnChange subscribers saw it.
+	Leads      int64 `json:"leads,omitempty"`       // acquired − lost
+	Acquired   int64 `json:"acquired,omitempty"`    // acquisitions since start
+	Lost       int64 `json:"lost,omitempty"`        // losses (resign, stop, expiry) since start
+	LastChange int64 `json:"last_change,omitempty"` // Change.At of the latest transition
+	Writes     int64 `json:"writes,omitempty"`      // requests written on the client's connections
+
+	// mem: after two GCs; Base* before the electors were built.
+	HeapBytes      int64 `json:"heap,omitempty"`
+	StackBytes     int64 `json:"stack,omitempty"`
+	Goroutines     int   `json:"goroutines,omitempty"`
+	BaseHeap       int64 `json:"base_heap,omitempty"`
+	BaseStack      int64 `json:"base_stack,omitempty"`
+	BaseGoroutines int   `json:"base_goroutines,omitempty"`
+}
+
+// runReplica is the replica's main; it returns the exit code.
+func runReplica(args []string) int {
+	fs := flag.NewFlagSet(replicaCmd, flag.ContinueOnError)
+	name := fs.String("name", "", "identity of this replica")
+	addr := fs.String("addr", "", "redis-server address")
+	ns := fs.String("ns", "", "lock namespace")
+	roles := fs.Int("roles", 0, "number of roles")
+	balance := fs.Bool("balance", false, "electors balance through one BalanceGroup")
+	lease := fs.Duration("lease", leadership.DefaultLease, "Options.Lease")
+	renew := fs.Duration("renew", leadership.DefaultRenewInterval, "Options.RenewInterval")
+	retry := fs.Duration("retry", leadership.DefaultRetryInterval, "Options.RetryInterval")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *name == "" || *addr == "" || *ns == "" || *roles <= 0 {
+		fmt.Fprintf(os.Stderr, "%s: -name, -addr, -ns and -roles > 0 are required (got name %q, addr %q, ns %q, roles %d)\n", replicaCmd, *name, *addr, *ns, *roles)
+		return 2
+	}
+	o := leadership.DefaultOptions()
+	o.Lease, o.RenewInterval, o.RetryInterval, o.Balance = *lease, *renew, *retry, *balance
+	if err := serveReplica(*name, *addr, *ns, *roles, o, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", replicaCmd, *name, err)
+		return 1
+	}
+	return 0
+}
+
+// replicaState counts one replica's transitions.
+type replicaState struct {
+	acquired, lost, lastChange, writes atomic.Int64
+}
+
+func (s *replicaState) status(name string) replicaMsg {
+	acq, lost := s.acquired.Load(), s.lost.Load()
+	return replicaMsg{Type: "status", Name: name, At: time.Now().UnixNano(), Leads: acq - lost, Acquired: acq, Lost: lost,
+		LastChange: s.lastChange.Load(), Writes: s.writes.Load()}
+}
+
+func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.Reader, out io.Writer) error {
+	var outMu sync.Mutex
+	enc := json.NewEncoder(out)
+	emit := func(m replicaMsg) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		_ = enc.Encode(m) // the parent gone: stdin ends too, and we stop
+	}
+	st := &replicaState{}
+	c := redis.NewClient(locks.RedisOptions(addr, &st.writes))
+	defer c.Close()
+	p := hlredis.New(c)
+	defer p.Close()
+	lo := locking.DefaultOptions()
+	lo.Namespace = ns
+	lock, err := locking.New(p, lo)
+	if err != nil {
+		return err
+	}
+	base := memNow()
+
+	opts := []leadership.Option{leadership.WithIdentity(name)}
+	if o.Balance {
+		opts = append(opts, leadership.WithBalanceGroup(leadership.NewBalanceGroup(nil)))
+	}
+	electors := make([]*leadership.Elector, 0, roles)
+	for r := range roles {
+		e, err := leadership.NewElector(fmt.Sprintf("role-%04d", r), lock, o, opts...)
+		if err != nil {
+			return err
+		}
+		e.OnChange(func(ch leadership.Change) {
+			if ch.IsLeader {
+				st.acquired.Add(1)
+			} else {
+				st.lost.Add(1)
+			}
+			for at := ch.At.UnixNano(); ; {
+				prev := st.lastChange.Load()
+				if at <= prev || st.lastChange.CompareAndSwap(prev, at) {
+					break
+				}
+			}
+		})
+		electors = append(electors, e)
+	}
+	emit(replicaMsg{Type: "starting", Name: name, At: time.Now().UnixNano()})
+	var startErr error
+	started := electors[:0:0]
+	for _, e := range electors {
+		if startErr = e.Start(context.Background()); startErr != nil {
+			break
+		}
+		started = append(started, e)
+	}
+	stopAll := func() {
+		work := make(chan *leadership.Elector)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for e := range work {
+					ctx, cancel := context.WithTimeout(context.Background(), o.Lease)
+					_ = e.Stop(ctx) // an unreleased lease expires on its own
+					cancel()
+				}
+			})
+		}
+		for _, e := range started {
+			work <- e
+		}
+		close(work)
+		wg.Wait()
+	}
+	if startErr != nil {
+		stopAll()
+		return startErr
+	}
+	emit(replicaMsg{Type: "ready", Name: name, At: time.Now().UnixNano()})
+
+	// Status: at once after a change (checked every 20 ms), else every second.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		var last replicaMsg
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			m := st.status(name)
+			if m.Acquired != last.Acquired || m.Lost != last.Lost || time.Duration(m.At-last.At) >= time.Second {
+				emit(m)
+				last = m
+			}
+		}
+	})
+
+	sc := bufio.NewScanner(in)
+commands:
+	for sc.Scan() {
+		switch sc.Text() {
+		case "mem":
+			m := memNow()
+			emit(replicaMsg{Type: "mem", Name: name, At: time.Now().UnixNano(),
+				HeapBytes: m.heap, StackBytes: m.stack, Goroutines: m.goroutines,
+				BaseHeap: base.heap, BaseStack: base.stack, BaseGoroutines: base.goroutines})
+		case "stop":
+			break commands
+		}
+	}
+	stopAll()
+	close(done)
+	wg.Wait()
+	emit(st.status(name))
+	emit(replicaMsg{Type: "stopped", Name: name, At: time.Now().UnixNano()})
+	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+type memSample struct {
+	heap, stack int64
+	goroutines  int
+}
+
+// memNow is the heap in use and the goroutine stacks after two GCs.
+func memNow() memSample {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return memSample{heap: int64(ms.HeapAlloc), stack: int64(ms.StackInuse), goroutines: runtime.NumGoroutine()}
+}
