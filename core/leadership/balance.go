@@ -3,6 +3,7 @@ package leadership
 import (
 	"cmp"
 	"context"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,7 @@ type BalanceGroup struct {
 	running int
 	stop    chan struct{}
 	done    chan struct{}
+	ids     map[string][]string // the participants of each role it led at the last round
 
 	// Owned by the round goroutine.
 	moved    map[string]time.Time // role -> when this group last resigned it
@@ -61,7 +63,7 @@ func NewBalanceGroup(logger *zap.Logger) *BalanceGroup {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, moved: map[string]time.Time{}}
+	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, ids: map[string][]string{}, moved: map[string]time.Time{}}
 }
 
 // WithBalanceGroup makes the elector a member of g when Options.Balance is
@@ -157,6 +159,46 @@ func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) strin
 	return taker
 }
 
+// successor names the participant e's role should go to when e stops
+// while leading it: the other participant, among those the last round saw,
+// that leads fewest roles as this instance learned. "" when unknown. Naming
+// it lets the survivors of a graceful leave take the roles without racing
+// for them (B1).
+func (g *BalanceGroup) successor(e *Elector) string {
+	g.mu.Lock()
+	ids := slices.Clone(g.ids[e.role])
+	g.mu.Unlock()
+	if len(ids) == 0 {
+		return ""
+	}
+	leads := map[string]int{}
+	for _, m := range g.snapshot() {
+		if id, ok := m.Leader(); ok {
+			leads[id]++
+		}
+	}
+	// The fewest leads wins; ties (all equal when a whole process stops
+	// its roles at once) are spread by the role's name.
+	var ties []string
+	least := -1
+	for _, id := range ids {
+		switch n := leads[id]; {
+		case id == e.identity:
+		case least < 0 || n < least:
+			ties, least = []string{id}, n
+		case n == least:
+			ties = append(ties, id)
+		}
+	}
+	if len(ties) == 0 {
+		return ""
+	}
+	slices.Sort(ties)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(e.role))
+	return ties[h.Sum32()%uint32(len(ties))]
+}
+
 // snapshot lists the members.
 func (g *BalanceGroup) snapshot() []*Elector {
 	g.mu.Lock()
@@ -238,6 +280,12 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			continue
 		}
 		v := roleView{e: e}
+		g.mu.Lock()
+		g.ids[e.role] = g.ids[e.role][:0]
+		for _, p := range ps {
+			g.ids[e.role] = append(g.ids[e.role], p.Identity)
+		}
+		g.mu.Unlock()
 		for _, p := range ps {
 			v.ids = append(v.ids, p.Identity)
 			identities[p.Identity] = true

@@ -85,7 +85,7 @@ type observation struct {
 // outcome of the release on reply.
 type request struct {
 	stop   bool   // Stop; else Resign
-	target string // Resign: the participant to hand the role to (B1), "" for any
+	target string // the participant the release hands the role to (B1), "" for any
 	ctx    context.Context
 	ended  chan struct{}
 	reply  chan error // buffered: the loop never blocks on a caller that gave up
@@ -369,11 +369,15 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.phase = phaseStopping
 	l := e.loop
 	e.mu.Unlock()
+	var target string
 	if e.group != nil {
+		if e.IsLeader() {
+			target = e.group.successor(e)
+		}
 		e.group.leave(e)
 	}
 
-	req := request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+	req := request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
 	l.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	var err error

@@ -681,7 +681,7 @@ func (l *loop) stop(req request) {
 	l.stopping = &req
 	l.timer.Stop()
 	if lease := l.endTerm(Released, nil); lease != nil {
-		l.release(req.ctx, lease, l.collect)
+		l.releaseTo(req.ctx, lease, req.target, l.collect)
 	}
 	close(req.ended)
 	if l.step != nil {
