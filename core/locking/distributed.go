@@ -101,9 +101,12 @@ func (l *DistributedLock) capLease(lease time.Duration) (time.Duration, error) {
 }
 
 // TryAcquire makes one attempt to take key for lease (capped at MaxLease),
-// storing the default owner identity.
+// storing the default owner identity. A plain lock user is not registered
+// as a participant and its acquisition is not announced (P1, P2 are for
+// electors, which use TryAcquireAs or TryAcquirePriority): it costs the
+// fewest commands.
 func (l *DistributedLock) TryAcquire(ctx context.Context, key string, lease time.Duration) (Lease, error) {
-	return l.TryAcquireAs(ctx, key, lease, l.owner)
+	return l.tryAcquire(ctx, key, lease, l.owner, 0, 0, false)
 }
 
 // TryAcquireAs is TryAcquire storing owner as the holder identity reported
@@ -121,6 +124,12 @@ func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.D
 // this caller may take it; meanwhile it is refused with *HeldError whose
 // Owner is "". Providers without ProviderAcquirer ignore both.
 func (l *DistributedLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (Lease, error) {
+	return l.tryAcquire(ctx, key, d, owner, priority, yield, true)
+}
+
+// tryAcquire is TryAcquirePriority, registering the participant only when
+// register is set.
+func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration, register bool) (Lease, error) {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return nil, err
@@ -142,11 +151,15 @@ func (l *DistributedLock) TryAcquirePriority(ctx context.Context, key string, d 
 	if err != nil {
 		return nil, err
 	}
-	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl}
+	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}
 	if a, ok := l.p.(ProviderAcquirer); ok {
+		var pttl time.Duration
+		if register {
+			pttl = participantTTL(ttl)
+		}
 		r, err := a.AcquireWith(ctx, AcquireRequest{
 			Key: pkey, Value: value, TTL: ttl,
-			Owner: owner, ParticipantTTL: participantTTL(ttl), Priority: priority, Yield: yield,
+			Owner: owner, ParticipantTTL: pttl, Priority: priority, Yield: yield,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
@@ -291,6 +304,7 @@ type lease struct {
 	value     string
 	owner     string
 	priority  int
+	register  bool // extensions register the participant (not for plain TryAcquire)
 	mu        sync.Mutex
 	granted   time.Duration
 	preempted bool
@@ -324,9 +338,13 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	var ok, preempt bool
 	if a, isA := s.l.p.(ProviderAcquirer); isA {
 		var r ExtendResult
+		var pttl time.Duration
+		if s.register {
+			pttl = participantTTL(ttl)
+		}
 		r, err = a.ExtendWith(ctx, ExtendRequest{
 			Key: s.pkey, Value: s.value, TTL: ttl,
-			Owner: s.owner, ParticipantTTL: participantTTL(ttl), Priority: s.priority,
+			Owner: s.owner, ParticipantTTL: pttl, Priority: s.priority,
 		})
 		ok, preempt = r.Extended, r.Preempt
 	} else {

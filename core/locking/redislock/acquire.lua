@@ -62,7 +62,9 @@ local held = redis.call('GET', KEYS[1])
 if held then
   if registering then
     redis.call('HSET', KEYS[2], self, record)
-    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    if #all == 0 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    end
   end
   return {0, redis.call('PTTL', KEYS[1]), held, top or 0}
 end
@@ -79,7 +81,6 @@ if wait > 0 and registering and others and top > prio then
     redis.call('HSET', KEYS[2], self, record)
   end
   if ms < seen + wait then
-    redis.call('PEXPIRE', KEYS[2], ARGV[5])
     return {0, seen + wait - ms, '', top}
   end
 end
@@ -110,10 +111,19 @@ end
 if meta['free'] then
   redis.call('HDEL', KEYS[2], 'free')
 end
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-if ARGV[6] == 'k' then
-  redis.call(ARGV[7], KEYS[1] .. ':released', 'acquired:' .. ARGV[3])
-elseif ARGV[6] == 'w' then
-  redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', 'acquired:' .. ARGV[3])
+if #all == 0 then
+  -- A new hash gets its time to live; an existing one keeps it, so the
+  -- fence and the participants live MetaTTL from the hash's creation and
+  -- a later hash starts again from the server's clock.
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
+-- Announce the holder to the role's watchers (P2); a plain lock user
+-- (not registering) has none.
+if registering then
+  if ARGV[6] == 'k' then
+    redis.call(ARGV[7], KEYS[1] .. ':released', 'acquired:' .. ARGV[3])
+  elseif ARGV[6] == 'w' then
+    redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', 'acquired:' .. ARGV[3])
+  end
 end
 return {1, fence}
