@@ -17,9 +17,9 @@ const acquirePoll = 250 * time.Millisecond
 // for MaxHold (L6), after which it is left to expire.
 //
 // Done is closed when the lease ends: work guarded by the lock must stop
-// when it is. A lost lease is not a
-// fencing token: between the backend's expiry and Done there is a window
-// of up to one extension period.
+// when it is. Done alone does not exclude a late write: between the
+// backend's expiry and Done there is a window of up to one extension
+// period. Fence closes it where the store checks fences.
 type Held struct {
 	lease    Lease
 	done     chan struct{}
@@ -134,6 +134,18 @@ func (h *Held) end(err error) {
 
 // Key is the consumer key.
 func (h *Held) Key() string { return h.lease.Key() }
+
+// Fence is the fencing token issued when the lock was taken (G1), kept by
+// every automatic extension; 0 when the provider issues none (a disabled
+// lock, or a provider without fences). Pass it with every write guarded by
+// the lock to a store that refuses stale fences (core/fencing): a write
+// from a holder that lost the lock then cannot land after its successor's.
+func (h *Held) Fence() uint64 {
+	if f, ok := h.lease.(Fenced); ok {
+		return f.Fence()
+	}
+	return 0
+}
 
 // Done is closed when the lease ends: lost, expired, or released.
 func (h *Held) Done() <-chan struct{} { return h.done }

@@ -130,6 +130,27 @@ func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.D
 	if err != nil {
 		return nil, err
 	}
+	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, granted: ttl}
+	if a, ok := l.p.(ProviderAcquirer); ok {
+		r, err := a.AcquireWith(ctx, AcquireRequest{
+			Key: pkey, Value: value, TTL: ttl,
+			Owner: owner, ParticipantTTL: participantTTL(ttl),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
+		}
+		if !r.Acquired {
+			h := &HeldError{Key: key, Remaining: r.Remaining}
+			if r.HolderValue != "" {
+				h.Owner = ownerOf(r.HolderValue)
+			}
+			return nil, h
+		}
+		if r.Fence != 0 {
+			return &fencedLease{lease: ls, fence: r.Fence}, nil
+		}
+		return ls, nil
+	}
 	ok, remaining, err := l.p.Acquire(ctx, pkey, value, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
@@ -137,8 +158,12 @@ func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.D
 	if !ok {
 		return nil, &HeldError{Key: key, Remaining: remaining}
 	}
-	return &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, granted: ttl}, nil
+	return ls, nil
 }
+
+// participantTTL is how long a request registers its owner as a
+// participant: two leases (P1).
+func participantTTL(lease time.Duration) time.Duration { return 2 * lease }
 
 // newValue returns a fresh ownership record: a 128-bit random token in hex,
 // a colon, and the owner identity.
@@ -274,7 +299,15 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
-	ok, err := s.l.p.Extend(ctx, s.pkey, s.value, ttl)
+	var ok bool
+	if a, isA := s.l.p.(ProviderAcquirer); isA {
+		ok, err = a.ExtendWith(ctx, ExtendRequest{
+			Key: s.pkey, Value: s.value, TTL: ttl,
+			Owner: s.owner, ParticipantTTL: participantTTL(ttl),
+		})
+	} else {
+		ok, err = s.l.p.Extend(ctx, s.pkey, s.value, ttl)
+	}
 	if err != nil {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
@@ -301,7 +334,22 @@ func (s *lease) Release(ctx context.Context) error {
 	return nil
 }
 
-// placeholder is the lease a disabled lock grants everyone (L4).
+// fencedLease is a lease whose acquisition issued a fence (G1). Leases of
+// providers without fences are plain *lease values, which do not implement
+// Fenced.
+type fencedLease struct {
+	*lease
+	fence uint64
+}
+
+var _ Fenced = (*fencedLease)(nil)
+
+// Fence is the fencing token issued with the acquisition; extensions keep
+// it.
+func (s *fencedLease) Fence() uint64 { return s.fence }
+
+// placeholder is the lease a disabled lock grants everyone (L4). It does
+// not implement Fenced: it excludes nobody, so it has no fence.
 type placeholder struct {
 	key     string
 	owner   string

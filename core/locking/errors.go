@@ -61,3 +61,33 @@ func (e *KeyError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidKey) hold.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
+
+// ErrBadRecord is matched by errors reporting a stored record that does not
+// parse (a participant record or a fence written by a foreign writer or an
+// incompatible version). Use errors.As with *RecordError for the details.
+var ErrBadRecord = errors.New("locking: stored record does not parse")
+
+// RecordError reports a stored record that does not parse: Key is the
+// provider key it belongs to, Record names the record (for example the
+// participant's field), Value is what is stored (truncated to 64 bytes).
+// errors.Is(err, ErrBadRecord) holds for it.
+type RecordError struct {
+	Key    string
+	Record string
+	Value  string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("locking: key %q: record %q does not parse: %q", e.Key, e.Record, e.Value)
+}
+
+// Is makes errors.Is(err, ErrBadRecord) hold.
+func (e *RecordError) Is(target error) bool { return target == ErrBadRecord }
+
+// NewRecordError returns a *RecordError, truncating value to 64 bytes.
+func NewRecordError(key, record, value string) *RecordError {
+	if len(value) > 64 {
+		value = value[:64] + "..."
+	}
+	return &RecordError{Key: key, Record: record, Value: value}
+}

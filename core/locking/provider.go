@@ -53,3 +53,139 @@ type ProviderState interface {
 	// State reads the value stored under key.
 	State(ctx context.Context, key string) (value int64, ok bool, err error)
 }
+
+// AcquireRequest is one acquisition attempt through a ProviderAcquirer.
+type AcquireRequest struct {
+	// Key is the provider key to take.
+	Key string
+	// Value is the ownership record to store (see Provider).
+	Value string
+	// TTL is the lease's time to live.
+	TTL time.Duration
+	// Owner is the identity stored in Value. A successful acquisition
+	// announces it (EventAcquired) to key's event watchers.
+	Owner string
+	// ParticipantTTL, when positive, registers Owner as a participant of
+	// Key for that long, whatever the outcome (P1). Its first registration
+	// time is kept across refreshes.
+	ParticipantTTL time.Duration
+}
+
+// AcquireResult is the outcome of ProviderAcquirer.AcquireWith.
+type AcquireResult struct {
+	// Acquired reports whether Key was taken.
+	Acquired bool
+	// Fence is the fencing token issued with the acquisition (G1): larger
+	// than every fence issued for Key before. 0 when refused.
+	Fence uint64
+	// Remaining is the holder's remaining time to live when refused (0
+	// when unknown).
+	Remaining time.Duration
+	// HolderValue is the ownership record the holder stored, when refused
+	// ("" when unknown). It embeds the holder's owner identity.
+	HolderValue string
+}
+
+// ExtendRequest is one extension through a ProviderAcquirer.
+type ExtendRequest struct {
+	// Key, Value and TTL are those of Provider.Extend.
+	Key, Value string
+	TTL        time.Duration
+	// Owner and ParticipantTTL register Owner as a participant of Key, as
+	// in AcquireRequest, whatever the outcome.
+	Owner          string
+	ParticipantTTL time.Duration
+}
+
+// ProviderAcquirer is implemented by providers that do more in the single
+// step of an acquisition or extension: issue a fence (G1), report the
+// holder's ownership record on refusal (P2), announce acquisitions to event
+// watchers (P2) and register participants (P1). DistributedLock uses it
+// instead of Provider.Acquire and Provider.Extend when present.
+type ProviderAcquirer interface {
+	// AcquireWith is Provider.Acquire with the additions above, in one
+	// atomic step. A fence stored for the key that is not a number is an
+	// error naming the key; nothing is written then.
+	AcquireWith(ctx context.Context, r AcquireRequest) (AcquireResult, error)
+	// ExtendWith is Provider.Extend registering the participant, in one
+	// atomic step. An extension keeps the lease's fence.
+	ExtendWith(ctx context.Context, r ExtendRequest) (bool, error)
+}
+
+// ProviderEvents is implemented by providers that publish what happens to a
+// key (P2, O1). Keys are provider keys; see EventWatcher for the semantics.
+type ProviderEvents interface {
+	// WatchEvents returns a channel of key's events and a function that
+	// ends the watch.
+	WatchEvents(key string) (events <-chan Event, stop func())
+	// PublishResign publishes a resign request for owner ("" for whoever
+	// holds key) on key's event channel.
+	PublishResign(ctx context.Context, key, owner string) error
+}
+
+// ProviderParticipants is implemented by providers that keep participant
+// registrations (P1). Keys are provider keys.
+type ProviderParticipants interface {
+	// Participants lists key's live participants in one step. Records that
+	// do not parse are skipped: the others are returned together with an
+	// error matching ErrBadRecord.
+	Participants(ctx context.Context, key string) ([]Participant, error)
+	// Deregister removes owner from key's participants.
+	Deregister(ctx context.Context, key, owner string) error
+}
+
+// ProviderKeyState is what a ProviderInspector reports about a key.
+type ProviderKeyState struct {
+	// Held reports whether a lease is stored under the key.
+	Held bool
+	// Value and TTL are the stored ownership record and its remaining time
+	// to live, when Held.
+	Value string
+	TTL   time.Duration
+	// Fence is the last fence issued for the key (0 when none is stored).
+	Fence uint64
+	// Participants are the key's live participants.
+	Participants []Participant
+}
+
+// ProviderInspector is implemented by providers that can describe a key in
+// one step and list the keys they store (for operators' tools, O1).
+type ProviderInspector interface {
+	// Inspect reports key's holder, fence and participants in one step.
+	// Participant records that do not parse are skipped, as in
+	// ProviderParticipants.Participants.
+	Inspect(ctx context.Context, key string) (ProviderKeyState, error)
+	// Keys lists the provider keys that start with prefix and have a lease,
+	// a fence or participants stored. The order is unspecified.
+	Keys(ctx context.Context, prefix string) ([]string, error)
+}
+
+// EventBuffer is the capacity of the channels the providers of this module
+// return from WatchEvents: a reader that falls further behind loses
+// events, never the subscription state (see SendEvent).
+const EventBuffer = 16
+
+// SendEvent delivers e on ch without blocking, by the rules of
+// EventWatcher: an ordinary event is dropped when ch is full; a
+// subscription state event (EventSubscribed, EventUnsubscribed) takes the
+// place of the oldest pending event instead, so a reader always learns that
+// something may be missing. Callers serialise their sends to one channel.
+// It is for providers implementing ProviderEvents.
+func SendEvent(ch chan Event, e Event) {
+	select {
+	case ch <- e:
+		return
+	default:
+	}
+	if e.Kind != EventSubscribed && e.Kind != EventUnsubscribed {
+		return
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- e:
+	default:
+	}
+}

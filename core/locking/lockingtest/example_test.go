@@ -33,4 +33,9 @@ func ExampleChecks() {
 	// L6_AcquireWaitsAndWakesOnRelease
 	// L6_AcquireCancelledLeavesHolder
 	// L6_HeldExtendsAndStopsAtMaxHold
+	// G1_FencesStrictlyIncreaseAcrossHolders
+	// P2_RefusalNamesHolder
+	// P2_EventsAcquiredReleasedResign
+	// P1_ParticipantsRegisteredAndExpire
+	// O1_InspectAndKeys
 }

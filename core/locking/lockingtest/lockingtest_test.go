@@ -28,21 +28,47 @@ type mutant struct {
 }
 
 func (m mutant) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	ok, remaining, err := m.Provider.Acquire(ctx, key, value, ttl)
+	r, err := m.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
+	return r.Acquired, r.Remaining, err
+}
+
+func (m mutant) AcquireWith(ctx context.Context, req locking.AcquireRequest) (locking.AcquireResult, error) {
+	if m.defect == "no-participants" {
+		req.ParticipantTTL = 0
+	}
+	r, err := m.Provider.AcquireWith(ctx, req)
 	switch m.defect {
 	case "not-exclusive":
-		return true, 0, err
+		r.Acquired = true
+		r.Fence = max(r.Fence, 1)
 	case "no-remaining":
-		return ok, 0, err
+		r.Remaining = 0
+	case "fence-not-increasing":
+		if r.Acquired {
+			r.Fence = 7
+		}
+	case "no-holder-owner":
+		r.HolderValue = ""
 	}
-	return ok, remaining, err
+	return r, err
 }
 
 func (m mutant) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return m.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+}
+
+func (m mutant) ExtendWith(ctx context.Context, req locking.ExtendRequest) (bool, error) {
 	if m.defect == "extend-without-owner-check" {
 		return true, nil
 	}
-	return m.Provider.Extend(ctx, key, value, ttl)
+	return m.Provider.ExtendWith(ctx, req)
+}
+
+func (m mutant) WatchEvents(key string) (<-chan locking.Event, func()) {
+	if m.defect == "no-events" {
+		return make(chan locking.Event), func() {}
+	}
+	return m.Provider.WatchEvents(key)
 }
 
 func (m mutant) Release(ctx context.Context, key, value string) (bool, error) {
@@ -114,6 +140,10 @@ func TestRun_FailsOnBrokenProviders(t *testing.T) {
 		"extend-without-owner-check":  {"L3_StaleTokenExtendAndReleaseRefused", "L3_ExtendAfterExpiryRefused"},
 		"release-without-owner-check": {"L3_StaleTokenExtendAndReleaseRefused", "L3_ReleaseTwiceRefused"},
 		"no-notification":             {"L7_NotificationOnRelease", "L6_AcquireWaitsAndWakesOnRelease"},
+		"fence-not-increasing":        {"G1_FencesStrictlyIncreaseAcrossHolders"},
+		"no-holder-owner":             {"P2_RefusalNamesHolder"},
+		"no-events":                   {"P2_EventsAcquiredReleasedResign"},
+		"no-participants":             {"P1_ParticipantsRegisteredAndExpire"},
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestMutantProvider$", "-test.v", "-test.count=1")

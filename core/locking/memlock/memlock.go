@@ -22,9 +22,24 @@ const sweepEvery = 1024
 type Provider struct {
 	mu       sync.Mutex
 	entries  map[string]entry
+	meta     map[string]*meta // fences and participants, by provider key
 	state    map[string]int64
 	watchers map[string]map[chan struct{}]struct{}
+	events   map[string]map[*eventWatcher]struct{}
 	writes   int
+}
+
+// meta is what the provider keeps about a key beyond its lease: the last
+// fence issued (kept for the provider's lifetime, so fences never repeat)
+// and the participants.
+type meta struct {
+	fence        uint64
+	participants map[string]participant
+}
+
+// participant is one registration.
+type participant struct {
+	since, expires time.Time
 }
 
 type entry struct {
@@ -33,18 +48,24 @@ type entry struct {
 }
 
 var (
-	_ locking.Provider        = (*Provider)(nil)
-	_ locking.ProviderWatcher = (*Provider)(nil)
-	_ locking.ProviderHolder  = (*Provider)(nil)
-	_ locking.ProviderState   = (*Provider)(nil)
+	_ locking.Provider             = (*Provider)(nil)
+	_ locking.ProviderAcquirer     = (*Provider)(nil)
+	_ locking.ProviderEvents       = (*Provider)(nil)
+	_ locking.ProviderParticipants = (*Provider)(nil)
+	_ locking.ProviderInspector    = (*Provider)(nil)
+	_ locking.ProviderWatcher      = (*Provider)(nil)
+	_ locking.ProviderHolder       = (*Provider)(nil)
+	_ locking.ProviderState        = (*Provider)(nil)
 )
 
 // New returns an empty provider.
 func New() *Provider {
 	return &Provider{
 		entries:  make(map[string]entry),
+		meta:     make(map[string]*meta),
 		state:    make(map[string]int64),
 		watchers: make(map[string]map[chan struct{}]struct{}),
+		events:   make(map[string]map[*eventWatcher]struct{}),
 	}
 }
 
@@ -83,33 +104,84 @@ func (p *Provider) wrote(now time.Time) {
 
 // Acquire implements locking.Provider.
 func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
+	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
+	return r.Acquired, r.Remaining, err
+}
+
+// AcquireWith implements locking.ProviderAcquirer: the fence is
+// max(last fence + 1, now in microseconds since the Unix epoch), so fences
+// increase per key across holders; the last one is kept for the
+// provider's lifetime.
+func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	if err := ctx.Err(); err != nil {
-		return false, 0, err
+		return locking.AcquireResult{}, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.live(key, now); ok {
-		return false, e.expires.Sub(now), nil
+	p.register(r.Key, r.Owner, r.ParticipantTTL, now)
+	if e, ok := p.live(r.Key, now); ok {
+		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value}, nil
 	}
-	p.entries[key] = entry{value: value, expires: now.Add(ttl)}
+	m := p.metaOf(r.Key)
+	m.fence = max(m.fence+1, uint64(max(now.UnixMicro(), 0)))
+	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	p.wrote(now)
-	return true, 0, nil
+	p.publish(r.Key, locking.Event{Kind: locking.EventAcquired, Owner: r.Owner})
+	return locking.AcquireResult{Acquired: true, Fence: m.fence}, nil
+}
+
+// metaOf returns key's meta, creating it. p.mu must be held.
+func (p *Provider) metaOf(key string) *meta {
+	m := p.meta[key]
+	if m == nil {
+		m = &meta{}
+		p.meta[key] = m
+	}
+	return m
+}
+
+// register makes owner a participant of key until now+ttl, keeping its
+// first registration time; ttl ≤ 0 registers nothing. p.mu must be held.
+func (p *Provider) register(key, owner string, ttl time.Duration, now time.Time) {
+	if ttl <= 0 {
+		return
+	}
+	m := p.metaOf(key)
+	if m.participants == nil {
+		m.participants = make(map[string]participant)
+	}
+	since := now
+	if old, ok := m.participants[owner]; ok && now.Before(old.expires) {
+		since = old.since
+	}
+	m.participants[owner] = participant{since: since, expires: now.Add(ttl)}
+	for o, pt := range m.participants {
+		if !now.Before(pt.expires) {
+			delete(m.participants, o)
+		}
+	}
 }
 
 // Extend implements locking.Provider.
 func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+}
+
+// ExtendWith implements locking.ProviderAcquirer.
+func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, ok := p.live(key, now)
-	if !ok || e.value != value {
+	p.register(r.Key, r.Owner, r.ParticipantTTL, now)
+	e, ok := p.live(r.Key, now)
+	if !ok || e.value != r.Value {
 		return false, nil
 	}
-	p.entries[key] = entry{value: value, expires: now.Add(ttl)}
+	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	return true, nil
 }
 
@@ -132,6 +204,7 @@ func (p *Provider) Release(ctx context.Context, key, value string) (bool, error)
 		default: // coalesced: a notification is already pending
 		}
 	}
+	p.publish(key, locking.Event{Kind: locking.EventReleased})
 	return true, nil
 }
 

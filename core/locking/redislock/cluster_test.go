@@ -66,6 +66,12 @@ func testClusterKeySlot(t *testing.T, cl *redistest.Cluster) {
 		if got := redislock.KeySlot(k); int64(got) != want {
 			t.Errorf("keySlot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
 		}
+		if k != "" {
+			m := redislock.MetaKey(k)
+			if got, err := c.ClusterKeySlot(ctx, m).Result(); err != nil || got != want {
+				t.Errorf("meta key %q of %q is in slot %d, the key in %d", m, k, got, want)
+			}
+		}
 		if ch := redislock.ChannelOf(p, k); ch != "" {
 			if got, err := c.ClusterKeySlot(ctx, ch).Result(); err != nil || got != want {
 				t.Errorf("release channel %q of %q is in slot %d, the key in %d", ch, k, got, want)

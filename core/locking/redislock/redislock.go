@@ -27,6 +27,8 @@ var (
 	getLua string
 	//go:embed advance.lua
 	advanceLua string
+	//go:embed inspect.lua
+	inspectLua string
 )
 
 // ErrNilClient is returned by every operation of a Provider built with a nil
@@ -37,8 +39,12 @@ var ErrNilClient = errors.New("redislock: nil client")
 // reply was lost (L3: a cancelled context leaves no lease behind).
 const cleanupTimeout = time.Second
 
-// acquired is the acquire script's reply when it took the key.
-const acquired = -3
+// Replies of the acquire script (first element).
+const (
+	acquiredReply = 1 // {1, fence}
+	heldReply     = 0 // {0, pttl, holder value}
+	badFenceReply = 2 // {2, stored fence}
+)
 
 // script is one Lua script: run with EVALSHA, and with EVAL when the server
 // does not know it yet (NOSCRIPT, e.g. after SCRIPT FLUSH or a restart).
@@ -54,7 +60,7 @@ func newScript(src string) script {
 
 // scripts are the provider's Lua scripts.
 type scripts struct {
-	acquire, extend, release, get, advance script
+	acquire, extend, release, get, advance, inspect script
 }
 
 func newScripts() scripts {
@@ -64,12 +70,14 @@ func newScripts() scripts {
 		release: newScript(releaseLua),
 		get:     newScript(getLua),
 		advance: newScript(advanceLua),
+		inspect: newScript(inspectLua),
 	}
 }
 
-// run runs s with one key. args must be []any{nil, nil, "1", key, argv...}:
-// run fills in the command and the script. On Redis Cluster the client
-// routes the command by its key (the argument after numkeys).
+// run runs s. args must be []any{nil, nil, numkeys, keys..., argv...}: run
+// fills in the command and the script. On Redis Cluster the client routes
+// the command by its first key (the argument after numkeys); every key of
+// a script is in that key's slot.
 func (p *Provider) run(ctx context.Context, s script, args []any) *redis.Cmd {
 	args[0], args[1] = "evalsha", s.sha
 	cmd := p.c.Do(ctx, args...)
@@ -160,58 +168,131 @@ func (p *Provider) ready() error {
 	return nil
 }
 
-// Acquire implements locking.Provider: SET key value NX PX ttl, and on
-// refusal the holder's PTTL, in one script. When the reply is lost because
-// ctx ended or the connection failed after the command was sent, Acquire
-// makes a best-effort release of value (compare-and-delete, bounded by one
-// second) so that no lease is left behind, and returns the error.
+// Acquire implements locking.Provider through AcquireWith, registering no
+// participant.
 func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
+	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
+	return r.Acquired, r.Remaining, err
+}
+
+// AcquireWith implements locking.ProviderAcquirer in one script (see
+// acquire.lua): when the key is free it stores the value with PX ttl,
+// issues the fence max(last fence + 1, server TIME in microseconds) into
+// the key's meta hash, and publishes "acquired:OWNER" on the key's event
+// channel; when the key is held it reports the holder's value and PTTL.
+// Either way it registers the participant.
+//
+// When the reply is lost because ctx ended or the connection failed after
+// the command was sent, AcquireWith makes a best-effort release of the value
+// (compare-and-delete, bounded by one second) so that no lease is left
+// behind, and returns the error; when ctx has ended, the error wraps
+// ctx.Err() whatever the transport reported.
+func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	var res locking.AcquireResult
 	if err := p.ready(); err != nil {
-		return false, 0, err
+		return res, err
 	}
-	ms, err := millis(ttl)
+	ms, err := millis(r.TTL)
 	if err != nil {
-		return false, 0, err
+		return res, err
 	}
-	if err := ctx.Err(); err != nil {
-		return false, 0, opError("acquire", ctx, err)
+	pms := participantMillis(r.ParticipantTTL)
+	if err := ctxErr(ctx); err != nil {
+		return res, opError("acquire", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.acquire, []any{nil, nil, "1", key, value, ms}).Int64()
+	reply, err := p.run(ctx, p.s.acquire, []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish}).Slice()
 	if err != nil {
 		if mayHaveRun(err) {
-			p.cleanup(ctx, key, value)
+			p.cleanup(ctx, r.Key, r.Value)
 		}
-		return false, 0, opError("acquire", ctx, err)
+		return res, opError("acquire", ctx, err)
 	}
-	if n == acquired {
-		return true, 0, nil
-	}
+	kind, _ := replyInt(reply, 0)
 	switch {
-	case n > 0:
-		return false, time.Duration(n) * time.Millisecond, nil
-	case n == 0: // expires within the millisecond
-		return false, time.Millisecond, nil
-	default: // -1: held without expiry (written by someone else); unknown
-		return false, 0, nil
+	case kind == acquiredReply && len(reply) == 2:
+		f, ok := replyInt(reply, 1)
+		if !ok || f <= 0 {
+			break
+		}
+		res.Acquired, res.Fence = true, uint64(f)
+		return res, nil
+	case kind == heldReply && len(reply) == 3:
+		n, ok1 := replyInt(reply, 1)
+		v, ok2 := reply[2].(string)
+		if !ok1 || !ok2 {
+			break
+		}
+		res.HolderValue = v
+		switch {
+		case n > 0:
+			res.Remaining = time.Duration(n) * time.Millisecond
+		case n == 0: // expires within the millisecond
+			res.Remaining = time.Millisecond
+		default: // -1: held without expiry (written by someone else); unknown
+		}
+		return res, nil
+	case kind == badFenceReply && len(reply) == 2:
+		v, _ := reply[1].(string)
+		return res, fmt.Errorf("redislock: acquire: %w", locking.NewRecordError(metaKey(r.Key), fenceField, v))
 	}
+	return res, fmt.Errorf("redislock: acquire %q: unexpected reply %v", r.Key, reply)
+}
+
+// replyInt returns element i of a script reply as an integer.
+func replyInt(r []any, i int) (int64, bool) {
+	if i >= len(r) {
+		return 0, false
+	}
+	n, ok := r[i].(int64)
+	return n, ok
+}
+
+// participantMillis is a participant ttl in whole milliseconds for the
+// scripts, rounded up; "0" (register nothing) when it is not positive.
+func participantMillis(d time.Duration) any {
+	if d <= 0 {
+		return "0"
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 // cleanup deletes key if it stores value, on a context detached from the
-// caller's (which may have ended) and bounded by cleanupTimeout. The outcome
-// is not reported: the acquisition already failed.
+// caller's (which may have ended) and bounded by cleanupTimeout, and then
+// publishes the release like Release (an acquisition that ran announced
+// itself). The outcome is not reported: the acquisition already failed.
 func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, noChannel, p.publish}).Err()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Err()
 }
 
 // opError wraps the error of operation op. When ctx has ended, its error is
-// wrapped too: go-redis may report a deadline as an i/o timeout.
+// wrapped too, whatever the transport reported: go-redis may report a
+// deadline as an i/o timeout (the connection's deadline can fire a moment
+// before the context's own timer, so ctxErr also compares the deadline with
+// the clock).
 func opError(op string, ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("redislock: %s: %w: %w", op, cerr, err)
 	}
 	return fmt.Errorf("redislock: %s: %w", op, err)
+}
+
+// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // mayHaveRun reports whether a failed command may have run on the server:
@@ -231,17 +312,28 @@ func mayHaveRun(err error) bool {
 	return !errors.Is(err, redis.ErrClosed) && !errors.Is(err, redis.ErrPoolTimeout)
 }
 
-// Extend implements locking.Provider: PEXPIRE when key still stores value,
-// in one script.
+// Extend implements locking.Provider through ExtendWith, registering no
+// participant.
 func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+}
+
+// ExtendWith implements locking.ProviderAcquirer: PEXPIRE when the key
+// still stores the value, and the participant's registration, in one
+// script (see extend.lua). The fence is kept.
+func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
 	}
-	ms, err := millis(ttl)
+	ms, err := millis(r.TTL)
 	if err != nil {
 		return false, err
 	}
-	n, err := p.run(ctx, p.s.extend, []any{nil, nil, "1", key, value, ms}).Int64()
+	if err := ctxErr(ctx); err != nil {
+		return false, opError("extend", ctx, err)
+	}
+	n, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL)}).Int64()
 	if err != nil {
 		return false, opError("extend", ctx, err)
 	}
@@ -255,6 +347,9 @@ func (p *Provider) Release(ctx context.Context, key, value string) (bool, error)
 	if err := p.ready(); err != nil {
 		return false, err
 	}
+	if err := ctxErr(ctx); err != nil {
+		return false, opError("release", ctx, err)
+	}
 	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
@@ -266,6 +361,9 @@ func (p *Provider) Release(ctx context.Context, key, value string) (bool, error)
 func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
 	if err := p.ready(); err != nil {
 		return "", 0, false, err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return "", 0, false, opError("get", ctx, err)
 	}
 	r, err := p.run(ctx, p.s.get, []any{nil, nil, "1", key}).Slice()
 	if errors.Is(err, redis.Nil) {
@@ -291,6 +389,9 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	if err := p.ready(); err != nil {
 		return false, 0, err
 	}
+	if err := ctxErr(ctx); err != nil {
+		return false, 0, opError("advance", ctx, err)
+	}
 	r, err := p.run(ctx, p.s.advance, []any{nil, nil, "1", key, strconv.FormatInt(value, 10)}).Slice()
 	if err != nil {
 		return false, 0, opError("advance", ctx, err)
@@ -314,6 +415,9 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.ready(); err != nil {
 		return 0, false, err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return 0, false, opError("state", ctx, err)
 	}
 	s, err := p.c.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {

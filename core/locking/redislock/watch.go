@@ -2,11 +2,30 @@ package redislock
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
+
+// Event channel payloads. Releases published by earlier versions carry an
+// empty payload and count as releases.
+const (
+	releasedPayload = "released"
+	acquiredPrefix  = "acquired:" // + owner
+	resignPrefix    = "resign:"   // + owner, "" for whoever holds the key
+)
+
+// watcher is one local watch of a channel: a Watch (wake) or a WatchEvents
+// (events).
+type watcher struct {
+	wake   chan struct{}
+	events chan locking.Event
+}
 
 // watchTimeout bounds the SUBSCRIBE (or UNSUBSCRIBE) a Watch or its stop
 // sends. A failure is not reported: go-redis remembers the channel and
@@ -38,7 +57,10 @@ type subscription struct {
 	// watchers by channel; guarded by Provider.mu (read by the loop). A
 	// slice, not a set: a channel has one watcher or a few, and a slice of
 	// one costs a fraction of a map.
-	watchers map[string][]chan struct{}
+	watchers map[string][]*watcher
+	// live holds the channels the server confirmed subscribed since the
+	// connection was last lost; guarded by Provider.mu.
+	live map[string]bool
 }
 
 // Watch implements locking.ProviderWatcher: the returned channel receives
@@ -54,10 +76,47 @@ type subscription struct {
 // anyway. Watch on a provider without client, or after Close, returns a
 // channel that never receives.
 func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+	w := &watcher{wake: make(chan struct{}, 1)}
+	return w.wake, p.watch(key, w)
+}
+
+// WatchEvents implements locking.ProviderEvents on the connection Watch
+// uses: releases, acquisitions (with the new holder's owner), resign
+// requests, and the subscription's state: EventSubscribed once the server
+// confirms the key's channel subscribed (at first and after every
+// reconnection), EventUnsubscribed when the connection is lost or the
+// provider is closed. The channel holds locking.EventBuffer events (see
+// locking.SendEvent). On a provider without client, after Close, or for a
+// key without a channel (see channelMode) the channel never receives.
+func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
+	w := &watcher{events: make(chan locking.Event, locking.EventBuffer)}
+	return w.events, p.watch(key, w)
+}
+
+// PublishResign implements locking.ProviderEvents: it publishes
+// "resign:OWNER" on key's channel (PUBLISH, or SPUBLISH on Cluster).
+func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
+	if err := p.ready(); err != nil {
+		return err
+	}
+	name := p.channel(key)
+	if name == "" {
+		return fmt.Errorf("redislock: resign %q: the key has no event channel on Redis Cluster: %w", key, locking.ErrNotSupported)
+	}
+	if err := ctxErr(ctx); err != nil {
+		return opError("resign", ctx, err)
+	}
+	if err := p.c.Do(ctx, p.publish, name, resignPrefix+owner).Err(); err != nil {
+		return opError("resign", ctx, err)
+	}
+	return nil
+}
+
+// watch adds w to key's channel and returns its stop function.
+func (p *Provider) watch(key string, w *watcher) func() {
 	name := p.channel(key)
 	if p.c == nil || name == "" {
-		return ch, func() {}
+		return func() {}
 	}
 	slot := -1
 	if p.cluster {
@@ -68,7 +127,7 @@ func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return ch, func() {}
+			return func() {}
 		}
 		s = p.subs[slot]
 		if s == nil {
@@ -85,7 +144,10 @@ func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
 	}
 	p.mu.Lock()
 	first := len(s.watchers[name]) == 0
-	s.watchers[name] = append(s.watchers[name], ch)
+	s.watchers[name] = append(s.watchers[name], w)
+	if w.events != nil && s.live[name] {
+		locking.SendEvent(w.events, locking.Event{Kind: locking.EventSubscribed})
+	}
 	p.mu.Unlock()
 	if first {
 		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
@@ -105,7 +167,7 @@ func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
 	s.op.Unlock()
 
 	var once sync.Once
-	return ch, func() { once.Do(func() { p.unwatch(s, name, ch) }) }
+	return func() { once.Do(func() { p.unwatch(s, name, w) }) }
 }
 
 // newSubscription creates an idle subscription; p.mu must be held.
@@ -121,13 +183,14 @@ func (p *Provider) newSubscription(slot int) *subscription {
 		ps:       ps,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
-		watchers: make(map[string][]chan struct{}),
+		watchers: make(map[string][]*watcher),
+		live:     make(map[string]bool),
 	}
 }
 
 // unwatch removes one watcher; the last watcher of a channel unsubscribes
 // it, and on Cluster the last watcher of a slot retires its connection.
-func (p *Provider) unwatch(s *subscription, name string, ch chan struct{}) {
+func (p *Provider) unwatch(s *subscription, name string, w *watcher) {
 	s.op.Lock()
 	defer s.op.Unlock()
 	if s.gone {
@@ -136,7 +199,7 @@ func (p *Provider) unwatch(s *subscription, name string, ch chan struct{}) {
 	p.mu.Lock()
 	set := s.watchers[name]
 	for i, c := range set {
-		if c == ch {
+		if c == w {
 			set = append(set[:i:i], set[i+1:]...)
 			break
 		}
@@ -144,6 +207,7 @@ func (p *Provider) unwatch(s *subscription, name string, ch chan struct{}) {
 	last := len(set) == 0
 	if last {
 		delete(s.watchers, name)
+		delete(s.live, name)
 	} else {
 		s.watchers[name] = set
 	}
@@ -178,9 +242,10 @@ func (s *subscription) retire() {
 }
 
 // receive dispatches messages until the subscription is retired. After a
-// receive error (go-redis reconnects on the next call) it backs off, and
-// once the channels are subscribed again it wakes every watcher, since a
-// release may have been published meanwhile.
+// receive error (go-redis reconnects on the next call) it reports the
+// subscription lost and backs off; once the channels are subscribed again
+// it reports them live and wakes every Watch, since a release may have been
+// published meanwhile.
 func (p *Provider) receive(s *subscription) {
 	defer close(s.done)
 	ctx := context.Background()
@@ -195,6 +260,7 @@ func (p *Provider) receive(s *subscription) {
 			default:
 			}
 			lost = true
+			p.dropped(s)
 			t := time.NewTimer(backoff)
 			select {
 			case <-s.quit:
@@ -208,32 +274,91 @@ func (p *Provider) receive(s *subscription) {
 		backoff = minBackoff
 		switch m := msg.(type) {
 		case *redis.Message:
-			p.notify(s, m.Channel)
+			p.dispatch(s, m.Channel, m.Payload)
 		case *redis.Subscription:
-			if lost {
-				lost = false
-				p.notifyAll(s)
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				p.subscribed(s, m.Channel)
+				if lost {
+					lost = false
+					p.notifyAll(s)
+				}
+			case "unsubscribe", "sunsubscribe":
+				p.mu.Lock()
+				if len(s.watchers[m.Channel]) == 0 {
+					delete(s.live, m.Channel)
+				}
+				p.mu.Unlock()
 			}
 		}
 	}
 }
 
-// notify wakes the watchers of channel name.
-func (p *Provider) notify(s *subscription, name string) {
+// dispatch delivers a message on channel name to its watchers.
+func (p *Provider) dispatch(s *subscription, name, payload string) {
+	var e locking.Event
+	switch {
+	case payload == "" || payload == releasedPayload:
+		e.Kind = locking.EventReleased
+	case strings.HasPrefix(payload, acquiredPrefix):
+		e = locking.Event{Kind: locking.EventAcquired, Owner: payload[len(acquiredPrefix):]}
+	case strings.HasPrefix(payload, resignPrefix):
+		e = locking.Event{Kind: locking.EventResign, Owner: payload[len(resignPrefix):]}
+	default:
+		return // a message of a later version: not ours to interpret
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, ch := range s.watchers[name] {
-		wake(ch)
+	for _, w := range s.watchers[name] {
+		switch {
+		case w.events != nil:
+			locking.SendEvent(w.events, e)
+		case e.Kind == locking.EventReleased:
+			wake(w.wake)
+		}
 	}
 }
 
-// notifyAll wakes every watcher of s.
+// subscribed marks channel name live and tells its event watchers.
+func (p *Provider) subscribed(s *subscription, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := s.watchers[name]
+	if len(ws) == 0 {
+		return // unwatched meanwhile; its UNSUBSCRIBE follows
+	}
+	s.live[name] = true
+	for _, w := range ws {
+		if w.events != nil {
+			locking.SendEvent(w.events, locking.Event{Kind: locking.EventSubscribed})
+		}
+	}
+}
+
+// dropped marks every channel of s not live and tells the event watchers
+// of those that were.
+func (p *Provider) dropped(s *subscription) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name := range s.live {
+		for _, w := range s.watchers[name] {
+			if w.events != nil {
+				locking.SendEvent(w.events, locking.Event{Kind: locking.EventUnsubscribed})
+			}
+		}
+		delete(s.live, name)
+	}
+}
+
+// notifyAll wakes every Watch of s.
 func (p *Provider) notifyAll(s *subscription) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, set := range s.watchers {
-		for _, ch := range set {
-			wake(ch)
+		for _, w := range set {
+			if w.wake != nil {
+				wake(w.wake)
+			}
 		}
 	}
 }
@@ -246,8 +371,9 @@ func wake(ch chan struct{}) {
 	}
 }
 
-// Close ends the provider's release subscriptions and waits for their
-// goroutines. Watches still open stop receiving; later Watch calls return a
+// Close ends the provider's subscriptions and waits for their goroutines.
+// Watches still open stop receiving (event watchers whose channel was live
+// receive EventUnsubscribed); later Watch and WatchEvents calls return a
 // channel that never receives. Lock operations keep working. Close does
 // not close the client. It is safe to call more than once and returns nil.
 func (p *Provider) Close() error {
@@ -267,6 +393,7 @@ func (p *Provider) Close() error {
 		s.op.Lock()
 		if !s.gone {
 			s.retire()
+			p.dropped(s)
 		}
 		s.op.Unlock()
 	}

@@ -1,0 +1,196 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+var (
+	_ Fenced              = (*Held)(nil)
+	_ EventWatcher        = (*DistributedLock)(nil)
+	_ ParticipantRegistry = (*DistributedLock)(nil)
+)
+
+// KeyState describes one key for operators (O1): who holds it, the last
+// fence issued for it and its participants, as read in one step.
+type KeyState struct {
+	// Key is the consumer key.
+	Key string
+	// Held reports whether a lease is stored; Holder is valid only then.
+	Held   bool
+	Holder Holder
+	// Fence is the last fence issued for the key: the current holder's
+	// when Held (a holder's fence never changes while it extends), 0 when
+	// the provider stores none.
+	Fence uint64
+	// Participants are the key's live participants, oldest first.
+	Participants []Participant
+}
+
+// WatchEvents implements EventWatcher when the provider publishes events
+// (ProviderEvents): releases, acquisitions with the new holder's identity,
+// resign requests, and the subscription's own state. For a provider
+// without events, an invalid key or a disabled lock it returns a nil
+// channel, which never receives.
+func (l *DistributedLock) WatchEvents(key string) (<-chan Event, func()) {
+	w, ok := l.p.(ProviderEvents)
+	pkey, err := l.ProviderKey(key)
+	if !ok || err != nil || !l.o.Enabled {
+		return nil, func() {}
+	}
+	return w.WatchEvents(pkey)
+}
+
+// RequestResign asks owner, or whoever holds key when owner is "", to step
+// down (O1): it publishes an EventResign on key's event channel. Stepping
+// down is up to the holder (the elector releases at its next step); nothing
+// is deleted. It returns an error matching ErrNotSupported when the
+// provider publishes no events or the lock is disabled.
+func (l *DistributedLock) RequestResign(ctx context.Context, key, owner string) error {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return err
+	}
+	w, ok := l.p.(ProviderEvents)
+	if !ok || !l.o.Enabled {
+		return fmt.Errorf("locking: resign %q: %w", key, ErrNotSupported)
+	}
+	if err := w.PublishResign(ctx, pkey, owner); err != nil {
+		return fmt.Errorf("locking: resign %q: %w", key, err)
+	}
+	return nil
+}
+
+// Participants implements ParticipantRegistry: the owners that acquired or
+// extended key (TryAcquireAs, Extend) within two leases and did not
+// deregister, oldest first, read in one round trip. When some stored
+// records do not parse, the others are returned together with an error
+// matching ErrBadRecord that names the key. A disabled lock has none; a
+// provider without participants yields ErrNotSupported.
+func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Participant, error) {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if !l.o.Enabled {
+		return nil, nil
+	}
+	r, ok := l.p.(ProviderParticipants)
+	if !ok {
+		return nil, fmt.Errorf("locking: participants %q: %w", key, ErrNotSupported)
+	}
+	ps, err := r.Participants(ctx, pkey)
+	if err != nil {
+		err = fmt.Errorf("locking: participants %q: %w", key, err)
+	}
+	sortParticipants(ps)
+	return ps, err
+}
+
+// Deregister implements ParticipantRegistry: owner stops being a
+// participant of key at once (the elector's Stop). It does not touch a
+// lease owner holds. A disabled lock does nothing.
+func (l *DistributedLock) Deregister(ctx context.Context, key, owner string) error {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return err
+	}
+	if !l.o.Enabled {
+		return nil
+	}
+	r, ok := l.p.(ProviderParticipants)
+	if !ok {
+		return fmt.Errorf("locking: deregister %q: %w", key, ErrNotSupported)
+	}
+	if err := r.Deregister(ctx, pkey, owner); err != nil {
+		return fmt.Errorf("locking: deregister %q: %w", key, err)
+	}
+	return nil
+}
+
+// Inspect reports key's holder, last fence and participants in one round
+// trip (for the hostloom CLI, O1). Unparsable participant records are
+// skipped as in Participants: the state is returned with an error matching
+// ErrBadRecord. A disabled lock reports an empty state; a provider that
+// cannot inspect yields ErrNotSupported.
+func (l *DistributedLock) Inspect(ctx context.Context, key string) (KeyState, error) {
+	pkey, err := l.ProviderKey(key)
+	if err != nil {
+		return KeyState{}, err
+	}
+	if !l.o.Enabled {
+		return KeyState{Key: key}, nil
+	}
+	in, ok := l.p.(ProviderInspector)
+	if !ok {
+		return KeyState{}, fmt.Errorf("locking: inspect %q: %w", key, ErrNotSupported)
+	}
+	ps, err := in.Inspect(ctx, pkey)
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return KeyState{}, fmt.Errorf("locking: inspect %q: %w", key, err)
+	}
+	if err != nil {
+		err = fmt.Errorf("locking: inspect %q: %w", key, err)
+	}
+	st := KeyState{Key: key, Held: ps.Held, Fence: ps.Fence, Participants: ps.Participants}
+	if ps.Held {
+		st.Holder = Holder{Owner: ownerOf(ps.Value), TTL: ps.TTL}
+	}
+	sortParticipants(st.Participants)
+	return st, err
+}
+
+// Keys lists the consumer keys of this lock's namespace that the provider
+// stores anything for (a lease, a fence or participants; fences outlive
+// leases, see the provider's documentation), sorted. match, when not "",
+// filters them with path.Match syntax (for example "leader:*"). It reads
+// the whole keyspace (SCAN on Redis, every master on Cluster): for
+// operators' tools, not for hot paths. Keys that are not valid consumer
+// keys are left out.
+func (l *DistributedLock) Keys(ctx context.Context, match string) ([]string, error) {
+	if match != "" {
+		if _, err := path.Match(match, ""); err != nil {
+			return nil, fmt.Errorf("locking: keys: pattern %q: %w", match, err)
+		}
+	}
+	if !l.o.Enabled {
+		return nil, nil
+	}
+	in, ok := l.p.(ProviderInspector)
+	if !ok {
+		return nil, fmt.Errorf("locking: keys: %w", ErrNotSupported)
+	}
+	pkeys, err := in.Keys(ctx, l.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("locking: keys: %w", err)
+	}
+	keys := make([]string, 0, len(pkeys))
+	for _, pk := range pkeys {
+		k, ok := strings.CutPrefix(pk, l.prefix)
+		if !ok || CheckKey(k, l.o.MaxKeyLength) != nil {
+			continue
+		}
+		if match != "" {
+			if m, _ := path.Match(match, k); !m {
+				continue
+			}
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
+}
+
+// sortParticipants orders participants oldest first, then by owner.
+func sortParticipants(ps []Participant) {
+	slices.SortFunc(ps, func(a, b Participant) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
+}

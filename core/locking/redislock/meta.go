@@ -1,0 +1,257 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// MetaTTL is how long a key's meta hash (its last fence and its
+// participants) is kept after the last acquisition or participant
+// registration. Once it has expired, the next fence is the server's time in
+// microseconds, which is larger than every fence issued before as long as
+// the server's clock has not stepped back by MetaTTL.
+const MetaTTL = 7 * 24 * time.Hour
+
+// metaInfix separates a meta key's hash tag from the lock key it belongs to.
+const metaInfix = ":meta:"
+
+// Fields of the meta hash.
+const (
+	fenceField       = "fence"
+	participantField = "p:" // + owner
+)
+
+// metaKey returns the meta hash of lock key: "{TAG}:meta:" + key, where TAG
+// is key's own hash tag when it has one, else a short string hashing to
+// key's slot, so the hash lives in key's Redis Cluster slot (the scripts
+// touch both in one step). TAG never holds '}', so the lock key can be read
+// back from its meta key, and no two lock keys share a meta key. The form is
+// the same on standalone servers and Sentinel.
+func metaKey(key string) string {
+	tag, ok := hashTag(key)
+	if !ok {
+		tag = slotTag(keySlot(key))
+	}
+	return "{" + tag + "}" + metaInfix + key
+}
+
+// lockKeyOf returns the lock key a meta key belongs to.
+func lockKeyOf(meta string) (string, bool) {
+	if !strings.HasPrefix(meta, "{") {
+		return "", false
+	}
+	e := strings.IndexByte(meta, '}')
+	if e <= 1 {
+		return "", false
+	}
+	return strings.CutPrefix(meta[e+1:], metaInfix)
+}
+
+// slotTags maps every Cluster slot to the shortest string over [0-9a-z]
+// (found in that order) that hashes to it; built on first use.
+var (
+	slotTagsOnce sync.Once
+	slotTags     [slots]string
+)
+
+// slotTag returns a short string, without braces, whose slot is slot.
+func slotTag(slot int) string {
+	slotTagsOnce.Do(func() {
+		const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+		left := slots
+		var buf [4]byte
+		var fill func(pos, n int)
+		fill = func(pos, n int) {
+			if left == 0 {
+				return
+			}
+			if pos == n {
+				s := string(buf[:n])
+				if k := keySlot(s); slotTags[k] == "" {
+					slotTags[k] = s
+					left--
+				}
+				return
+			}
+			for i := 0; i < len(alphabet) && left > 0; i++ {
+				buf[pos] = alphabet[i]
+				fill(pos+1, n)
+			}
+		}
+		for n := 1; n <= len(buf) && left > 0; n++ {
+			fill(0, n)
+		}
+	})
+	return slotTags[slot]
+}
+
+// metaTTLFor is the meta hash's time to live for a request whose lease and
+// participant registration last ttl and pttl: MetaTTL, or longer when they
+// do.
+func metaTTLFor(ttl, pttl time.Duration) int64 {
+	return int64(max(MetaTTL, ttl, pttl) / time.Millisecond)
+}
+
+// Participants implements locking.ProviderParticipants: the meta hash is
+// read with the server's time in one script; records that do not parse are
+// skipped and reported (locking.ErrBadRecord) along with the others.
+func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
+	st, err := p.Inspect(ctx, key)
+	if err != nil && !errors.Is(err, locking.ErrBadRecord) {
+		return nil, err
+	}
+	return st.Participants, err
+}
+
+// Deregister implements locking.ProviderParticipants with one HDEL.
+func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
+	if err := p.ready(); err != nil {
+		return err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return opError("deregister", ctx, err)
+	}
+	if err := p.c.HDel(ctx, metaKey(key), participantField+owner).Err(); err != nil {
+		return opError("deregister", ctx, err)
+	}
+	return nil
+}
+
+// Inspect implements locking.ProviderInspector: the lease, its PTTL, the
+// server time and the meta hash, in one script.
+func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKeyState, error) {
+	var st locking.ProviderKeyState
+	if err := p.ready(); err != nil {
+		return st, err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return st, opError("inspect", ctx, err)
+	}
+	r, err := p.run(ctx, p.s.inspect, []any{nil, nil, "2", key, metaKey(key)}).Slice()
+	if err != nil {
+		return st, opError("inspect", ctx, err)
+	}
+	if len(r) < 3 || len(r)%2 == 0 {
+		return st, fmt.Errorf("redislock: inspect %q: unexpected reply of %d elements", key, len(r))
+	}
+	pttl, ok1 := r[1].(int64)
+	now, ok2 := r[2].(int64)
+	if !ok1 || !ok2 {
+		return st, fmt.Errorf("redislock: inspect %q: unexpected reply %v", key, r[:3])
+	}
+	if v, ok := r[0].(string); ok {
+		st.Held, st.Value, st.TTL = true, v, time.Duration(max(pttl, 0))*time.Millisecond
+	}
+	var bad []error
+	for i := 3; i+1 < len(r); i += 2 {
+		field, _ := r[i].(string)
+		value, _ := r[i+1].(string)
+		switch {
+		case field == fenceField:
+			f, err := strconv.ParseUint(value, 10, 64)
+			if err != nil {
+				bad = append(bad, locking.NewRecordError(key, field, value))
+				continue
+			}
+			st.Fence = f
+		case strings.HasPrefix(field, participantField):
+			since, expires, ok := parseParticipant(value)
+			if !ok {
+				bad = append(bad, locking.NewRecordError(key, field, value))
+				continue
+			}
+			if expires > now {
+				st.Participants = append(st.Participants, locking.Participant{
+					Owner: field[len(participantField):],
+					Since: time.UnixMilli(since),
+				})
+			}
+		}
+	}
+	return st, errors.Join(bad...)
+}
+
+// parseParticipant parses "SINCE_MS:EXPIRES_MS".
+func parseParticipant(v string) (since, expires int64, ok bool) {
+	a, b, found := strings.Cut(v, ":")
+	if !found {
+		return 0, 0, false
+	}
+	s, err1 := strconv.ParseInt(a, 10, 64)
+	e, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || s < 0 || e < s {
+		return 0, 0, false
+	}
+	return s, e, true
+}
+
+// scanCount is the COUNT hint of Keys' SCAN calls.
+const scanCount = 1000
+
+// Keys implements locking.ProviderInspector with SCAN (on every master of a
+// Cluster): lock keys that start with prefix, and the lock keys of meta
+// hashes (whose lock key starts with prefix), deduplicated.
+func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
+	if err := p.ready(); err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, opError("keys", ctx, err)
+	}
+	match := "*" + globEscape(prefix) + "*"
+	var mu sync.Mutex
+	seen := make(map[string]struct{})
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		it := c.Scan(ctx, 0, match, scanCount).Iterator()
+		for it.Next(ctx) {
+			k := it.Val()
+			if !strings.HasPrefix(k, prefix) {
+				lk, ok := lockKeyOf(k)
+				if !ok || !strings.HasPrefix(lk, prefix) {
+					continue
+				}
+				k = lk
+			}
+			mu.Lock()
+			seen[k] = struct{}{}
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := p.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	} else {
+		err = scan(ctx, p.c)
+	}
+	if err != nil {
+		return nil, opError("keys", ctx, err)
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// globEscape quotes the characters Redis' glob patterns treat specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,199 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StartClusterWithReplicas is StartCluster with replicas replicas per
+// master (redis-cli --cluster create --cluster-replicas), for failover
+// tests. It waits until every node reports cluster_state:ok, knows every
+// node, and every replica's link to its master is up. The nodes stop when
+// tb's test ends.
+func StartClusterWithReplicas(tb testing.TB, masters, replicas int) *Cluster {
+	tb.Helper()
+	if masters < 3 || replicas < 1 {
+		tb.Fatalf("redistest: StartClusterWithReplicas needs at least 3 masters and 1 replica each, got %d and %d", masters, replicas)
+	}
+	bin := requireBinary(tb)
+	cli, err := find(CLIEnv, errors.New("redistest: redis-cli not found on PATH"), "redis-cli", "valkey-cli")
+	if err != nil {
+		if Required() {
+			tb.Fatalf("%v (the Redis tests are required here)", err)
+		}
+		tb.Skip("redis-cli not found: install redis-tools to run the Redis Cluster tests")
+	}
+	c := &Cluster{}
+	tb.Cleanup(c.Stop)
+	total := masters * (1 + replicas)
+	for range total {
+		s, err := start(bin, []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		}, true)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.nodes = append(c.nodes, s)
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.Addrs()...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	out, err := exec.Command(cli, args...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.waitConverged(masters, total); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// waitConverged polls every node until it reports cluster_state:ok with
+// total known nodes and masters shards, and every replica's master link is
+// up.
+func (c *Cluster) waitConverged(masters, total int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	want := []string{
+		"cluster_state:ok",
+		"cluster_slots_ok:16384",
+		"cluster_known_nodes:" + strconv.Itoa(total),
+		"cluster_size:" + strconv.Itoa(masters),
+	}
+	var last string
+	for {
+		ready := true
+	nodes:
+		for _, n := range c.nodes {
+			cl := n.NewClient()
+			info, err := cl.ClusterInfo(ctx).Result()
+			repl, rerr := cl.Info(ctx, "replication").Result()
+			_ = cl.Close()
+			switch {
+			case err != nil || rerr != nil:
+				last = fmt.Sprintf("%s: %v %v", n.Addr(), err, rerr)
+				ready = false
+				break nodes
+			case strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up"):
+				last = fmt.Sprintf("%s: replica link not up:\n%s", n.Addr(), repl)
+				ready = false
+				break nodes
+			}
+			for _, w := range want {
+				if !strings.Contains(info, w) {
+					last = fmt.Sprintf("%s: missing %s in:\n%s", n.Addr(), w, info)
+					ready = false
+					break nodes
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: cluster not converged after %v: %s", clusterTimeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// NodeByAddr returns the node listening on addr (host:port), or nil.
+func (c *Cluster) NodeByAddr(addr string) *Server {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// ReplicaOf returns a node that currently replicates master, failing tb
+// when there is none.
+func (c *Cluster) ReplicaOf(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	ctx := context.Background()
+	for _, n := range c.nodes {
+		if n == master {
+			continue
+		}
+		cl := n.NewClient()
+		repl, err := cl.Info(ctx, "replication").Result()
+		_ = cl.Close()
+		if err == nil && strings.Contains(repl, "role:slave") &&
+			strings.Contains(repl, "master_port:"+strconv.Itoa(master.Port())+"\r\n") {
+			return n
+		}
+	}
+	tb.Fatalf("redistest: no replica of %s", master.Addr())
+	return nil
+}
+
+// CutReplication closes replica's link to its master (CLIENT KILL TYPE
+// master on the replica). The replica reconnects by itself, typically
+// within a second; writes the master takes meanwhile reach it only then.
+func CutReplication(tb testing.TB, replica *Server) {
+	tb.Helper()
+	cl := replica.NewClient()
+	defer cl.Close()
+	if err := cl.Do(context.Background(), "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
+		tb.Fatalf("redistest: CLIENT KILL TYPE master on %s: %v", replica.Addr(), err)
+	}
+}
+
+// Takeover makes replica the master of its shard at once (CLUSTER FAILOVER
+// TAKEOVER: no agreement with the old master or the other masters, so
+// writes the replica has not received are lost) and waits until it reports
+// itself master and every node reports cluster_state:ok.
+func (c *Cluster) Takeover(tb testing.TB, replica *Server) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	cl := replica.NewClient()
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		tb.Fatalf("redistest: CLUSTER FAILOVER TAKEOVER on %s: %v", replica.Addr(), err)
+	}
+	for {
+		role, err := cl.Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" && c.allOK(ctx) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("redistest: %s did not become master: %v %v", replica.Addr(), role, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// allOK reports whether every running node reports cluster_state:ok.
+func (c *Cluster) allOK(ctx context.Context) bool {
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		cl := n.NewClient()
+		info, err := cl.ClusterInfo(ctx).Result()
+		_ = cl.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// MasterClientAddr returns the address of a *redis.Client obtained from a
+// cluster client (for example ClusterClient.MasterForKey), to find its
+// Server with NodeByAddr.
+func MasterClientAddr(c *redis.Client) string { return c.Options().Addr }
