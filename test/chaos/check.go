@@ -67,8 +67,12 @@ func (l Limits) clockTolerance() time.Duration {
 // History is everything the checker judges: the replicas' records and the
 // harness's own log.
 type History struct {
-	Roles        []string
-	Records      []Record
+	Roles   []string
+	Records []Record
+	// Effects are the effect logs read from the effects store at the end:
+	// per role, the entries the fencing gate accepted, in the order it
+	// accepted them. Nil for a run without fenced effects (not judged).
+	Effects      map[string][]string
 	Faults       []Fault
 	Incarnations []Incarnation
 	// From and To bound the leaderless-gap measurement: From is when every
@@ -173,6 +177,23 @@ type Report struct {
 	Crashes     []string
 	Leaks       []string
 	ClockIssues []string
+
+	// Effects counts the fenced effects (History.Effects).
+	Effects EffectStats
+	// StaleAccepted are accepted effects whose fence is lower than one
+	// accepted before them for the role: never excused.
+	StaleAccepted []StaleEffect
+	// Interleavings are terms whose effects resume in the store after
+	// another term's: never excused.
+	Interleavings []string
+	// EffectProblems are the other inconsistencies between the store and
+	// the records: an entry that does not parse, a term with two fences, a
+	// fence shared by two terms, an accepted write missing from the store,
+	// a refused write present in it.
+	EffectProblems []string
+	// Asserts are the leadership.Assert checks that passed after a
+	// successor began.
+	Asserts AssertWindows
 }
 
 // Problems lists every violation; an empty list means the run passed.
@@ -208,7 +229,7 @@ func (r *Report) Problems() []string {
 	for _, c := range r.ClockIssues {
 		p = append(p, "clock: "+c)
 	}
-	return p
+	return append(p, r.effectProblems()...)
 }
 
 // OK reports whether the run kept every promise.
@@ -247,6 +268,7 @@ func (r *Report) Summary() string {
 		}
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
+	r.effectSummary(&b)
 	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v)\n",
 		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
@@ -302,6 +324,10 @@ func Check(h History, lim Limits) *Report {
 			r.Overlaps[i].Stall = longestSlice(byRole[role], r.Overlaps[i], lim.Lease)
 		}
 		r.checkGaps(role, recs, h, lim)
+		r.checkAsserts(role, byRole[role], recs, h.Faults, lim)
+		if h.Effects != nil {
+			r.checkEffects(role, h.Effects[role], byRole[role], recs)
+		}
 	}
 	for _, o := range r.PausedWindows {
 		r.MaxPausedWindow = max(r.MaxPausedWindow, o.Window)
