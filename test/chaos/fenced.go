@@ -73,6 +73,12 @@ type AssertWindows struct {
 	// the check itself came late is unknown; they are reported, not
 	// failed: a fence closes that gap, Assert cannot.
 	Straddles []Overlap
+	// Revived are terms whose Assert passed after a pause longer than the
+	// lease although the term began before the pause: its deadline had
+	// passed while the process was stopped (a renewal that lands after
+	// the deadline must not revive a term, G3). Each is a problem, with
+	// or without a successor.
+	Revived []string
 }
 
 // maxLen is the longest Length in list.
@@ -220,6 +226,21 @@ func (r *Report) checkAsserts(role string, slices, tenures []Record, faults []Fa
 			}
 		}
 	}
+	revived := map[termKey]bool{}
+	for _, f := range faults {
+		if f.Kind != FaultPause || f.Heal.Sub(f.Start) <= lim.Lease {
+			continue
+		}
+		for _, rec := range slices {
+			k := termKey{rec.Identity, rec.Term}
+			if rec.Checked == 0 || rec.Identity != f.Identity || revived[k] || rec.Start < f.Heal.UnixNano() || tenure[k].Start >= f.Start.UnixNano() {
+				continue
+			}
+			revived[k] = true
+			r.Asserts.Revived = append(r.Asserts.Revived, fmt.Sprintf("role %s: %s term %d began at %s, Assert passed at %s after fault %s",
+				role, rec.Identity, rec.Term, clock(tenure[k].Start), clock(rec.Checked), f))
+		}
+	}
 	pairs := make([]pair, 0, len(worst))
 	for p := range worst {
 		pairs = append(pairs, p)
@@ -297,6 +318,9 @@ func (r *Report) effectProblems() []string {
 			p = append(p, fmt.Sprintf("Assert passed after a successor began (%s): %s", group.name, o))
 		}
 	}
+	for _, s := range r.Asserts.Revived {
+		p = append(p, "term revived after a pause beyond the lease: "+s)
+	}
 	for _, o := range r.Asserts.LostState {
 		if o.Window > r.Limits.Lease+r.Limits.slack() {
 			p = append(p, fmt.Sprintf("Assert passed %v after a lost-state fault healed, beyond lease %v + %v: %s", o.Window, r.Limits.Lease, r.Limits.slack(), o))
@@ -313,8 +337,8 @@ func (r *Report) effectSummary(b *strings.Builder) {
 	fmt.Fprintf(b, "stale accepted effects: %d, interleaved terms: %d, other effect problems: %d (all must be 0)\n",
 		len(r.StaleAccepted), len(r.Interleavings), len(r.EffectProblems))
 	a := r.Asserts
-	fmt.Fprintf(b, "Assert-checked work, checks passed after a successor began: paused %d, late-expiry %d, other %d (must be 0); lost-state %d, longest %v; straddling (check-then-act) %d, longest %v\n",
-		len(a.Paused), len(a.LateExpiry), len(a.Other), len(a.LostState), maxLen(a.LostState), len(a.Straddles), maxLen(a.Straddles))
+	fmt.Fprintf(b, "Assert-checked work, checks passed after a successor began: paused %d, late-expiry %d, other %d; terms revived after a pause %d (all must be 0); lost-state %d, longest %v; straddling (check-then-act) %d, longest %v\n",
+		len(a.Paused), len(a.LateExpiry), len(a.Other), len(a.Revived), len(a.LostState), maxLen(a.LostState), len(a.Straddles), maxLen(a.Straddles))
 	for i, o := range a.Straddles {
 		if i == 5 {
 			fmt.Fprintf(b, "  ... %d more\n", len(a.Straddles)-i)

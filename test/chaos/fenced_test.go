@@ -258,6 +258,25 @@ func TestCheck_G3_AssertAfterLostStateIsBounded(t *testing.T) {
 	}
 }
 
+func TestCheck_G3_TermRevivedAfterPauseFails(t *testing.T) {
+	// r0.1 is stopped 500..1700 (beyond the 1s lease) and nobody takes
+	// over; after SIGCONT its worker must begin a new term, not go on.
+	var s0 uint64
+	before := fenced("r0.1", 1, 10, &s0, 0, 500)
+	h := history(before, fenced("r0.1", 1, 10, &s0, 1700, 3000))
+	h.Faults = []Fault{pause(500, 1700)}
+	r := Check(h, testLimits)
+	if r.OK() || len(r.Asserts.Revived) != 1 || !strings.Contains(r.Asserts.Revived[0], "r0.1 term 1 began at") {
+		t.Fatalf("revived term: %v\n%s", r.Asserts.Revived, r.Summary())
+	}
+	// A new term after the pause passes.
+	h = history(before, fenced("r0.1", 2, 30, &s0, 1800, 3000))
+	h.Faults = []Fault{pause(500, 1700)}
+	if r := Check(h, testLimits); !r.OK() {
+		t.Fatalf("a new term after the pause failed:\n%s", r.Summary())
+	}
+}
+
 func TestParseEffectEntry(t *testing.T) {
 	e := EffectEntry{Identity: "r2.3", Term: 7, Fence: 1764547200123456, Seq: 42}
 	got, err := ParseEffectEntry(e.String())
