@@ -56,7 +56,7 @@ type pauseEvent struct {
 	Fence  uint64 `json:"fence"`
 	Seq    uint64 `json:"seq,omitempty"`
 	// T0 and T1 (eff): wall clock (Unix ns) just before leadership.Assert
-	// was called and just after it returned nil.
+	// (or the Token's Err) was called and just after it returned nil.
 	T0 int64 `json:"t0,omitempty"`
 	T1 int64 `json:"t1,omitempty"`
 	// Late (end): the outcome of one more fenced write with the ended
@@ -67,12 +67,13 @@ type pauseEvent struct {
 // TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline runs two
 // replica processes (this test binary, re-executed) electing one role over
 // a real redis-server with a 1s lease. Each of the leader's workers calls
-// leadership.Assert before each effect and records each effect with the
+// leadership.Assert (one of them the Token's Err, on a Token obtained
+// before the pause) before each effect and records each effect with the
 // wall-clock time just before that call; then it writes the effect through
 // a fencing gate with the term's fence. The test stops the leader with
 // SIGSTOP, waits 3 leases and until the other process has written with a
 // higher fence, resumes it with SIGCONT, and waits for the resumed worker
-// to report that its term ended. Twice, once per process.
+// to report that its term ended. Twice: usually once per process.
 //
 // The paused leader's deadline is at most a lease after its last renewal
 // was sent, which was before the stop; the process cannot run between the
@@ -91,9 +92,9 @@ func TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline(t *testing.T) {
 	}
 	procs := []*pauseProc{startPauseProc(t, srv.Addr(), "p0", dir), startPauseProc(t, srv.Addr(), "p1", dir)}
 
-	leader, follower := waitPauseLeader(t, procs)
 	for trial := 1; trial <= 2; trial++ {
-		term := leader.leadingTerm(t, 3)
+		// Usually the successor of the previous trial.
+		leader, follower, term := waitPauseLeader(t, procs, 3)
 		fence := leader.fenceOf(term)
 		if err := syscall.Kill(leader.pid(), syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -142,7 +143,6 @@ func TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline(t *testing.T) {
 		}
 		t.Logf("trial %d: %s term %d (fence %d): %d effects, the last Assert %v before the stop; paused %v; successor %s",
 			trial, leader.id, term, fence, len(effects), time.Duration(stopped-effects[len(effects)-1].T0), time.Duration(resumed-stopped), follower.id)
-		leader, follower = follower, leader
 	}
 
 	for _, p := range procs {
@@ -258,12 +258,19 @@ func runPauseChild(c pauseChild, stdin io.Reader) error {
 
 // pauseWork is one worker: while e leads, it calls Assert before each
 // effect, records the effect, then writes it through gate with the term's
-// fence; seqs numbers the effects of the process. It never waits on the
+// fence; seqs numbers the effects of the process. The last worker checks
+// Token().Err() instead of Assert. A worker never waits on the
 // Token and never sleeps: stopped in the middle of its I/O, it resumes
 // before the elector's timers run, so its next Assert alone must notice
 // that the term is over. (With a flag that only the elector's goroutine
 // clears in place of Assert, this test fails in most runs.)
 func pauseWork(ctx context.Context, e *leadership.Elector, gate *fencing.Gate, id string, worker int, seqs *atomic.Uint64, record func(pauseEvent) error) error {
+	check := leadership.Assert
+	if worker == pauseWorkers-1 {
+		// The last worker asks the Token itself, obtained before the
+		// pause: its Err must check the deadline too, not wait for a timer.
+		check = func(tok context.Context) error { return tok.Err() }
+	}
 	write := func(fence uint64, entry string) error {
 		wctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -287,7 +294,7 @@ func pauseWork(ctx context.Context, e *leadership.Elector, gate *fencing.Gate, i
 		}
 		for ctx.Err() == nil {
 			t0 := time.Now()
-			if leadership.Assert(tok) != nil {
+			if check(tok) != nil {
 				break
 			}
 			t1 := time.Now()
@@ -410,19 +417,6 @@ func (p *pauseProc) leading() (term uint64, effects int, ok bool) {
 	return term, effects, ok
 }
 
-// leadingTerm waits until p leads a term with at least n effects.
-func (p *pauseProc) leadingTerm(t *testing.T, n int) uint64 {
-	t.Helper()
-	var term uint64
-	waitFor(t, 20*time.Second, p.id+" to lead and record effects", func() bool {
-		p.poll(t)
-		tm, effects, ok := p.leading()
-		term = tm
-		return ok && effects >= n
-	})
-	return term
-}
-
 func (p *pauseProc) fenceOf(term uint64) uint64 {
 	for _, e := range p.events {
 		if e.Kind == "lead" && e.Term == term {
@@ -469,21 +463,21 @@ func (p *pauseProc) stop(t *testing.T) {
 	}
 }
 
-// waitPauseLeader waits until one of procs leads with effects recorded and
-// returns it and the other.
-func waitPauseLeader(t *testing.T, procs []*pauseProc) (leader, follower *pauseProc) {
+// waitPauseLeader waits until one of the two procs leads a term in which
+// it recorded at least n effects, and returns it, the other and the term.
+func waitPauseLeader(t *testing.T, procs []*pauseProc, n int) (leader, follower *pauseProc, term uint64) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "a leader", func() bool {
+	waitFor(t, 20*time.Second, "a leader recording effects", func() bool {
 		for i, p := range procs {
 			p.poll(t)
-			if _, n, ok := p.leading(); ok && n > 0 {
-				leader, follower = p, procs[1-i]
+			if tm, effects, ok := p.leading(); ok && effects >= n {
+				leader, follower, term = p, procs[1-i], tm
 				return true
 			}
 		}
 		return false
 	})
-	return leader, follower
+	return leader, follower, term
 }
 
 // waitStopped waits until /proc reports pid stopped (state T).
