@@ -562,6 +562,7 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			}
 		}
 		gap.Counted = time.Duration(max(0, g.to-counted))
+		gap.Cause += previousLeaderFault(recs, g.from, h.Faults)
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}
@@ -572,4 +573,28 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			r.SlowRecovery = append(r.SlowRecovery, gap)
 		}
 	}
+}
+
+// previousLeaderFault names the fault that targeted the leader whose
+// tenure ended at from (the start of a gap), when that fault was under way
+// then: evidence for a slow recovery (a slow link delivers the old
+// leader's renewals late, and each that lands extends the lease in the
+// backend although its sender has given the term up). It explains, it
+// does not excuse.
+func previousLeaderFault(tenures []Record, from int64, faults []Fault) string {
+	for _, t := range tenures {
+		if t.End != from {
+			continue
+		}
+		for _, f := range faults {
+			if f.Identity == t.Identity && f.Start.UnixNano() <= from && f.Heal.UnixNano() >= from {
+				s := fmt.Sprintf(", after %s's term ended during fault #%d %s", t.Identity, f.Seq, f.Kind)
+				if f.Detail != "" {
+					s += " (" + f.Detail + ")"
+				}
+				return s
+			}
+		}
+	}
+	return ""
 }
