@@ -39,10 +39,14 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	if e.Remaining > 0 {
-		return fmt.Sprintf("locking: not acquired: %q is held for %v more", e.Key, e.Remaining)
+	by := ""
+	if e.Owner != "" {
+		by = fmt.Sprintf(" by %q", e.Owner)
 	}
-	return fmt.Sprintf("locking: not acquired: %q is held", e.Key)
+	if e.Remaining > 0 {
+		return fmt.Sprintf("locking: not acquired: %q is held%s for %v more", e.Key, by, e.Remaining)
+	}
+	return fmt.Sprintf("locking: not acquired: %q is held%s", e.Key, by)
 }
 
 // Is makes errors.Is(err, ErrNotAcquired) hold.
@@ -72,9 +76,12 @@ var ErrBadRecord = errors.New("locking: stored record does not parse")
 // participant's field), Value is what is stored (truncated to 64 bytes).
 // errors.Is(err, ErrBadRecord) holds for it.
 type RecordError struct {
-	Key    string
+	// Key is the provider key the record belongs to.
+	Key string
+	// Record names the record within the key (a field name).
 	Record string
-	Value  string
+	// Value is what is stored, at most 64 bytes of it.
+	Value string
 }
 
 func (e *RecordError) Error() string {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,15 +140,59 @@ func (c *Cluster) ReplicaOf(tb testing.TB, master *Server) *Server {
 	return nil
 }
 
-// CutReplication closes replica's link to its master (CLIENT KILL TYPE
-// master on the replica). The replica reconnects by itself, typically
-// within a second; writes the master takes meanwhile reach it only then.
-func CutReplication(tb testing.TB, replica *Server) {
+// FailoverLosingWrites promotes replica to master of its shard so that
+// the writes write makes on master are lost, like a failover to a replica
+// that missed them: it stops replica (SIGSTOP), closes master's link to it
+// (CLIENT KILL TYPE replica), runs write, sends CLUSTER FAILOVER TAKEOVER
+// to the replica and resumes it (SIGCONT). The replica can reconnect only
+// on a later cron tick, by which time it is master already. It then waits
+// like Takeover. The old master becomes a replica of the new one and drops
+// the writes too.
+func (c *Cluster) FailoverLosingWrites(tb testing.TB, master, replica *Server, write func()) {
 	tb.Helper()
-	cl := replica.NewClient()
-	defer cl.Close()
-	if err := cl.Do(context.Background(), "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
-		tb.Fatalf("redistest: CLIENT KILL TYPE master on %s: %v", replica.Addr(), err)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	mc := master.NewClient()
+	defer mc.Close()
+	rc := replica.NewClient()
+	defer rc.Close()
+	if err := rc.Ping(ctx).Err(); err != nil { // connect before the stop
+		tb.Fatalf("redistest: PING %s: %v", replica.Addr(), err)
+	}
+	replica.signal(tb, syscall.SIGSTOP)
+	resumed := false
+	defer func() {
+		if !resumed {
+			replica.signal(tb, syscall.SIGCONT)
+		}
+	}()
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		tb.Fatalf("redistest: CLIENT KILL TYPE replica on %s: %v", master.Addr(), err)
+	}
+	write()
+	done := make(chan error, 1)
+	go func() { done <- rc.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err() }()
+	// The command must be in the replica's socket before it resumes, so
+	// that it runs in the same event loop pass as the closed link.
+	time.Sleep(50 * time.Millisecond)
+	replica.signal(tb, syscall.SIGCONT)
+	resumed = true
+	if err := <-done; err != nil {
+		tb.Fatalf("redistest: CLUSTER FAILOVER TAKEOVER on %s: %v", replica.Addr(), err)
+	}
+	c.waitMaster(tb, ctx, rc, replica)
+}
+
+// signal sends sig to the server process.
+func (s *Server) signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		tb.Fatalf("redistest: %s is not running", s.addr)
+	}
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
+		tb.Fatalf("redistest: signal %v to %s: %v", sig, s.addr, err)
 	}
 }
 
@@ -164,6 +209,13 @@ func (c *Cluster) Takeover(tb testing.TB, replica *Server) {
 	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
 		tb.Fatalf("redistest: CLUSTER FAILOVER TAKEOVER on %s: %v", replica.Addr(), err)
 	}
+	c.waitMaster(tb, ctx, cl, replica)
+}
+
+// waitMaster waits until replica (through cl) reports itself master and
+// every node reports cluster_state:ok.
+func (c *Cluster) waitMaster(tb testing.TB, ctx context.Context, cl *redis.Client, replica *Server) {
+	tb.Helper()
 	for {
 		role, err := cl.Do(ctx, "ROLE").Slice()
 		if err == nil && len(role) > 0 && role[0] == "master" && c.allOK(ctx) {

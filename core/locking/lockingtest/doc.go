@@ -23,8 +23,15 @@
 // verbatim, invalid keys refused with ErrInvalidKey naming the key, leases
 // capped at MaxLease, zero or negative leases refused, disabled mode writing
 // nothing, release notifications, holder lookup, monotonic state, Acquire
-// waiting and waking on release, and automatic extension stopping at
-// MaxHold.
+// waiting and waking on release, automatic extension stopping at MaxHold;
+// fences strictly increasing across holders and kept by extensions (G1),
+// the holder's owner on refusal (P2), events (acquired with the owner,
+// released, resign, subscription state), participants (registered by
+// acquisitions, refused ones included, and extensions; Since kept; gone
+// after two leases or at Deregister: P1), Inspect and Keys (O1). These
+// last checks need the optional provider interfaces (ProviderAcquirer,
+// ProviderEvents, ProviderParticipants, ProviderInspector) that memlock and
+// redislock implement.
 //
 // # Time
 //

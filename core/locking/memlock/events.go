@@ -2,6 +2,7 @@ package memlock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,9 +82,9 @@ func (p *Provider) participants(key string, now time.Time) []locking.Participant
 		return nil
 	}
 	var ps []locking.Participant
-	for owner, pt := range m.participants {
+	for _, pt := range m.participants {
 		if now.Before(pt.expires) {
-			ps = append(ps, locking.Participant{Owner: owner, Since: pt.since})
+			ps = append(ps, locking.Participant{Owner: pt.owner, Since: pt.since})
 		}
 	}
 	return ps
@@ -97,7 +98,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m := p.meta[key]; m != nil {
-		delete(m.participants, owner)
+		m.participants = slices.DeleteFunc(m.participants, func(pt participant) bool { return pt.owner == owner })
 	}
 	return nil
 }

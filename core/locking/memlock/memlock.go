@@ -34,11 +34,12 @@ type Provider struct {
 // and the participants.
 type meta struct {
 	fence        uint64
-	participants map[string]participant
+	participants []participant // a few per key: a slice costs less than a map
 }
 
 // participant is one registration.
 type participant struct {
+	owner          string
 	since, expires time.Time
 }
 
@@ -148,19 +149,28 @@ func (p *Provider) register(key, owner string, ttl time.Duration, now time.Time)
 		return
 	}
 	m := p.metaOf(key)
-	if m.participants == nil {
-		m.participants = make(map[string]participant)
-	}
-	since := now
-	if old, ok := m.participants[owner]; ok && now.Before(old.expires) {
-		since = old.since
-	}
-	m.participants[owner] = participant{since: since, expires: now.Add(ttl)}
-	for o, pt := range m.participants {
-		if !now.Before(pt.expires) {
-			delete(m.participants, o)
+	live := m.participants[:0]
+	found := false
+	for _, pt := range m.participants {
+		switch {
+		case pt.owner == owner:
+			if !now.Before(pt.expires) {
+				pt.since = now
+			}
+			pt.expires = now.Add(ttl)
+			found = true
+		case !now.Before(pt.expires):
+			continue // expired: dropped
 		}
+		live = append(live, pt)
 	}
+	if n := len(live); n < len(m.participants) {
+		clear(m.participants[n:]) // drop the owners' strings
+	}
+	if !found {
+		live = append(live, participant{owner: owner, since: now, expires: now.Add(ttl)})
+	}
+	m.participants = live
 }
 
 // Extend implements locking.Provider.

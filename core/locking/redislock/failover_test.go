@@ -6,18 +6,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
 // TestCluster_G1_FencesIncreaseAcrossFailoverThatLostTheWrite takes a key
-// (fence f), cuts the replication link of its shard's replica, takes the
-// key again so only the master stores the new lease and fence, and
-// promotes the replica at once (CLUSTER FAILOVER TAKEOVER). The new master
-// has lost both the lease and the fence: the key is free again, as after
-// any asynchronous-replication failover, yet its next fence is larger than
-// the lost one, so a store that checks fences refuses the deposed holder.
+// (fence f), then takes it again while the shard's replica is cut off, and
+// promotes that replica at once (CLUSTER FAILOVER TAKEOVER): the new master
+// has lost both the second lease and its fence, so the key is free again,
+// as after any failover of asynchronous replication; yet the next fence is
+// larger than the lost one, so a store that checks fences refuses the
+// deposed holder.
 func TestCluster_G1_FencesIncreaseAcrossFailoverThatLostTheWrite(t *testing.T) {
 	cl := redistest.StartClusterWithReplicas(t, 3, 1)
 	c := cl.Client(t)
@@ -33,52 +35,34 @@ func TestCluster_G1_FencesIncreaseAcrossFailoverThatLostTheWrite(t *testing.T) {
 	pkey, _ := l.ProviderKey("leader")
 	meta := redislock.MetaKey(pkey)
 
-	var lost uint64 // the fence of the lease the failover lost
-	for attempt := 1; ; attempt++ {
-		before := fence(t, l, "leader")
-		m, err := c.MasterForKey(ctx, pkey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		master := cl.NodeByAddr(redistest.MasterClientAddr(m))
-		if master == nil {
-			t.Fatalf("no node at %s", redistest.MasterClientAddr(m))
-		}
-		// Let the replica catch up with everything so far.
-		if err := m.Do(ctx, "WAIT", 1, 2000).Err(); err != nil {
-			t.Fatal(err)
-		}
-		replica := cl.ReplicaOf(t, master)
-
-		redistest.CutReplication(t, replica)
+	before := fence(t, l, "leader")
+	m := masterFor(t, c, pkey)
+	master := cl.NodeByAddr(redistest.MasterClientAddr(m))
+	if master == nil {
+		t.Fatalf("no node at %s", redistest.MasterClientAddr(m))
+	}
+	// The replica has everything so far.
+	if err := m.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	replica := cl.ReplicaOf(t, master)
+	var lost uint64 // the fence of the lease the failover loses
+	cl.FailoverLosingWrites(t, master, replica, func() {
 		ls, err := l.TryAcquireAs(ctx, "leader", time.Minute, "deposed")
 		if err != nil {
 			t.Fatalf("TryAcquireAs: %v", err)
 		}
 		lost = ls.(locking.Fenced).Fence()
-		if lost <= before {
-			t.Fatalf("fence %d after %d, want larger", lost, before)
-		}
-		cl.Takeover(t, replica)
-
-		// Did the new master miss the write? (The replica may have
-		// reconnected first: then try again.)
-		rc := replica.NewClient()
-		stored, err := rc.HGet(ctx, meta, "fence").Uint64()
-		_ = rc.Close()
-		if err != nil {
-			t.Fatalf("HGET fence on the new master: %v", err)
-		}
-		if stored < lost {
-			t.Logf("attempt %d: the new master stores fence %d, the lost lease had %d", attempt, stored, lost)
-			break
-		}
-		if attempt == 5 {
-			t.Fatalf("the replica received the write before every takeover in %d attempts", attempt)
-		}
-		if err := ls.Release(ctx); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
+	})
+	if lost <= before {
+		t.Fatalf("fence %d after %d, want larger", lost, before)
+	}
+	// The new master missed the write: it stores the earlier fence.
+	rc := replica.NewClient()
+	stored, err := rc.HGet(ctx, meta, "fence").Uint64()
+	_ = rc.Close()
+	if err != nil || stored != before {
+		t.Fatalf("HGET fence on the new master = %d, %v; want the fence before the lost write, %d", stored, err, before)
 	}
 
 	// The lease was lost with the write: a new holder gets the key, with a
@@ -97,6 +81,30 @@ func TestCluster_G1_FencesIncreaseAcrossFailoverThatLostTheWrite(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("TryAcquireAs after the failover: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// masterFor returns the client of key's master once the cluster client's
+// view agrees with the node itself (after a takeover the view is stale
+// until reloaded).
+func masterFor(t *testing.T, c *redis.ClusterClient, key string) *redis.Client {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c.ReloadState(ctx)
+		m, err := c.MasterForKey(ctx, key)
+		if err == nil {
+			role, rerr := m.Do(ctx, "ROLE").Slice()
+			if rerr == nil && len(role) > 0 && role[0] == "master" {
+				return m
+			}
+			err = rerr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no master for %q: %v", key, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

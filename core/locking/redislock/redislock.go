@@ -169,7 +169,7 @@ func (p *Provider) ready() error {
 }
 
 // Acquire implements locking.Provider through AcquireWith, registering no
-// participant.
+// participant; the acquisition is announced without an owner.
 func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
 	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
 	return r.Acquired, r.Remaining, err
