@@ -94,6 +94,10 @@ func runChaos(t *testing.T, cfg Config) *Result {
 	if res.Report.Faults == 0 || res.Report.Handovers == 0 || res.Report.WorkRecords == 0 {
 		t.Errorf("chaos: vacuous run: %d faults, %d handovers, %d work records", res.Report.Faults, res.Report.Handovers, res.Report.WorkRecords)
 	}
+	// Every slice writes a fenced effect; the store must hold them (G5).
+	if e := res.Report.Effects; e.Attempted != res.Report.WorkRecords || e.Stored == 0 {
+		t.Errorf("chaos: fenced effects: %d attempted for %d work records, %d in the store", e.Attempted, res.Report.WorkRecords, e.Stored)
+	}
 	return res
 }
 

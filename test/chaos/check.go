@@ -67,8 +67,12 @@ func (l Limits) clockTolerance() time.Duration {
 // History is everything the checker judges: the replicas' records and the
 // harness's own log.
 type History struct {
-	Roles        []string
-	Records      []Record
+	Roles   []string
+	Records []Record
+	// Effects are the effect logs read from the effects store at the end:
+	// per role, the entries the fencing gate accepted, in the order it
+	// accepted them. Nil for a run without fenced effects (not judged).
+	Effects      map[string][]string
 	Faults       []Fault
 	Incarnations []Incarnation
 	// From and To bound the leaderless-gap measurement: From is when every
@@ -173,6 +177,23 @@ type Report struct {
 	Crashes     []string
 	Leaks       []string
 	ClockIssues []string
+
+	// Effects counts the fenced effects (History.Effects).
+	Effects EffectStats
+	// StaleAccepted are accepted effects whose fence is lower than one
+	// accepted before them for the role: never excused.
+	StaleAccepted []StaleEffect
+	// Interleavings are terms whose effects resume in the store after
+	// another term's: never excused.
+	Interleavings []string
+	// EffectProblems are the other inconsistencies between the store and
+	// the records: an entry that does not parse, a term with two fences, a
+	// fence shared by two terms, an accepted write missing from the store,
+	// a refused write present in it.
+	EffectProblems []string
+	// Asserts are the leadership.Assert checks that passed after a
+	// successor began.
+	Asserts AssertWindows
 }
 
 // Problems lists every violation; an empty list means the run passed.
@@ -208,7 +229,7 @@ func (r *Report) Problems() []string {
 	for _, c := range r.ClockIssues {
 		p = append(p, "clock: "+c)
 	}
-	return p
+	return append(p, r.effectProblems()...)
 }
 
 // OK reports whether the run kept every promise.
@@ -247,6 +268,7 @@ func (r *Report) Summary() string {
 		}
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
+	r.effectSummary(&b)
 	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v)\n",
 		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
@@ -302,6 +324,10 @@ func Check(h History, lim Limits) *Report {
 			r.Overlaps[i].Stall = longestSlice(byRole[role], r.Overlaps[i], lim.Lease)
 		}
 		r.checkGaps(role, recs, h, lim)
+		r.checkAsserts(role, byRole[role], recs, h.Faults, lim)
+		if h.Effects != nil {
+			r.checkEffects(role, h.Effects[role], byRole[role], recs)
+		}
 	}
 	for _, o := range r.PausedWindows {
 		r.MaxPausedWindow = max(r.MaxPausedWindow, o.Window)
@@ -536,6 +562,7 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			}
 		}
 		gap.Counted = time.Duration(max(0, g.to-counted))
+		gap.Cause += previousLeaderFault(recs, g.from, h.Faults)
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}
@@ -546,4 +573,28 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			r.SlowRecovery = append(r.SlowRecovery, gap)
 		}
 	}
+}
+
+// previousLeaderFault names the fault that targeted the leader whose
+// tenure ended at from (the start of a gap), when that fault was under way
+// then: evidence for a slow recovery (a slow link delivers the old
+// leader's renewals late, and each that lands extends the lease in the
+// backend although its sender has given the term up). It explains, it
+// does not excuse.
+func previousLeaderFault(tenures []Record, from int64, faults []Fault) string {
+	for _, t := range tenures {
+		if t.End != from {
+			continue
+		}
+		for _, f := range faults {
+			if f.Identity == t.Identity && f.Start.UnixNano() <= from && f.Heal.UnixNano() >= from {
+				s := fmt.Sprintf(", after %s's term ended during fault #%d %s", t.Identity, f.Seq, f.Kind)
+				if f.Detail != "" {
+					s += " (" + f.Detail + ")"
+				}
+				return s
+			}
+		}
+	}
+	return ""
 }

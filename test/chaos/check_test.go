@@ -193,6 +193,20 @@ func TestCheck_SlowRecoveryFails(t *testing.T) {
 	}
 }
 
+func TestCheck_SlowRecoveryNamesTheFaultOfThePreviousLeader(t *testing.T) {
+	// r0.1's link is delayed from 800; its term ends at 1000 and the role
+	// stays leaderless for 1.5s: still a failure, with the evidence.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	h.Faults = []Fault{{Seq: 4, Kind: FaultDelay, Target: 0, Identity: "r0.1", Start: at(800), Heal: at(2800), Detail: "delay 460ms"}}
+	r := Check(h, testLimits)
+	if r.OK() || len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.5s leaderless passed:\n%s", r.Summary())
+	}
+	if want := "after r0.1's term ended during fault #4 delay (delay 460ms)"; !strings.Contains(r.SlowRecovery[0].String(), want) {
+		t.Errorf("gap %s does not say %q", r.SlowRecovery[0], want)
+	}
+}
+
 func TestCheck_RecoveryBoundIsInclusive(t *testing.T) {
 	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2350, 3000))
 	if r := Check(h, testLimits); !r.OK() {

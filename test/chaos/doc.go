@@ -9,22 +9,37 @@
 // While a role's Token is live the replica does "work" in short slices and
 // appends one Record per slice to its own history file: role, incarnation
 // identity, term, start and end on the shared wall clock, and the same on
-// the monotonic clock. The work honours the token: it checks Token().Done()
-// between slices and ends a slice the moment the token is cancelled.
+// the monotonic clock. Before each slice it calls leadership.Assert on the
+// Token (the record keeps when the call returned: the slice's
+// Assert-checked effect); the slice ends the moment the Token is done.
+// After each slice the replica writes the slice's fenced effect: an entry
+// "identity term fence seq" appended through fencing.Gate, with the fence
+// of leadership.FenceFrom(Token), to the role's log on a separate
+// redis-server, the effects store, which no fault touches. The record
+// keeps the gate's answer (accepted, stale, error).
 //
 // # What is checked
 //
-// Check judges a History (the records plus the harness's fault log and
-// process log):
+// Check judges a History (the records, the effect logs read back from the
+// effects store, the harness's fault log and process log):
 //
-//   - per role, no two incarnations' work overlaps in time. The one
-//     documented exception is a paused process (SIGSTOP) that resumes
-//     before it notices its lease expired: such overlaps are reported as
-//     paused windows with their length, which must stay within the lease;
-//   - overlaps after the backend lost leases it had granted (a restarted
-//     redis-server, a Redis Cluster failover) are outside the guarantee;
-//     they are reported separately and must end within a lease of the
-//     fault;
+//   - fenced effects, in the order the store accepted them: per role the
+//     fences never go back down, so two terms' accepted effects never
+//     interleave; each term writes with one fence and no two terms share
+//     one; the store holds every write the gate acknowledged and none it
+//     refused. Nothing excuses a violation, not even a backend that lost
+//     its leases;
+//   - Assert-checked work: no Assert call that began after a successor's
+//     work began passed, except after the backend lost the lease (bounded
+//     like lost-state overlaps); checks that began before and returned
+//     after it (the process was stopped in between) are reported;
+//   - unfenced work, per role: no two incarnations' slices overlap in time.
+//     Documented exceptions are reported separately with their lengths:
+//     a paused process (SIGSTOP) finishing its slice after it resumes, a
+//     leader noticing its expiry within Limits.ExpiryRace, a stalled
+//     leader, and overlaps after the backend lost leases it had granted (a
+//     restarted redis-server, a failover), which must end within a lease
+//     of the fault;
 //   - every leaderless time of a role, counted from the heal of a backend
 //     outage, stays within Lease + RetryInterval + 100 ms;
 //   - no replica exits unexpectedly, and every replica that is shut down

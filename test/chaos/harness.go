@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/fencing"
+	"github.com/hostloom/hostloom/internal/redistest"
 )
 
 // Config configures a run. Start from DefaultConfig.
@@ -103,6 +106,7 @@ type run struct {
 	sentinel *redisSentinel
 	proxies  []*Proxy
 	client   redis.UniversalClient // direct, for leader lookups
+	effects  *redistest.Server     // the effects store: never faulted
 	faults   []Fault
 	stats    *FailoverStats
 }
@@ -142,7 +146,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.startBackend(); err != nil {
 		return nil, err
 	}
-	r.fleet = newFleet(bin, cfg.Dir, cfg, r.replicaAddrs)
+	eff, stopEffects, err := redistest.StartMain()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: effects store: %w", err)
+	}
+	defer stopEffects()
+	r.effects = eff
+	r.fleet = newFleet(bin, cfg.Dir, cfg, r.replicaAddrs, eff.Addr())
 	for i := range cfg.Replicas {
 		if _, err := r.fleet.start(i); err != nil {
 			return nil, err
@@ -169,7 +179,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range roles {
 		roles[i] = RoleName(i)
 	}
-	h := History{Roles: roles, Records: recs, Faults: r.faults, Incarnations: r.fleet.incarnations(), From: from, To: to}
+	effects, err := readEffects(eff.Addr(), roles)
+	if err != nil {
+		return nil, err
+	}
+	h := History{Roles: roles, Records: recs, Effects: effects, Faults: r.faults, Incarnations: r.fleet.incarnations(), From: from, To: to}
+	if err := writeJSON(filepath.Join(cfg.Dir, effectsFile), h.Effects); err != nil {
+		return nil, err
+	}
 	if err := writeJSON(filepath.Join(cfg.Dir, "faults.json"), h.Faults); err != nil {
 		return nil, err
 	}
@@ -195,8 +212,34 @@ type runFile struct {
 	Seed     uint64
 }
 
+// effectsFile is where a run saves the effect logs read from the effects
+// store (role -> entries in store order), for Recheck.
+const effectsFile = "effects.json"
+
+// readEffects reads every role's effect log from the effects store at
+// addr, in the order the store accepted the entries.
+func readEffects(addr string, roles []string) (map[string][]string, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 30 * time.Second})
+	defer c.Close()
+	gate, err := fencing.New(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := make(map[string][]string, len(roles))
+	for _, role := range roles {
+		entries, err := gate.Entries(ctx, role)
+		if err != nil {
+			return nil, fmt.Errorf("chaos: read the effects of %s: %w", role, err)
+		}
+		out[role] = entries
+	}
+	return out, nil
+}
+
 // Recheck loads a finished run from dir (histories, faults.json,
-// incarnations.json, run.json) and judges it again with the run's limits,
+// incarnations.json, run.json, effects.json) and judges it again with the run's limits,
 // except ExpiryRace when expiryRace is nonzero (negative: strict, which
 // also turns off the stalled-leader classification).
 func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
@@ -214,6 +257,14 @@ func Recheck(dir string, expiryRace time.Duration) (*Report, error) {
 	recs, err := ReadDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	// Runs recorded before fenced effects have no effects file.
+	if b, err := os.ReadFile(filepath.Join(dir, effectsFile)); err == nil {
+		if err := json.Unmarshal(b, &h.Effects); err != nil {
+			return nil, fmt.Errorf("chaos: recheck %s: %w", effectsFile, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("chaos: recheck: %w", err)
 	}
 	h.Roles, h.Records, h.From, h.To = rf.Roles, recs, rf.From, rf.To
 	lim := rf.Limits

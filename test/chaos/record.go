@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,18 @@ const (
 	// KindExit closes an incarnation that shut down gracefully; it carries
 	// the goroutine count after every elector stopped.
 	KindExit = "exit"
+)
+
+// Outcomes of a fenced effect (Record.Effect).
+const (
+	// EffectAccepted: the gate admitted the fence and appended the entry.
+	EffectAccepted = "accepted"
+	// EffectStale: the gate refused the fence (fencing.ErrStale); nothing
+	// was written.
+	EffectStale = "stale"
+	// EffectErrorPrefix starts the outcome of a write whose reply was an
+	// error: it may or may not have been applied.
+	EffectErrorPrefix = "error: "
 )
 
 // Record is one line of a replica's history file. Wall-clock times are Unix
@@ -41,6 +55,22 @@ type Record struct {
 	End       int64  `json:"end,omitempty"`
 	MonoStart int64  `json:"mono_start,omitempty"`
 	MonoEnd   int64  `json:"mono_end,omitempty"`
+	// Checked is when leadership.Assert returned nil for this slice (wall
+	// clock, Unix ns): the instant of the slice's Assert-checked effect.
+	// Start was taken just before the call.
+	Checked int64 `json:"checked,omitempty"`
+	// Fence is the term's fence (leadership.FenceFrom of the Token).
+	Fence uint64 `json:"fence,omitempty"`
+	// Seq numbers the slices of one incarnation and role from 1; the
+	// fenced effect's store entry carries it (see EffectEntry).
+	Seq uint64 `json:"seq,omitempty"`
+	// Effect is the outcome of the slice's fenced effect, written through
+	// the fencing gate after the slice ended: EffectAccepted,
+	// EffectStale, or "error: ..." (outcome unknown).
+	Effect string `json:"effect,omitempty"`
+	// EffectAt and EffectDone bound the fenced write on the wall clock.
+	EffectAt   int64 `json:"effect_at,omitempty"`
+	EffectDone int64 `json:"effect_done,omitempty"`
 
 	// Exit records.
 	Goroutines int    `json:"goroutines,omitempty"`
@@ -110,3 +140,36 @@ func ReadDir(dir string) ([]Record, error) {
 
 // RoleName is the name of the i-th role of a run: "role-00", "role-01"...
 func RoleName(i int) string { return fmt.Sprintf("role-%02d", i) }
+
+// EffectEntry is one entry of a role's effect log in the effects store:
+// the fenced effect of one work slice, as the gate appended it.
+type EffectEntry struct {
+	Identity string
+	Term     uint64
+	Fence    uint64
+	Seq      uint64
+}
+
+// String is the entry as stored: "identity term fence seq".
+func (e EffectEntry) String() string {
+	return fmt.Sprintf("%s %d %d %d", e.Identity, e.Term, e.Fence, e.Seq)
+}
+
+// ParseEffectEntry parses a stored entry; an entry that does not parse is
+// an error quoting it.
+func ParseEffectEntry(s string) (EffectEntry, error) {
+	f := strings.Fields(s)
+	if len(f) != 4 {
+		return EffectEntry{}, fmt.Errorf("chaos: effect entry %q: want \"identity term fence seq\"", s)
+	}
+	var e EffectEntry
+	var err [3]error
+	e.Identity = f[0]
+	e.Term, err[0] = strconv.ParseUint(f[1], 10, 64)
+	e.Fence, err[1] = strconv.ParseUint(f[2], 10, 64)
+	e.Seq, err[2] = strconv.ParseUint(f[3], 10, 64)
+	if jerr := errors.Join(err[:]...); jerr != nil {
+		return EffectEntry{}, fmt.Errorf("chaos: effect entry %q: %w", s, jerr)
+	}
+	return e, nil
+}

@@ -46,6 +46,8 @@ type fleet struct {
 	dir   string
 	cfg   Config
 	addrs func(i int) string // Redis address(es) replica i connects to
+	// effects is the address of the effects store (never faulted).
+	effects string
 
 	mu    sync.Mutex
 	procs []*proc // current incarnation per replica (nil when down)
@@ -54,8 +56,8 @@ type fleet struct {
 	wg    sync.WaitGroup
 }
 
-func newFleet(bin, dir string, cfg Config, addrs func(int) string) *fleet {
-	return &fleet{bin: bin, dir: dir, cfg: cfg, addrs: addrs, procs: make([]*proc, cfg.Replicas), count: make([]int, cfg.Replicas)}
+func newFleet(bin, dir string, cfg Config, addrs func(int) string, effects string) *fleet {
+	return &fleet{bin: bin, dir: dir, cfg: cfg, addrs: addrs, effects: effects, procs: make([]*proc, cfg.Replicas), count: make([]int, cfg.Replicas)}
 }
 
 // start launches a new incarnation of replica i.
@@ -71,7 +73,7 @@ func (f *fleet) start(i int) (string, error) {
 		"-replica", strconv.Itoa(i), "-id", id, "-addrs", f.addrs(i),
 		"-roles", strconv.Itoa(f.cfg.Roles),
 		"-lease", f.cfg.Lease.String(), "-renew", f.cfg.RenewInterval.String(), "-retry", f.cfg.RetryInterval.String(),
-		"-slice", f.cfg.Slice.String(),
+		"-slice", f.cfg.Slice.String(), "-effects", f.effects,
 		"-out", filepath.Join(f.dir, fmt.Sprintf("r%d.jsonl", i)),
 	}
 	if f.cfg.Cluster {

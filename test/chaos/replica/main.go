@@ -4,6 +4,16 @@
 // per slice to its history file. The harness builds it with go build,
 // starts several of them and injects faults.
 //
+// # Work
+//
+// Each slice calls leadership.Assert on the term's Token first (the
+// Assert-checked effect is the instant it returns nil), then works until
+// the slice length passes or the Token ends, then writes its fenced effect:
+// fencing.Gate.Append of "identity term fence seq" to the role's log in the
+// effects store (a separate redis-server that the harness never faults),
+// with the fence from leadership.FenceFrom(Token). The record carries the
+// gate's answer. A refused (stale) write ends the term's work.
+//
 // # Shutdown
 //
 // On SIGTERM or SIGINT it stops every elector (releasing its leases),
@@ -32,6 +42,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
@@ -51,6 +62,7 @@ type config struct {
 	slice     time.Duration
 	out       string
 	namespace string
+	effects   string
 	verbose   bool
 }
 
@@ -68,6 +80,7 @@ func main() {
 	flag.DurationVar(&c.slice, "slice", 20*time.Millisecond, "length of one work slice")
 	flag.StringVar(&c.out, "out", "", "history file (appended)")
 	flag.StringVar(&c.namespace, "namespace", "chaos", "lock namespace")
+	flag.StringVar(&c.effects, "effects", "", "address of the effects store (redis-server) for the fenced effects")
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -101,8 +114,8 @@ func (h *history) mono(t time.Time) int64 { return int64(t.Sub(h.start)) }
 
 func run(c config) error {
 	start := time.Now()
-	if c.identity == "" || c.addrs == "" || c.out == "" {
-		return errors.New("-id, -addrs and -out are required")
+	if c.identity == "" || c.addrs == "" || c.out == "" || c.effects == "" {
+		return errors.New("-id, -addrs, -effects and -out are required")
 	}
 	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -141,6 +154,14 @@ func run(c config) error {
 		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
 			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
 	}
+	// The effects store: never faulted, no retries (one attempt per
+	// effect, so the store and the records can be compared exactly).
+	effects := redis.NewClient(&redis.Options{Addr: c.effects, DialTimeout: c.lease, ReadTimeout: c.lease,
+		WriteTimeout: c.lease, MaxRetries: -1, PoolSize: c.roles + 2})
+	gate, err := fencing.New(effects)
+	if err != nil {
+		return err
+	}
 	provider := redislock.New(client)
 	lo := locking.DefaultOptions()
 	lo.Namespace = c.namespace
@@ -166,7 +187,7 @@ func run(c config) error {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := work(ctx, e, h, c); err != nil {
+			if err := work(ctx, e, h, gate, c); err != nil {
 				workErr <- err
 			}
 		}()
@@ -212,6 +233,9 @@ func run(c config) error {
 	if err := client.Close(); err != nil {
 		logger.Warn("ReplicaClientClose", zap.Error(err))
 	}
+	if err := effects.Close(); err != nil {
+		logger.Warn("ReplicaEffectsClose", zap.Error(err))
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -230,28 +254,44 @@ func run(c config) error {
 	return h.write(exit)
 }
 
-// work does slices of work for e's role while it leads, honouring the
-// token: it checks the token before each slice and ends a slice the moment
-// the token is done.
-func work(ctx context.Context, e *leadership.Elector, h *history, c config) error {
+// work does slices of work for e's role while it leads. Before each slice
+// it calls leadership.Assert on the term's Token; the slice ends after
+// c.slice or the moment the Token is done; then the slice's fenced effect
+// goes through gate with the term's fence, whatever the Token says by then
+// (the gate, not the worker, decides whether a deposed leader's write
+// lands).
+func work(ctx context.Context, e *leadership.Elector, h *history, gate *fencing.Gate, c config) error {
 	timer := time.NewTimer(c.slice)
 	defer timer.Stop()
+	var seq uint64
 	for {
 		if err := e.WaitForLeadership(ctx); err != nil {
 			return nil // shutting down
 		}
 		tok := e.Token()
 		term := e.Term()
+		fence, fenced := leadership.FenceFrom(tok)
+		current := e.Fence()  // 0 once the term has ended
 		if tok != e.Token() { // a new term began in between: read again
 			continue
+		}
+		if !fenced && leadership.Assert(tok) != nil {
+			continue // not a term's Token: the term ended before it was read
+		}
+		if !fenced {
+			return fmt.Errorf("role %s term %d: leadership.FenceFrom(Token()) reports no fence", e.Role(), term)
+		}
+		if current != 0 && current != fence {
+			return fmt.Errorf("role %s term %d: Elector.Fence() = %d but FenceFrom(Token()) = %d", e.Role(), term, current, fence)
 		}
 		for {
 			// The slice starts before the check, so a record never claims
 			// less time than the work took.
 			s := time.Now()
-			if tok.Err() != nil || ctx.Err() != nil {
+			if leadership.Assert(tok) != nil || ctx.Err() != nil {
 				break
 			}
+			checked := time.Now()
 			timer.Reset(c.slice)
 			select {
 			case <-tok.Done():
@@ -265,14 +305,43 @@ func work(ctx context.Context, e *leadership.Elector, h *history, c config) erro
 				default:
 				}
 			}
+			seq++
 			rec := chaos.Record{Kind: chaos.KindWork, Replica: c.replica, Identity: c.identity, Role: e.Role(), Term: term,
-				Start: s.UnixNano(), End: end.UnixNano(), MonoStart: h.mono(s), MonoEnd: h.mono(end)}
+				Start: s.UnixNano(), End: end.UnixNano(), MonoStart: h.mono(s), MonoEnd: h.mono(end),
+				Checked: checked.UnixNano(), Fence: fence, Seq: seq}
+			stale := effect(gate, &rec, c.lease)
 			if err := h.write(rec); err != nil {
 				return fmt.Errorf("write history: %w", err)
+			}
+			if stale {
+				break // a successor has written: this term is over
 			}
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
 	}
+}
+
+// effect writes rec's fenced effect through gate and records the outcome
+// in rec; it reports whether the gate refused the fence as stale. The
+// write has its own timeout, not the Token: a slice that ended because its
+// term ended still delivers its result, and the gate judges it.
+func effect(gate *fencing.Gate, rec *chaos.Record, timeout time.Duration) (stale bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	entry := chaos.EffectEntry{Identity: rec.Identity, Term: rec.Term, Fence: rec.Fence, Seq: rec.Seq}
+	rec.EffectAt = time.Now().UnixNano()
+	err := gate.Append(ctx, rec.Role, rec.Fence, entry.String())
+	rec.EffectDone = time.Now().UnixNano()
+	switch {
+	case err == nil:
+		rec.Effect = chaos.EffectAccepted
+	case errors.Is(err, fencing.ErrStale):
+		rec.Effect = chaos.EffectStale
+		return true
+	default:
+		rec.Effect = chaos.EffectErrorPrefix + err.Error()
+	}
+	return false
 }
