@@ -102,7 +102,7 @@ func TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline(t *testing.T) {
 		waitStopped(t, leader.pid())
 		stopped := time.Now().UnixNano()
 		time.Sleep(3 * time.Second) // three leases
-		waitFor(t, 20*time.Second, fmt.Sprintf("trial %d: %s to write with a fence above %d", trial, follower.id, fence), func() bool {
+		waitUntil(t, 20*time.Second, fmt.Sprintf("trial %d: %s to write with a fence above %d", trial, follower.id, fence), func() bool {
 			h, err := gate.Highest(context.Background(), pauseResource)
 			return err == nil && h > fence
 		})
@@ -111,7 +111,7 @@ func TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ends []pauseEvent
-		waitFor(t, 20*time.Second, fmt.Sprintf("trial %d: every worker of %s to end term %d after SIGCONT", trial, leader.id, term), func() bool {
+		waitUntil(t, 20*time.Second, fmt.Sprintf("trial %d: every worker of %s to end term %d after SIGCONT", trial, leader.id, term), func() bool {
 			leader.poll(t)
 			e, ok := leader.endsOf(term)
 			ends = e
@@ -467,7 +467,7 @@ func (p *pauseProc) stop(t *testing.T) {
 // it recorded at least n effects, and returns it, the other and the term.
 func waitPauseLeader(t *testing.T, procs []*pauseProc, n int) (leader, follower *pauseProc, term uint64) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "a leader recording effects", func() bool {
+	waitUntil(t, 20*time.Second, "a leader recording effects", func() bool {
 		for i, p := range procs {
 			p.poll(t)
 			if tm, effects, ok := p.leading(); ok && effects >= n {
@@ -483,7 +483,7 @@ func waitPauseLeader(t *testing.T, procs []*pauseProc, n int) (leader, follower 
 // waitStopped waits until /proc reports pid stopped (state T).
 func waitStopped(t *testing.T, pid int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("pid %d to stop", pid), func() bool {
+	waitUntil(t, 10*time.Second, fmt.Sprintf("pid %d to stop", pid), func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			t.Fatal(err)
@@ -494,8 +494,8 @@ func waitStopped(t *testing.T, pid int) {
 	})
 }
 
-// waitFor polls cond every 10 ms until it holds, failing t after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitUntil polls cond every 10 ms until it holds, failing t after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
