@@ -55,7 +55,7 @@ type pauseEvent struct {
 	Term   uint64 `json:"term"`
 	Fence  uint64 `json:"fence"`
 	Seq    uint64 `json:"seq,omitempty"`
-	// T0 and T1 (eff): wall clock (Unix ns) just before leadership.Assert
+	// Fields t0 and t1 (eff): wall clock (Unix ns) just before leadership.Assert
 	// (or the Token's Err) was called and just after it returned nil.
 	T0 int64 `json:"t0,omitempty"`
 	T1 int64 `json:"t1,omitempty"`
