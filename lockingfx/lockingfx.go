@@ -47,11 +47,38 @@ func newOutcome(p LockParams) *outcome {
 
 // newBalanceGroup is the app's one balance group (B1): the roles with
 // leadership.balance set share it, because one app is one participant.
+//
+// Over the memory provider balancing cannot see other processes: that is
+// said once, at Warn, when a role asks for it.
 func newBalanceGroup(p struct {
 	fx.In
-	Logger *zap.Logger `optional:"true"`
+	Logger     *zap.Logger             `optional:"true"`
+	Locking    config.LockingConfig    `optional:"true"`
+	Leadership config.LeadershipConfig `optional:"true"`
 }) *leadership.BalanceGroup {
+	log := p.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if p.Locking.Provider == config.ProviderMemory && balanceAsked(p.Leadership) {
+		log.Warn("HostLoomBalanceMemoryLock",
+			zap.String("reason", "leadership.balance with locking.provider memory: the in-process lock cannot see other processes, so roles are balanced within this process only"))
+	}
 	return leadership.NewBalanceGroup(p.Logger)
+}
+
+// balanceAsked reports whether the section or any role override sets
+// leadership.balance.
+func balanceAsked(c config.LeadershipConfig) bool {
+	if c.Balance {
+		return true
+	}
+	for _, r := range c.Roles {
+		if r.Balance != nil && *r.Balance {
+			return true
+		}
+	}
+	return false
 }
 
 // LockParams are New's dependencies.
