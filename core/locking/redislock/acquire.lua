@@ -27,9 +27,19 @@ local prio = tonumber(ARGV[8] or '0')
 -- record (its first registration time), the live participants' top
 -- priority, the expired ones, the stored fence and the B2 'free' mark.
 local meta = {}
-local all = redis.call('HGETALL', KEYS[2])
-for i = 1, #all, 2 do
-  meta[all[i]] = all[i + 1]
+local all
+if registering then
+  all = redis.call('HGETALL', KEYS[2])
+  for i = 1, #all, 2 do
+    meta[all[i]] = all[i + 1]
+  end
+else
+  -- A plain lock user needs only the fence.
+  meta['fence'] = redis.call('HGET', KEYS[2], 'fence') or nil
+  all = {}
+  if meta['fence'] then
+    all = {'fence', meta['fence']}
+  end
 end
 local since, top, others, expired = ms, nil, false, {}
 for f, v in pairs(meta) do
