@@ -227,7 +227,9 @@ func (l *loop) handle(m message) {
 func (l *loop) advance(now time.Time) {
 	if l.lease != nil && !now.Before(l.e.state.Load().deadline) {
 		l.endTerm(Expired, nil)
-		l.due = now
+		if l.due != never { // never: a give-back runs; it sets due when done
+			l.due = now
+		}
 	}
 	if l.step != nil {
 		if !l.step.overdue && !now.Before(l.step.sent.Add(l.step.bound+l.grace())) {
@@ -252,8 +254,9 @@ func (l *loop) advance(now time.Time) {
 }
 
 // grace is how long a lock call may overrun its context before it is
-// reported as faulted.
-func (l *loop) grace() time.Duration { return min(l.e.opts.RetryInterval, time.Second) }
+// reported as faulted: a provider may clean up after a lost reply once the
+// context ended (redislock takes up to a second), which is not a fault.
+func (l *loop) grace() time.Duration { return l.e.opts.RetryInterval + 2*time.Second }
 
 // arm sets the timer to the next moment the loop must act at, and
 // publishes that promise for the health check.
@@ -493,12 +496,8 @@ func (l *loop) renewed(o outcome) {
 	e.tel.renewal(kind, now.Sub(c.sent))
 	s := e.state.Load()
 	if l.lease == nil || s.term != c.term {
-		// The term ended while the call was under way. When it ran out
-		// (rather than being released) and the backend extended it after
-		// all, give the lease back so nobody waits a whole lease for it.
-		if kind == outcomeOK && c.ended == Expired {
-			l.giveBack(c.lease)
-		}
+		// The term ended while the call was under way; when it ran out,
+		// endTerm already gave the lease back.
 		return
 	}
 	switch kind {
@@ -586,6 +585,15 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	if l.step != nil && l.step.op == opRenew {
 		l.step.ended = reason
 		l.step.cancel()
+		if reason == Expired {
+			// A renewal of unknown outcome is under way: it may still land
+			// (a delayed link) and extend the backend's lease by a whole
+			// lease after this term ended. Give the lease back now; the
+			// release compares the token, and a renewal landing after it
+			// finds nothing to extend.
+			l.giveBack(lease)
+			lease = nil
+		}
 	}
 	e.tel.leader(false, 0)
 	e.tel.transition(reason)
