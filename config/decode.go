@@ -122,6 +122,11 @@ func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) []*Field
 // keys the sources set under it (lockin.provider rather than lockin), each
 // with its own source.
 func unknownKeys(k *koanf.Koanf, src sources, key string) []*FieldError {
+	if key == "" {
+		// A YAML key that is empty or not a string ("? !00") decodes to
+		// "": name it so the error still says where it is.
+		return []*FieldError{{Key: `""`, Source: src.of(key), Reason: "unknown key: an empty or non-string key"}}
+	}
 	var errs []*FieldError
 	for flat := range k.All() {
 		if flat == key || strings.HasPrefix(flat, key+".") {
