@@ -302,10 +302,11 @@ func pauseWork(ctx context.Context, e *leadership.Elector, gate *fencing.Gate, i
 			if err := record(pauseEvent{Kind: "eff", Worker: worker, Term: term, Fence: fence, Seq: seq, T0: t0.UnixNano(), T1: t1.UnixNano()}); err != nil {
 				return err
 			}
-			if err := write(fence, fmt.Sprintf("%s %d %d", id, fence, seq)); errors.Is(err, fencing.ErrStale) {
+			if err := write(fence, fmt.Sprintf("%s %d %d", id, fence, seq)); err != nil {
+				// Stale, or a write whose 2s context ran out while the
+				// process was stopped mid-write: either way the term's
+				// work ends here, and the late write below decides.
 				break
-			} else if err != nil {
-				return err
 			}
 		}
 		late := "accepted"
