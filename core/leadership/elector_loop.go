@@ -106,7 +106,8 @@ type loop struct {
 	live          bool // the event subscription is live (P3)
 	subscriptions int  // EventSubscribed seen so far
 	announced     string
-	topPriority   int // the highest participant priority the last refusal reported (B2)
+	topPriority   int  // the highest participant priority the last refusal reported (B2)
+	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
 
 	// When the role became free as this instance learned it, for the
 	// handover metric (O6): "handover" from a release notification,
@@ -527,10 +528,14 @@ func (l *loop) renewed(o outcome) {
 		return
 	}
 	if !now.Before(s.deadline) {
+		l.unsure = true // the request may have reached the backend
 		l.endTerm(Expired, o.err)
-		l.due = now
+		if l.due != never {
+			l.due = now
+		}
 		return
 	}
+	l.unsure = true // the request may have reached the backend
 	remaining := s.deadline.Sub(now)
 	wait := max(RenewRetryFloor, min(e.opts.RenewInterval, remaining/2))
 	if kind == outcomeFault {
@@ -585,16 +590,17 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	if l.step != nil && l.step.op == opRenew {
 		l.step.ended = reason
 		l.step.cancel()
-		if reason == Expired {
-			// A renewal of unknown outcome is under way: it may still land
-			// (a delayed link) and extend the backend's lease by a whole
-			// lease after this term ended. Give the lease back now; the
-			// release compares the token, and a renewal landing after it
-			// finds nothing to extend.
-			l.giveBack(lease)
-			lease = nil
-		}
 	}
+	if reason == Expired && lease != nil && (l.unsure || (l.step != nil && l.step.op == opRenew)) {
+		// A renewal of unknown outcome was sent in this term (it timed out
+		// or is still under way): it may yet land (a delayed link) and
+		// extend the backend's lease by a whole lease after this term
+		// ended. Give the lease back now; the release compares the token,
+		// and a renewal landing after it finds nothing to extend.
+		l.giveBack(lease)
+		lease = nil
+	}
+	l.unsure = false
 	e.tel.leader(false, 0)
 	e.tel.transition(reason)
 	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
