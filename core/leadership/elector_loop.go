@@ -97,6 +97,7 @@ type loop struct {
 	pending     int           // other calls under way (release, watch, deregister)
 	due         time.Time     // when the next acquisition or renewal is due
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
+	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    *request      // Stop: waiting for the calls under way
 	stopErrs    []error
@@ -381,6 +382,7 @@ func (l *loop) finish(o outcome) {
 // acquire makes one acquisition attempt (E1, E2).
 func (l *loop) acquire(now time.Time) {
 	e := l.e
+	l.wokeDuring = time.Time{}
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
@@ -440,9 +442,17 @@ func (l *loop) acquired(o outcome) {
 				next = min(retry, held.Remaining+wakeMargin)
 			}
 		}
-		e.log.Debug("LeadershipAcquireRefused", zap.String("holder", heldOwner(held)),
-			zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", next))
 		l.due = now.Add(next)
+		if w := l.wokeDuring; !w.IsZero() && w.Before(l.due) {
+			// A release came while this attempt ran: the refusal may
+			// predate it, so the wake it asked for still stands (P3).
+			l.due = w
+			if w.Before(now) {
+				l.due = now
+			}
+		}
+		e.log.Debug("LeadershipAcquireRefused", zap.String("holder", heldOwner(held)),
+			zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", l.due.Sub(now)))
 	case outcomeFault:
 		l.fault("acquire", o.err)
 		l.due = now.Add(retry)
@@ -891,6 +901,14 @@ func (l *loop) wake(now time.Time) {
 
 // wakeAt makes an idle candidate try at at, unless it is due sooner.
 func (l *loop) wakeAt(at time.Time) {
+	if l.lease == nil && l.step != nil && l.step.op == opAcquire {
+		// The attempt under way may be refused by the holder that just
+		// left: acquired keeps this wake for the next attempt.
+		if l.wokeDuring.IsZero() || at.Before(l.wokeDuring) {
+			l.wokeDuring = at
+		}
+		return
+	}
 	if l.lease != nil || l.step != nil || l.due == never {
 		return
 	}

@@ -131,6 +131,57 @@ func TestElector_P3_CrashTakeoverAtTheLearnedExpiry(t *testing.T) {
 	})
 }
 
+// slowRefusalLock returns the outcome of an acquisition attempt by owner
+// slow only after a delay, as over a slow link: a release the holder makes
+// meanwhile arrives while the attempt is under way.
+type slowRefusalLock struct {
+	*locking.DistributedLock
+	slow  string
+	delay time.Duration
+}
+
+func (s *slowRefusalLock) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (locking.Lease, error) {
+	l, err := s.DistributedLock.TryAcquireAs(ctx, key, d, owner)
+	if owner == s.slow {
+		time.Sleep(s.delay)
+	}
+	return l, err
+}
+
+func (s *slowRefusalLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+	l, err := s.DistributedLock.TryAcquirePriority(ctx, key, d, owner, priority, yield)
+	if owner == s.slow {
+		time.Sleep(s.delay)
+	}
+	return l, err
+}
+
+func TestElector_P3_E8_ReleaseDuringARefusedAttemptStillWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &slowRefusalLock{DistributedLock: memLock(t), slow: "b", delay: 50 * time.Millisecond}
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", lock, o, leadership.WithIdentity("a"))
+		b := mustElector(t, "r", lock, o, leadership.WithIdentity("b"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		mustStart(t, b) // b's first attempt is refused, and the refusal takes 50ms to arrive
+		defer mustStop(t, b)
+		time.Sleep(10 * time.Millisecond)
+		if err := a.Resign(bg); err != nil { // released while b's attempt is under way
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		// Without the wake b would sleep until the lease it was told about
+		// ran out (15s), and a would take the role back after sitting out
+		// one RetryInterval.
+		if !b.IsLeader() || a.IsLeader() {
+			t.Fatalf("b leads %v, a leads %v: the release during b's attempt was lost", b.IsLeader(), a.IsLeader())
+		}
+	})
+}
+
 func TestElector_P1_Participants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lock := memLock(t)
