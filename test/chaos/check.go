@@ -125,13 +125,17 @@ type Gap struct {
 	// Counted is the part of the gap judged against the recovery bound:
 	// from the later of From and the heal of a backend outage inside it.
 	Counted time.Duration
-	Cause   string
+	// Bound is what Counted is judged against: RecoveryBound, plus the
+	// delay of a delay fault on the previous leader's link (see
+	// previousLeaderFault).
+	Bound time.Duration
+	Cause string
 }
 
 // String describes the gap and the part counted against the recovery bound.
 func (g Gap) String() string {
-	return fmt.Sprintf("role %s leaderless %v from %s (counted %v%s)", g.Role,
-		g.To.Sub(g.From), g.From.UTC().Format("15:04:05.000"), g.Counted, g.Cause)
+	return fmt.Sprintf("role %s leaderless %v from %s (counted %v, bound %v%s)", g.Role,
+		g.To.Sub(g.From), g.From.UTC().Format("15:04:05.000"), g.Counted, g.Bound, g.Cause)
 }
 
 // Report is the checker's verdict.
@@ -218,7 +222,7 @@ func (r *Report) Problems() []string {
 		}
 	}
 	for _, g := range r.SlowRecovery {
-		p = append(p, fmt.Sprintf("slow recovery (bound %v): %s", r.Limits.RecoveryBound(), g))
+		p = append(p, "slow recovery: "+g.String())
 	}
 	for _, c := range r.Crashes {
 		p = append(p, "crash: "+c)
@@ -269,8 +273,8 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
 	r.effectSummary(&b)
-	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v)\n",
-		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, r.Limits.RecoveryBound())
+	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v; %v plus the delay after a delayed link)\n",
+		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, max(r.MaxCountedGap.Bound, r.Limits.RecoveryBound()), r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
 	if p := r.Problems(); len(p) > 0 {
 		fmt.Fprintf(&b, "FAIL: %d problem(s)\n", len(p))
@@ -562,14 +566,16 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			}
 		}
 		gap.Counted = time.Duration(max(0, g.to-counted))
-		gap.Cause += previousLeaderFault(recs, g.from, h.Faults)
+		cause, delay := previousLeaderFault(recs, g.from, h.Faults)
+		gap.Cause += cause
+		gap.Bound = lim.RecoveryBound() + delay
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}
 		if gap.Counted > r.MaxCountedGap.Counted {
 			r.MaxCountedGap = gap
 		}
-		if gap.Counted > lim.RecoveryBound() {
+		if gap.Counted > gap.Bound {
 			r.SlowRecovery = append(r.SlowRecovery, gap)
 		}
 	}
@@ -577,11 +583,14 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 
 // previousLeaderFault names the fault that targeted the leader whose
 // tenure ended at from (the start of a gap), when that fault was under way
-// then: evidence for a slow recovery (a slow link delivers the old
-// leader's renewals late, and each that lands extends the lease in the
-// backend although its sender has given the term up). It explains, it
-// does not excuse.
-func previousLeaderFault(tenures []Record, from int64, faults []Fault) string {
+// then, and returns the delay the bound allows for it. A delayed link
+// delivers the old leader's last renewals up to the delay late, and each
+// that lands extends the lease in the backend by a full lease although its
+// sender has given the term up; its give-back release crosses the same
+// link. So after a delay fault the role may stay leaderless for the delay
+// on top of RecoveryBound, and no longer. Other faults explain a gap but
+// add nothing to the bound.
+func previousLeaderFault(tenures []Record, from int64, faults []Fault) (string, time.Duration) {
 	for _, t := range tenures {
 		if t.End != from {
 			continue
@@ -592,9 +601,12 @@ func previousLeaderFault(tenures []Record, from int64, faults []Fault) string {
 				if f.Detail != "" {
 					s += " (" + f.Detail + ")"
 				}
-				return s
+				if f.Kind == FaultDelay {
+					return s, f.Delay
+				}
+				return s, 0
 			}
 		}
 	}
-	return ""
+	return "", 0
 }

@@ -194,16 +194,43 @@ func TestCheck_SlowRecoveryFails(t *testing.T) {
 }
 
 func TestCheck_SlowRecoveryNamesTheFaultOfThePreviousLeader(t *testing.T) {
-	// r0.1's link is delayed from 800; its term ends at 1000 and the role
+	// r0.1's link is reset from 800; its term ends at 1000 and the role
 	// stays leaderless for 1.5s: still a failure, with the evidence.
 	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
-	h.Faults = []Fault{{Seq: 4, Kind: FaultDelay, Target: 0, Identity: "r0.1", Start: at(800), Heal: at(2800), Detail: "delay 460ms"}}
+	h.Faults = []Fault{{Seq: 4, Kind: FaultReset, Target: 0, Identity: "r0.1", Start: at(800), Heal: at(2800)}}
 	r := Check(h, testLimits)
 	if r.OK() || len(r.SlowRecovery) != 1 {
 		t.Fatalf("1.5s leaderless passed:\n%s", r.Summary())
 	}
-	if want := "after r0.1's term ended during fault #4 delay (delay 460ms)"; !strings.Contains(r.SlowRecovery[0].String(), want) {
+	if want := "bound 1.35s, after r0.1's term ended during fault #4 reset"; !strings.Contains(r.SlowRecovery[0].String(), want) {
 		t.Errorf("gap %s does not say %q", r.SlowRecovery[0], want)
+	}
+}
+
+func TestCheck_DelayedLinkAddsItsDelayToTheBound(t *testing.T) {
+	// r0.1's link is delayed 460ms from 800; its term ends at 1000. Its
+	// last renewals land up to 460ms late, so the bound is 1.35s + 460ms.
+	delayed := []Fault{{Seq: 4, Kind: FaultDelay, Target: 0, Identity: "r0.1", Start: at(800), Heal: at(2800), Delay: 460 * time.Millisecond, Detail: "delay 460ms"}}
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	h.Faults = delayed
+	if r := Check(h, testLimits); !r.OK() || r.MaxCountedGap.Bound != 1810*time.Millisecond {
+		t.Fatalf("1.5s leaderless after a 460ms delay failed (bound %v):\n%s", r.MaxCountedGap.Bound, r.Summary())
+	}
+	// No further: 1.9s leaderless is slow even after the delay.
+	h = history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2900, 3000))
+	h.Faults = delayed
+	r := Check(h, testLimits)
+	if r.OK() || len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.9s leaderless after a 460ms delay passed:\n%s", r.Summary())
+	}
+	if want := "bound 1.81s, after r0.1's term ended during fault #4 delay (delay 460ms)"; !strings.Contains(r.SlowRecovery[0].String(), want) {
+		t.Errorf("gap %s does not say %q", r.SlowRecovery[0], want)
+	}
+	// A delay on another replica's link adds nothing.
+	h = history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	h.Faults = []Fault{{Seq: 4, Kind: FaultDelay, Target: 2, Identity: "r2.1", Start: at(800), Heal: at(2800), Delay: 460 * time.Millisecond}}
+	if r := Check(h, testLimits); r.OK() {
+		t.Fatalf("a delay on a bystander's link excused 1.5s leaderless:\n%s", r.Summary())
 	}
 }
 

@@ -64,8 +64,10 @@ type Fault struct {
 	LostState bool `json:"lost_state,omitempty"`
 	// Unavailable marks faults during which nobody can lead (the backend is
 	// down); leaderless time is measured from Heal for them.
-	Unavailable bool   `json:"unavailable,omitempty"`
-	Detail      string `json:"detail,omitempty"`
+	Unavailable bool `json:"unavailable,omitempty"`
+	// Delay is the per-chunk delay of a delay fault.
+	Delay  time.Duration `json:"delay,omitempty"`
+	Detail string        `json:"detail,omitempty"`
 }
 
 // String is the fault as logged: sequence, kind, victim, start and heal.

@@ -519,7 +519,7 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		f.Heal = time.Now()
 	case FaultDelay:
 		delay := r.cfg.Lease/10 + time.Duration(r.rng.Int64N(int64(r.cfg.Lease/2)))
-		f.Detail = fmt.Sprintf("delay %v", delay)
+		f.Delay, f.Detail = delay, fmt.Sprintf("delay %v", delay)
 		f.Start = time.Now()
 		r.proxies[f.Target].Set(Delay, delay)
 		sleep(ctx, 2*r.cfg.Lease)
