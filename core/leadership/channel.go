@@ -176,9 +176,14 @@ const chanDropMetric = "hostloom.leadership.channel.dropped"
 //
 // # Admission
 //
-// A write is admitted to the buffer when the Leadership reports IsLeader
-// and the channel has been notified (OnChange) of the transition to
-// leader; until both agree, writes are discarded as a follower's. Admission
+// A write is admitted to the buffer when the Leadership reports IsLeader at
+// that moment (which checks the term's deadline, G3), so a write right
+// after WaitForLeadership returns is admitted even before the channel's
+// own OnChange notification arrives. Otherwise it is discarded as a
+// follower's. The OnChange notification of a loss wakes blocked writers
+// and applies DrainOnLoss; if the same instance already leads again when
+// it arrives, items of the new term drained with the old are counted with
+// reason loss like any other (C2). Admission
 // is not a fencing guarantee: items accepted while leading stay readable
 // after the leadership ends (C6) unless DrainOnLoss discards them, so wrap
 // leader-only side effects in the Leadership's Token.
@@ -226,7 +231,6 @@ type Channel[T any] struct {
 	buf      []T // ring buffer of len Capacity
 	head     int // index of the oldest item
 	n        int // number of buffered items
-	leader   bool
 	closed   bool
 	done     chan struct{} // closed by Close
 	lost     chan struct{} // closed and replaced at each loss of leadership
@@ -285,12 +289,6 @@ func NewChannel[T any](name string, l Leadership, o ChannelOptions, opts ...Opti
 		c.dropOpts[r] = []metric.AddOption{metric.WithAttributeSet(set)}
 	}
 	c.unsub = l.OnChange(c.onChange)
-	// Read the role after subscribing, so a transition in between is seen
-	// either here or by onChange.
-	leading := l.IsLeader()
-	c.mu.Lock()
-	c.leader = leading
-	c.mu.Unlock()
 	return c, nil
 }
 
@@ -385,7 +383,7 @@ func (c *Channel[T]) WaitToWrite(ctx context.Context) (bool, error) {
 		case c.closed:
 			c.mu.Unlock()
 			return false, nil
-		case !leading || !c.leader || c.mode != Wait || c.n < len(c.buf):
+		case !leading || c.mode != Wait || c.n < len(c.buf):
 			c.mu.Unlock()
 			return true, nil
 		}
@@ -509,7 +507,7 @@ func (c *Channel[T]) offerLocked(v T, leading bool) (chanOutcome, int, *chanRepo
 	if c.closed {
 		return chanClosedWrite, -1, nil
 	}
-	if !leading || !c.leader {
+	if !leading {
 		return chanDiscarded, chanReasonFollower, c.countLocked(chanReasonFollower, 1)
 	}
 	size := len(c.buf)
@@ -635,10 +633,10 @@ func (c *Channel[T]) logReport(rep *chanReport) {
 	c.log.Info("LeaderChannelDropped", fields...)
 }
 
-// onChange follows the Leadership's transitions. On acquisition it starts
-// admitting writes and logs the unsummarised tail (C3); on loss it stops
-// admitting, wakes blocked writers (C4) and, with DrainOnLoss, discards the
-// buffer (C6).
+// onChange follows the Leadership's transitions (admission itself reads
+// IsLeader). On acquisition it logs the unsummarised tail (C3); on loss it
+// wakes blocked writers (C4) and, with DrainOnLoss, discards the buffer
+// (C6).
 func (c *Channel[T]) onChange(ch Change) {
 	c.mu.Lock()
 	if c.closed {
@@ -649,10 +647,8 @@ func (c *Channel[T]) onChange(ch Change) {
 	var drained int64
 	var rep *chanReport
 	if ch.IsLeader {
-		c.leader = true
 		rep = c.tailLocked(now)
 	} else {
-		c.leader = false
 		close(c.lost)
 		c.lost = make(chan struct{})
 		if c.drain && c.n > 0 {

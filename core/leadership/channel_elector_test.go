@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,6 +141,54 @@ func TestChannel_C1_C4_C6_OverElectorOnMemlock(t *testing.T) {
 		ca.Close()
 		if _, err := ca.Read(ctx); !errors.Is(err, leadership.ErrChannelClosed) {
 			t.Fatalf("Read after Close = %v", err)
+		}
+	})
+}
+
+// A write right after WaitForLeadership returns reaches the reader even
+// while the channel's OnChange notification is still being delivered (a
+// slow subscriber ahead of it): admission follows IsLeader (C1).
+func TestChannel_C1_WriteRightAfterWaitForLeadershipIsAdmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock, err := memlock.NewLock(locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		e, err := leadership.NewElector("billing", lock, leadership.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		open := sync.OnceFunc(func() { close(gate) })
+		defer open()
+		e.OnChange(func(leadership.Change) { <-gate }) // delivered before the channel's
+		c, err := leadership.NewChannel[int]("jobs", e, chanOpts(2, leadership.Wait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WaitForLeadership(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Write(ctx, 7); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := c.WaitToWrite(ctx); !ok || err != nil {
+			t.Fatalf("WaitToWrite = %v, %v; want true (room for one more)", ok, err)
+		}
+		if c.Len() != 1 {
+			t.Fatalf("Len = %d after a leader's write, want 1 (dropped as a follower's)", c.Len())
+		}
+		open()
+		if v, err := c.Read(ctx); err != nil || v != 7 {
+			t.Fatalf("Read = %d, %v; want 7", v, err)
+		}
+		if err := e.Stop(ctx); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -233,7 +233,7 @@ func run(short bool, out, server, only string) error {
 	}
 	logf("wrote %s (%s)", out, rep.elapsed.Round(time.Second))
 	for _, t := range rep.targets() {
-		logf("target %-60s %s", t.what, t.status())
+		logf("target %-60s %s", t.what, rep.verdict(t))
 	}
 	return nil
 }
