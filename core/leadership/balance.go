@@ -51,6 +51,13 @@ type BalanceGroup struct {
 	stop    chan struct{}
 	done    chan struct{}
 	ids     map[string][]string // the participants of each role it led at the last round
+	// handed: role -> who leads it as the member that left knew it: the
+	// participant it handed the role to, or the leader it last learned. A
+	// member that left no longer reports who leads its role, so that lead
+	// is counted from here for one lease, or until the role's elector joins
+	// again; successive stops of a leave then fill the survivors evenly
+	// instead of seeing counts that shrink with every member gone.
+	handed map[string]handover
 
 	// Owned by the round goroutine.
 	moved    map[string]time.Time // role -> when this group last resigned it
@@ -63,7 +70,8 @@ func NewBalanceGroup(logger *zap.Logger) *BalanceGroup {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, ids: map[string][]string{}, moved: map[string]time.Time{}}
+	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, ids: map[string][]string{},
+		handed: map[string]handover{}, moved: map[string]time.Time{}}
 }
 
 // WithBalanceGroup makes the elector a member of g when Options.Balance is
@@ -78,6 +86,7 @@ func (g *BalanceGroup) join(e *Elector) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.members[e] = struct{}{}
+	delete(g.handed, e.role)
 	g.running++
 	if g.running == 1 {
 		g.stop, g.done = make(chan struct{}), make(chan struct{})
@@ -94,6 +103,9 @@ func (g *BalanceGroup) leave(e *Elector) {
 		return
 	}
 	delete(g.members, e)
+	if id, ok := e.learnedLeader(); ok && id != e.identity {
+		g.handed[e.role] = handover{to: id, until: time.Now().Add(e.opts.Lease)}
+	}
 	g.running--
 	var stop, done chan struct{}
 	if g.running == 0 {
@@ -144,12 +156,9 @@ func (g *BalanceGroup) awaitTaker(ctx context.Context, e *Elector, self string, 
 // members learned; "" when there is none. The release names it, so it
 // takes the role at once while the others hold back.
 func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) string {
-	leads := map[string]int{}
-	for _, e := range g.snapshot() {
-		if id, ok := e.Leader(); ok {
-			leads[id]++
-		}
-	}
+	g.mu.Lock()
+	leads := g.leadsLocked()
+	g.mu.Unlock()
 	taker, least := "", share
 	for _, id := range v.ids {
 		if id != self && leads[id] < least {
@@ -166,19 +175,15 @@ func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) strin
 // for them (B1).
 func (g *BalanceGroup) successor(e *Elector) string {
 	g.mu.Lock()
-	ids := slices.Clone(g.ids[e.role])
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	ids := g.ids[e.role]
 	if len(ids) == 0 {
 		return ""
 	}
-	leads := map[string]int{}
-	for _, m := range g.snapshot() {
-		if id, ok := m.Leader(); ok {
-			leads[id]++
-		}
-	}
-	// The fewest leads wins; ties (all equal when a whole process stops
-	// its roles at once) are spread by the role's name.
+	leads := g.leadsLocked()
+	// The fewest leads wins, counting the roles stopped members handed
+	// over (concurrent stops take turns on the mutex, so each sees the
+	// choices before it); ties are spread by the role's name.
 	var ties []string
 	least := -1
 	for _, id := range ids {
@@ -196,7 +201,35 @@ func (g *BalanceGroup) successor(e *Elector) string {
 	slices.Sort(ties)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(e.role))
-	return ties[h.Sum32()%uint32(len(ties))]
+	taker := ties[h.Sum32()%uint32(len(ties))]
+	g.handed[e.role] = handover{to: taker, until: time.Now().Add(e.opts.Lease)}
+	return taker
+}
+
+// handover is a role a stopping member handed to another participant.
+type handover struct {
+	to    string
+	until time.Time
+}
+
+// leadsLocked counts the roles each identity leads as the members learned
+// it, plus the roles stopped members handed over (see handed).
+func (g *BalanceGroup) leadsLocked() map[string]int {
+	leads := map[string]int{}
+	for m := range g.members {
+		if id, ok := m.learnedLeader(); ok {
+			leads[id]++
+		}
+	}
+	now := time.Now()
+	for role, h := range g.handed {
+		if now.After(h.until) {
+			delete(g.handed, role)
+			continue
+		}
+		leads[h.to]++
+	}
+	return leads
 }
 
 // snapshot lists the members.

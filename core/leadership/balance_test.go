@@ -125,11 +125,18 @@ func TestBalance_B1_JoinLeaveAndQuiet(t *testing.T) {
 		if after, _ := h.read(); after != before {
 			t.Fatalf("%d moveLog over a quiet minute; want 0", after-before)
 		}
+		beforeLeave, _ := h.read()
+		cLeads := c.leads()
 		c.stop(t)
 		time.Sleep(2 * 2 * time.Second)
 		synctest.Wait()
 		if na, nb := a.leads(), b.leads(); na+nb != roles || na < 29 || na > 31 || nb < 29 || nb > 31 {
 			t.Fatalf("after a leave: a %d, b %d; want 30 ± 1 each, all led", na, nb)
+		}
+		// The leave moves each of c's roles once, straight to the survivor
+		// that ends at its share: no role moves twice.
+		if after, _ := h.read(); after-beforeLeave != cLeads {
+			t.Fatalf("a leave of a process leading %d roles made %d acquisitions; want %d", cLeads, after-beforeLeave, cLeads)
 		}
 		a.stop(t)
 		b.stop(t)

@@ -292,6 +292,17 @@ func (e *Elector) Leader() (identity string, ok bool) {
 	return o.identity, true
 }
 
+// learnedLeader is Leader for counting leads (B1): the identity this
+// instance last learned, also up to one lease after the expiry it learned,
+// since a candidate learns the renewed expiry only when it next tries.
+func (e *Elector) learnedLeader() (string, bool) {
+	o := e.observed.Load()
+	if o.identity == "" || !time.Now().Before(o.until.Add(e.opts.Lease)) {
+		return "", false
+	}
+	return o.identity, true
+}
+
 // LookupLeader asks the lock who holds the role's lease and its remaining
 // time to live, in one round trip (L7). ok is false when nobody holds it.
 // It returns an error matching locking.ErrNotSupported when the lock
