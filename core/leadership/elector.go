@@ -159,6 +159,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		e.log = s.logger.With(zap.String("role", role), zap.String("lock_key", key), zap.String("identity", e.identity))
 	}
 	e.notes.log = e.log
+	e.notes.queue.handle = e.notes.deliver
 	e.tel = newElectorTelemetry(s, role, key, e.identity)
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrNotLeader)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,22 +74,19 @@ type outcome struct {
 // loop is the elector's state machine. It owns the term: the lease, the
 // deadlines, the call under way. It has no goroutine of its own. Work
 // reaches it as messages in its inbox (call outcomes, the timer, Stop and
-// Resign requests, the lock's events), and the goroutine that finds the
-// inbox idle when it posts starts one goroutine that takes the messages
-// one at a time until the inbox is empty (drain). So at most one goroutine
-// runs the machine at any moment, the mutex hands the machine from one to
-// the next, and an idle elector costs no goroutine: it waits on a timer.
+// Resign requests, the lock's events); the inbox runs handle for each, one
+// at a time, on a goroutine that exists only while messages are queued
+// (see inbox). So at most one goroutine runs the machine at any moment,
+// and an idle elector costs no goroutine: it waits on a timer.
 // Everything other goroutines may read is published through the
 // Elector's atomic pointers.
 type loop struct {
 	e    *Elector
 	base context.Context // Start's context without its cancellation: values for lock calls
 
-	mu       sync.Mutex // guards inbox and draining; nothing else
-	inbox    []message
-	draining bool
+	inbox inbox[message] // runs handle for each message, one at a time
 
-	// The fields below belong to the goroutine draining the inbox.
+	// The fields below belong to the inbox's consumer (handle).
 	timer       *time.Timer   // posts msgTimer
 	lease       locking.Lease // the current term's lease; nil when not leading
 	step        *call         // the acquisition or renewal under way, if any
@@ -142,43 +138,15 @@ var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newLoop(e *Elector, base context.Context) *loop {
 	l := &loop{e: e, base: base}
+	l.inbox.handle = l.handle
 	l.timer = time.AfterFunc(MaxWait, func() { l.post(message{kind: msgTimer}) })
 	return l
 }
 
-// post queues m and starts the draining goroutine when none runs. It
-// never runs the machine on the caller's goroutine, so it is safe from
-// any goroutine, also one inside the lock (events) or the timer.
-func (l *loop) post(m message) {
-	l.mu.Lock()
-	l.inbox = append(l.inbox, m)
-	if l.draining {
-		l.mu.Unlock()
-		return
-	}
-	l.draining = true
-	l.mu.Unlock()
-	go l.drain()
-}
-
-// drain runs the machine on the queued messages, one at a time, until the
-// inbox is empty.
-func (l *loop) drain() {
-	for {
-		l.mu.Lock()
-		if len(l.inbox) == 0 {
-			l.inbox = nil // do not keep the drained backing array
-			l.draining = false
-			l.mu.Unlock()
-			return
-		}
-		m := l.inbox[0]
-		l.inbox[0] = message{}
-		l.inbox = l.inbox[1:]
-		l.mu.Unlock()
-		l.handle(m)
-	}
-}
+// post queues m for the machine. It never runs the machine on the
+// caller's goroutine, so it is safe from any goroutine, also one inside the
+// lock (events) or the timer.
+func (l *loop) post(m message) { l.inbox.put(m) }
 
 // handle takes one message, then does what is due and sets the timer.
 func (l *loop) handle(m message) {

@@ -7,18 +7,17 @@ import (
 )
 
 // notifier delivers the elector's notifications (OnChange, OnNewLeader) in
-// order on a delivery goroutine that runs while notifications are queued,
-// so a slow subscriber delays the notifications after it but never the
-// election. Subscriber callbacks are foreign code: a panic is logged and
-// the other subscribers still run.
+// order on a goroutine that runs while notifications are queued (an
+// inbox), so a slow subscriber delays the notifications after it but never
+// the election. Subscriber callbacks are foreign code: a panic is logged
+// and the other subscribers still run.
 type notifier struct {
 	log *zap.Logger
 
-	mu         sync.Mutex
-	changes    []*func(Change)
-	leaders    []*func(string)
-	queue      []notice
-	delivering chan struct{} // non-nil while the delivery goroutine runs; closed when it ends
+	mu      sync.Mutex // guards the subscriber lists
+	changes []*func(Change)
+	leaders []*func(string)
+	queue   inbox[notice]
 }
 
 // notice is one queued notification: a Change, or a new leader identity.
@@ -54,7 +53,7 @@ func (n *notifier) change(c Change) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.changes) > 0 {
-		n.enqueue(notice{change: c})
+		n.queue.put(notice{change: c})
 	}
 }
 
@@ -63,48 +62,24 @@ func (n *notifier) leader(id string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.leaders) > 0 {
-		n.enqueue(notice{leader: id, isLeader: true})
+		n.queue.put(notice{leader: id, isLeader: true})
 	}
 }
 
-// enqueue queues x and starts the delivery goroutine when none runs. n.mu
-// is held.
-func (n *notifier) enqueue(x notice) {
-	n.queue = append(n.queue, x)
-	if n.delivering == nil {
-		done := make(chan struct{})
-		n.delivering = done
-		go n.deliver(done)
+// deliver calls the subscribers of x, in order; the inbox runs it.
+func (n *notifier) deliver(x notice) {
+	n.mu.Lock()
+	changes := append([]*func(Change){}, n.changes...)
+	leaders := append([]*func(string){}, n.leaders...)
+	n.mu.Unlock()
+	if x.isLeader {
+		for _, fn := range leaders {
+			n.call(func() { (*fn)(x.leader) })
+		}
+		return
 	}
-}
-
-// deliver calls the subscribers for each queued notice, in order, and ends
-// when the queue is empty.
-func (n *notifier) deliver(done chan struct{}) {
-	defer close(done)
-	for {
-		n.mu.Lock()
-		if len(n.queue) == 0 {
-			n.queue = nil // do not keep the drained backing array
-			n.delivering = nil
-			n.mu.Unlock()
-			return
-		}
-		x := n.queue[0]
-		n.queue[0] = notice{}
-		n.queue = n.queue[1:]
-		changes := append([]*func(Change){}, n.changes...)
-		leaders := append([]*func(string){}, n.leaders...)
-		n.mu.Unlock()
-		if x.isLeader {
-			for _, fn := range leaders {
-				n.call(func() { (*fn)(x.leader) })
-			}
-			continue
-		}
-		for _, fn := range changes {
-			n.call(func() { (*fn)(x.change) })
-		}
+	for _, fn := range changes {
+		n.call(func() { (*fn)(x.change) })
 	}
 }
 
@@ -119,13 +94,4 @@ func (n *notifier) call(f func()) {
 }
 
 // idle returns a channel closed when no delivery is under way.
-func (n *notifier) idle() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.delivering != nil {
-		return n.delivering
-	}
-	done := make(chan struct{})
-	close(done)
-	return done
-}
+func (n *notifier) idle() <-chan struct{} { return n.queue.waitIdle() }

@@ -1,0 +1,76 @@
+package leadership
+
+import "sync"
+
+// inbox is a FIFO queue with a consumer that runs only while the queue is
+// not empty: put queues an item and, when no consumer runs, starts a
+// goroutine that calls handle for each item in order and ends when the
+// queue is empty. So items are handled one at a time, in order, never on
+// the goroutine that put them, and an empty inbox costs no goroutine. The
+// elector's state machine (loop) and its notifier each consume one.
+type inbox[T any] struct {
+	handle func(T)
+
+	mu      sync.Mutex
+	items   []T
+	running bool
+	idle    chan struct{} // made by waitIdle while running; closed when the consumer ends
+}
+
+// put queues x and starts the consumer when none runs. It is safe from any
+// goroutine, the consumer's own included.
+func (b *inbox[T]) put(x T) {
+	b.mu.Lock()
+	b.items = append(b.items, x)
+	if b.running {
+		b.mu.Unlock()
+		return
+	}
+	b.running = true
+	b.mu.Unlock()
+	go b.consume()
+}
+
+// consume handles the queued items, one at a time, until none is left.
+func (b *inbox[T]) consume() {
+	var zero T
+	for {
+		b.mu.Lock()
+		if len(b.items) == 0 {
+			b.items = nil // do not keep the drained backing array
+			b.running = false
+			if b.idle != nil {
+				close(b.idle)
+				b.idle = nil
+			}
+			b.mu.Unlock()
+			return
+		}
+		x := b.items[0]
+		b.items[0] = zero
+		b.items = b.items[1:]
+		b.mu.Unlock()
+		b.handle(x)
+	}
+}
+
+// waitIdle returns a channel closed once no item is queued or being
+// handled (at once when the consumer does not run).
+func (b *inbox[T]) waitIdle() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.running {
+		return closedChan
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	return b.idle
+}
+
+// closedChan is a closed channel.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
