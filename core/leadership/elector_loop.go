@@ -165,11 +165,7 @@ func (l *loop) handle(m message) {
 		}
 	case msgTimer:
 	case msgOutcome:
-		if l.stopping != nil {
-			l.stopOutcome(m.o)
-		} else {
-			l.finish(m.o)
-		}
+		l.finish(m.o)
 	case msgRequest:
 		if l.stopping != nil {
 			l.afterStop(m)
@@ -327,18 +323,32 @@ func classify(op opKind, err error) string {
 	}
 }
 
-// finish takes a call's outcome.
+// finish takes a call's outcome. While stopping nothing may begin a term
+// or a subscription: a lease an acquisition brings goes back, a
+// subscription made ends.
 func (l *loop) finish(o outcome) {
+	stopping := l.stopping != nil
 	switch o.c.op {
 	case opAcquire:
 		l.step = nil
-		l.acquired(o)
+		switch {
+		case !stopping:
+			l.acquired(o)
+		case o.err == nil:
+			l.release(l.stopping.ctx, o.lease, l.collect)
+		}
 	case opRenew:
 		l.step = nil
-		l.renewed(o)
+		if !stopping {
+			l.renewed(o)
+		}
 	case opWatch:
 		l.pending--
-		l.watching(o)
+		if stopping {
+			l.unwatch(o.stopWatch)
+		} else {
+			l.watching(o)
+		}
 	default:
 		l.pending--
 		if o.c.done != nil {
@@ -696,27 +706,6 @@ func (l *loop) stop(req request) {
 func (l *loop) collect(err error) {
 	if err != nil {
 		l.stopErrs = append(l.stopErrs, err)
-	}
-}
-
-// stopOutcome takes an outcome while stopping: nothing may begin a term.
-func (l *loop) stopOutcome(o outcome) {
-	switch o.c.op {
-	case opAcquire:
-		l.step = nil
-		if o.err == nil {
-			l.release(l.stopping.ctx, o.lease, l.collect)
-		}
-	case opRenew:
-		l.step = nil
-	case opWatch:
-		l.pending--
-		l.unwatch(o.stopWatch)
-	default:
-		l.pending--
-		if o.c.done != nil {
-			o.c.done(o.err)
-		}
 	}
 }
 
