@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/hostloom/hostloom/core/scheduling"
 )
@@ -54,17 +52,7 @@ func (s SchedulingConfig) Apply(j scheduling.Job) scheduling.Job {
 // ignored. Each problem is a *FieldError naming the key, its source and
 // the declared jobs; the errors are joined.
 func (s SchedulingConfig) CheckJobs(declared ...string) error {
-	known := slices.Clone(declared)
-	slices.Sort(known)
-	known = slices.Compact(known)
-	var errs []error
-	for _, name := range sortedKeys(s.Jobs) {
-		if slices.Contains(known, name) {
-			continue
-		}
-		key := "scheduling.jobs." + name
-		errs = append(errs, &FieldError{Key: key, Source: s.src.of(key),
-			Reason: fmt.Sprintf("names no job of the app; jobs: %s", list(known))})
-	}
-	return errors.Join(errs...)
+	return checkDeclared(s.Jobs, "scheduling.jobs.", s.src, declared, func(_ string, known []string) string {
+		return fmt.Sprintf("names no job of the app; jobs: %s", list(known))
+	})
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,15 +12,7 @@ import (
 // with every role it runs. Each problem is a *FieldError naming the key,
 // its source and the declared roles; the errors are joined.
 func (l LeadershipConfig) CheckRoles(declared ...string) error {
-	known := slices.Clone(declared)
-	slices.Sort(known)
-	known = slices.Compact(known)
-	var errs []error
-	for _, name := range sortedKeys(l.Roles) {
-		if slices.Contains(known, name) {
-			continue
-		}
-		key := "leadership.roles." + name
+	return checkDeclared(l.Roles, "leadership.roles.", l.src, declared, func(name string, known []string) string {
 		reason := fmt.Sprintf("names no declared role; declared: %s", list(known))
 		for _, d := range known {
 			if strings.EqualFold(d, name) {
@@ -29,9 +20,8 @@ func (l LeadershipConfig) CheckRoles(declared ...string) error {
 				break
 			}
 		}
-		errs = append(errs, &FieldError{Key: key, Source: l.src.of(key), Reason: reason})
-	}
-	return errors.Join(errs...)
+		return reason
+	})
 }
 
 // list quotes names for an error; "none" when there are none.

@@ -95,6 +95,17 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	return &env{cfg: cfg, client: client, provider: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}, nil
 }
 
+// withEnv opens the namespace (see open), runs fn with it and closes it
+// when fn returns: the connection every verb works through.
+func withEnv(ctx context.Context, g *globals, sio stdio, fn func(e *env) error) error {
+	e, err := open(ctx, g, sio)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	return fn(e)
+}
+
 // configEnv names the configuration file when --config is not given, as
 // it does for the example service.
 const configEnv = "HOSTLOOM_CONFIG"

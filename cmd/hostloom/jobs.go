@@ -82,58 +82,55 @@ records expire when nobody runs or touches it for a week
 }
 
 func jobs(ctx context.Context, g *globals, sio stdio, role string) error {
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	refs, err := e.jobRefs(ctx, role)
-	if err != nil {
-		return err
-	}
-	if role != "" && len(refs) == 0 {
-		if _, err := e.lookup(ctx, role); err != nil {
-			return err
-		}
-	}
-	out := []jobJSON{}
-	for _, ref := range refs {
-		j, err := e.job(ctx, ref)
+	return withEnv(ctx, g, sio, func(e *env) error {
+		refs, err := e.jobRefs(ctx, role)
 		if err != nil {
 			return err
 		}
-		out = append(out, j)
-	}
-	if g.json {
-		return writeJSON(sio.out, struct {
-			Namespace string    `json:"namespace"`
-			Jobs      []jobJSON `json:"jobs"`
-		}{e.namespace(), out})
-	}
-	if len(out) == 0 {
-		fmt.Fprintf(sio.out, "No jobs recorded in namespace %q.\n", e.namespace())
-		return nil
-	}
-	tw := newTable(sio.out)
-	fmt.Fprintln(tw, "ROLE\tJOB\tSTATE\tLAST SLOT\tRUNS\tLAST RUN\tOUTCOME\tBY")
-	for _, j := range out {
-		state := "active"
-		switch {
-		case j.Paused:
-			state = "paused"
-		case j.Running:
-			state = "running"
+		if role != "" && len(refs) == 0 {
+			if _, err := e.lookup(ctx, role); err != nil {
+				return err
+			}
 		}
-		slot, started, outcome, by := dash, dash, dash, dash
-		if j.LastSlot != nil {
-			slot = showTime(*j.LastSlot)
+		out := []jobJSON{}
+		for _, ref := range refs {
+			j, err := e.job(ctx, ref)
+			if err != nil {
+				return err
+			}
+			out = append(out, j)
 		}
-		if j.LastRun != nil {
-			started, outcome, by = showTime(j.LastRun.Started), j.LastRun.Outcome, j.LastRun.Identity
+		if g.json {
+			return writeJSON(sio.out, struct {
+				Namespace string    `json:"namespace"`
+				Jobs      []jobJSON `json:"jobs"`
+			}{e.namespace(), out})
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.Role, j.Job, state, slot, j.Runs, started, outcome, by)
-	}
-	return tw.Flush()
+		if len(out) == 0 {
+			fmt.Fprintf(sio.out, "No jobs recorded in namespace %q.\n", e.namespace())
+			return nil
+		}
+		tw := newTable(sio.out)
+		fmt.Fprintln(tw, "ROLE\tJOB\tSTATE\tLAST SLOT\tRUNS\tLAST RUN\tOUTCOME\tBY")
+		for _, j := range out {
+			state := "active"
+			switch {
+			case j.Paused:
+				state = "paused"
+			case j.Running:
+				state = "running"
+			}
+			slot, started, outcome, by := dash, dash, dash, dash
+			if j.LastSlot != nil {
+				slot = showTime(*j.LastSlot)
+			}
+			if j.LastRun != nil {
+				started, outcome, by = showTime(j.LastRun.Started), j.LastRun.Outcome, j.LastRun.Identity
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.Role, j.Job, state, slot, j.Runs, started, outcome, by)
+		}
+		return tw.Flush()
+	})
 }
 
 // job reads one job's status and newest run.
@@ -313,49 +310,46 @@ func history(ctx context.Context, g *globals, sio stdio, role, job string, limit
 	if limit < 1 || limit > locking.JobHistoryLen {
 		return badUsage("--limit %d must be in 1..%d", limit, locking.JobHistoryLen)
 	}
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	if _, err := e.knownJob(ctx, role, job); err != nil {
-		return err
-	}
-	rctx, cancel := e.request(ctx)
-	defer cancel()
-	runs, skipped, err := scheduling.ReadHistory(rctx, e.lock, role, job, limit)
-	if err != nil {
-		return err
-	}
-	e.warnSkipped(skipped)
-	out := make([]runJSON, len(runs))
-	for i, r := range runs {
-		out[i] = runOf(r)
-	}
-	if g.json {
-		return writeJSON(sio.out, struct {
-			Role string    `json:"role"`
-			Job  string    `json:"job"`
-			Runs []runJSON `json:"runs"`
-		}{role, job, out})
-	}
-	if len(out) == 0 {
-		fmt.Fprintf(sio.out, "No runs of job %s of role %s recorded.\n", job, role)
-		return nil
-	}
-	tw := newTable(sio.out)
-	fmt.Fprintln(tw, "SLOT\tSTARTED\tDURATION\tIDENTITY\tFENCE\tATTEMPT\tOUTCOME")
-	for _, r := range out {
-		d := dash
-		if r.Ended != nil {
-			d = showDuration(r.Ended.Sub(r.Started))
-			if d == dash {
-				d = "0s"
-			}
+	return withEnv(ctx, g, sio, func(e *env) error {
+		if _, err := e.knownJob(ctx, role, job); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", showTime(r.Slot), showTime(r.Started), d, r.Identity, showUint(r.Fence), r.Attempt, r.Outcome)
-	}
-	return tw.Flush()
+		rctx, cancel := e.request(ctx)
+		defer cancel()
+		runs, skipped, err := scheduling.ReadHistory(rctx, e.lock, role, job, limit)
+		if err != nil {
+			return err
+		}
+		e.warnSkipped(skipped)
+		out := make([]runJSON, len(runs))
+		for i, r := range runs {
+			out[i] = runOf(r)
+		}
+		if g.json {
+			return writeJSON(sio.out, struct {
+				Role string    `json:"role"`
+				Job  string    `json:"job"`
+				Runs []runJSON `json:"runs"`
+			}{role, job, out})
+		}
+		if len(out) == 0 {
+			fmt.Fprintf(sio.out, "No runs of job %s of role %s recorded.\n", job, role)
+			return nil
+		}
+		tw := newTable(sio.out)
+		fmt.Fprintln(tw, "SLOT\tSTARTED\tDURATION\tIDENTITY\tFENCE\tATTEMPT\tOUTCOME")
+		for _, r := range out {
+			d := dash
+			if r.Ended != nil {
+				d = showDuration(r.Ended.Sub(r.Started))
+				if d == dash {
+					d = "0s"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", showTime(r.Slot), showTime(r.Started), d, r.Identity, showUint(r.Fence), r.Attempt, r.Outcome)
+		}
+		return tw.Flush()
+	})
 }
 
 func newPause(g *globals, sio stdio, paused bool) *cobra.Command {
@@ -381,37 +375,34 @@ resume does not catch them up.`
 }
 
 func setPaused(ctx context.Context, g *globals, sio stdio, role, job string, paused bool) error {
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	st, err := e.knownJob(ctx, role, job)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := e.request(ctx)
-	defer cancel()
-	if err := scheduling.SetPaused(rctx, e.lock, role, job, paused); err != nil {
-		return err
-	}
-	word := "Resumed"
-	if paused {
-		word = "Paused"
-	}
-	if g.json {
-		return writeJSON(sio.out, struct {
-			Role      string `json:"role"`
-			Job       string `json:"job"`
-			Paused    bool   `json:"paused"`
-			WasPaused bool   `json:"was_paused"`
-			Namespace string `json:"namespace"`
-		}{role, job, paused, st.Paused, e.namespace()})
-	}
-	note := ""
-	if st.Paused == paused {
-		note = " (it already was)"
-	}
-	fmt.Fprintf(sio.out, "%s job %s of role %s%s.\n", word, job, role, note)
-	return nil
+	return withEnv(ctx, g, sio, func(e *env) error {
+		st, err := e.knownJob(ctx, role, job)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := e.request(ctx)
+		defer cancel()
+		if err := scheduling.SetPaused(rctx, e.lock, role, job, paused); err != nil {
+			return err
+		}
+		word := "Resumed"
+		if paused {
+			word = "Paused"
+		}
+		if g.json {
+			return writeJSON(sio.out, struct {
+				Role      string `json:"role"`
+				Job       string `json:"job"`
+				Paused    bool   `json:"paused"`
+				WasPaused bool   `json:"was_paused"`
+				Namespace string `json:"namespace"`
+			}{role, job, paused, st.Paused, e.namespace()})
+		}
+		note := ""
+		if st.Paused == paused {
+			note = " (it already was)"
+		}
+		fmt.Fprintf(sio.out, "%s job %s of role %s%s.\n", word, job, role, note)
+		return nil
+	})
 }

@@ -45,90 +45,80 @@ leader.`,
 }
 
 func release(ctx context.Context, g *globals, sio stdio, role string, yes bool, wait time.Duration) error {
-	if wait < 0 {
-		return badUsage("--wait %v must not be negative", wait)
-	}
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	rk, err := e.lookup(ctx, role)
-	if err != nil {
-		return err
-	}
-	pkey, err := e.lock.ProviderKey(rk.key)
-	if err != nil {
-		return err
-	}
-	value, ok, err := e.leaseValue(ctx, pkey)
-	if err != nil {
-		return err
-	}
-	before, err := e.inspect(ctx, rk.key)
-	if err != nil {
-		return err
-	}
-	if !ok || !before.Held {
-		return fmt.Errorf("role %q in namespace %q has no leader: no lease to release", role, e.namespace())
-	}
-	fmt.Fprintf(sio.err, `WARNING: this deletes the lease of role %q held by %q (fence %s, %s left).
+	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
+		pkey, err := e.lock.ProviderKey(rk.key)
+		if err != nil {
+			return err
+		}
+		value, ok, err := e.leaseValue(ctx, pkey)
+		if err != nil {
+			return err
+		}
+		before, err := e.inspect(ctx, rk.key)
+		if err != nil {
+			return err
+		}
+		if !ok || !before.Held {
+			return fmt.Errorf("role %q in namespace %q has no leader: no lease to release", role, e.namespace())
+		}
+		fmt.Fprintf(sio.err, `WARNING: this deletes the lease of role %q held by %q (fence %s, %s left).
 %s is not told: it keeps acting as leader until its next renewal is refused
 (up to leadership.renew_interval, %v), while a successor may already lead.
 Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 `, role, before.Holder.Owner, showUint(before.Fence), showDuration(before.Holder.TTL),
-		before.Holder.Owner, e.cfg.Leadership.For(role).RenewInterval, role)
-	if !yes {
-		if !sio.tty {
-			return fmt.Errorf("release --force %s: refusing without a terminal to confirm on; pass --yes to delete the lease anyway", role)
+			before.Holder.Owner, e.cfg.Leadership.For(role).RenewInterval, role)
+		if !yes {
+			if !sio.tty {
+				return fmt.Errorf("release --force %s: refusing without a terminal to confirm on; pass --yes to delete the lease anyway", role)
+			}
+			fmt.Fprintf(sio.err, "Type the role name (%s) to delete its lease: ", role)
+			line, _ := bufio.NewReader(sio.in).ReadString('\n')
+			if strings.TrimSpace(line) != role {
+				return fmt.Errorf("release --force %s: not confirmed; nothing deleted", role)
+			}
 		}
-		fmt.Fprintf(sio.err, "Type the role name (%s) to delete its lease: ", role)
-		line, _ := bufio.NewReader(sio.in).ReadString('\n')
-		if strings.TrimSpace(line) != role {
-			return fmt.Errorf("release --force %s: not confirmed; nothing deleted", role)
-		}
-	}
-	now, ok, err := e.leaseValue(ctx, pkey)
-	if err != nil {
-		return err
-	}
-	if !ok || now != value {
-		return fmt.Errorf("role %q changed hands since it was read; nothing deleted (run hostloom status %s)", role, role)
-	}
-	events, stop, _ := e.subscribe(ctx, rk.key)
-	defer stop()
-	start := time.Now()
-	rctx, cancel := e.request(ctx)
-	released, err := e.provider.Release(rctx, pkey, value)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("release %q: %w", role, err)
-	}
-	if !released {
-		return fmt.Errorf("role %q changed hands since it was read; nothing deleted (run hostloom status %s)", role, role)
-	}
-	out := handoverJSON{Role: role, Previous: before.Holder.Owner, PreviousFence: before.Fence, Waited: wait > 0}
-	if wait > 0 {
-		next, at, err := e.nextTerm(ctx, rk.key, before, events, start.Add(wait))
+		now, ok, err := e.leaseValue(ctx, pkey)
 		if err != nil {
 			return err
 		}
-		if next.Held && (next.Fence != before.Fence || next.Holder.Owner != before.Holder.Owner) {
-			out.Leader, out.Fence = next.Holder.Owner, next.Fence
-			out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
+		if !ok || now != value {
+			return fmt.Errorf("role %q changed hands since it was read; nothing deleted (run hostloom status %s)", role, role)
 		}
-	}
-	if g.json {
-		return writeJSON(sio.out, out)
-	}
-	fmt.Fprintf(sio.out, "Deleted the lease of role %s (held by %s, fence %s).\n", role, out.Previous, showUint(out.PreviousFence))
-	switch {
-	case out.Leader != "":
-		fmt.Fprintf(sio.out, "%s leads now (fence %s), %.1fms after the release.\n", out.Leader, showUint(out.Fence), out.LatencyMillis)
-	case wait > 0:
-		fmt.Fprintf(sio.out, "Nobody took the role within %v.\n", wait)
-	}
-	return nil
+		events, stop, _ := e.subscribe(ctx, rk.key)
+		defer stop()
+		start := time.Now()
+		rctx, cancel := e.request(ctx)
+		released, err := e.provider.Release(rctx, pkey, value)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("release %q: %w", role, err)
+		}
+		if !released {
+			return fmt.Errorf("role %q changed hands since it was read; nothing deleted (run hostloom status %s)", role, role)
+		}
+		out := handoverJSON{Role: role, Previous: before.Holder.Owner, PreviousFence: before.Fence, Waited: wait > 0}
+		if wait > 0 {
+			next, at, err := e.nextTerm(ctx, rk.key, before, events, start.Add(wait))
+			if err != nil {
+				return err
+			}
+			if next.Held && (next.Fence != before.Fence || next.Holder.Owner != before.Holder.Owner) {
+				out.Leader, out.Fence = next.Holder.Owner, next.Fence
+				out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
+			}
+		}
+		if g.json {
+			return writeJSON(sio.out, out)
+		}
+		fmt.Fprintf(sio.out, "Deleted the lease of role %s (held by %s, fence %s).\n", role, out.Previous, showUint(out.PreviousFence))
+		switch {
+		case out.Leader != "":
+			fmt.Fprintf(sio.out, "%s leads now (fence %s), %.1fms after the release.\n", out.Leader, showUint(out.Fence), out.LatencyMillis)
+		case wait > 0:
+			fmt.Fprintf(sio.out, "Nobody took the role within %v.\n", wait)
+		}
+		return nil
+	})
 }
 
 // leaseValue reads the ownership record stored under the provider key.

@@ -57,59 +57,67 @@ fence and how long the handover took. --wait 0 only sends the request.`,
 }
 
 func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.Duration) error {
-	if wait < 0 {
-		return badUsage("--wait %v must not be negative", wait)
-	}
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	rk, err := e.lookup(ctx, role)
-	if err != nil {
-		return err
-	}
-	before, err := e.inspect(ctx, rk.key)
-	if err != nil {
-		return err
-	}
-	if !before.Held {
-		return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
-	}
-	events, stop, _ := e.subscribe(ctx, rk.key)
-	defer stop()
-	start := time.Now()
-	rctx, cancel := e.request(ctx)
-	err = e.lock.RequestResign(rctx, rk.key, before.Holder.Owner)
-	cancel()
-	if err != nil {
-		return err
-	}
-	out := handoverJSON{Role: role, Previous: before.Holder.Owner, PreviousFence: before.Fence, Waited: wait > 0}
-	if wait > 0 {
-		next, at, err := e.nextTerm(ctx, rk.key, before, events, start.Add(wait))
+	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
+		before, err := e.inspect(ctx, rk.key)
 		if err != nil {
 			return err
 		}
-		if !next.Held || next.Fence == before.Fence && next.Holder.Owner == before.Holder.Owner {
-			if next.Held {
-				return fmt.Errorf("role %q: leader %q did not step down within %v (does it run a HostLoom version that hears resign requests?)", role, before.Holder.Owner, wait)
-			}
-			return fmt.Errorf("role %q: leader %q stepped down, but nobody took the role within %v", role, before.Holder.Owner, wait)
+		if !before.Held {
+			return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
 		}
-		out.Leader, out.Fence = next.Holder.Owner, next.Fence
-		out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
-	}
-	if g.json {
-		return writeJSON(sio.out, out)
-	}
-	if wait == 0 {
-		fmt.Fprintf(sio.out, "Asked %s to step down from role %s.\n", out.Previous, role)
+		events, stop, _ := e.subscribe(ctx, rk.key)
+		defer stop()
+		start := time.Now()
+		rctx, cancel := e.request(ctx)
+		err = e.lock.RequestResign(rctx, rk.key, before.Holder.Owner)
+		cancel()
+		if err != nil {
+			return err
+		}
+		out := handoverJSON{Role: role, Previous: before.Holder.Owner, PreviousFence: before.Fence, Waited: wait > 0}
+		if wait > 0 {
+			next, at, err := e.nextTerm(ctx, rk.key, before, events, start.Add(wait))
+			if err != nil {
+				return err
+			}
+			if !next.Held || next.Fence == before.Fence && next.Holder.Owner == before.Holder.Owner {
+				if next.Held {
+					return fmt.Errorf("role %q: leader %q did not step down within %v (does it run a HostLoom version that hears resign requests?)", role, before.Holder.Owner, wait)
+				}
+				return fmt.Errorf("role %q: leader %q stepped down, but nobody took the role within %v", role, before.Holder.Owner, wait)
+			}
+			out.Leader, out.Fence = next.Holder.Owner, next.Fence
+			out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
+		}
+		if g.json {
+			return writeJSON(sio.out, out)
+		}
+		if wait == 0 {
+			fmt.Fprintf(sio.out, "Asked %s to step down from role %s.\n", out.Previous, role)
+			return nil
+		}
+		fmt.Fprintf(sio.out, "%s stepped down from role %s; %s leads now (fence %s), %.1fms after the request.\n",
+			out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
 		return nil
+	})
+}
+
+// withRole is the prologue resign and release share: it checks --wait,
+// opens the namespace (withEnv), checks that the namespace knows role
+// (lookup) and runs fn with the role's key. Each verb reads the role's
+// state itself, since release must read the lease value first: a change
+// of hands after that read is then caught before anything is deleted.
+func withRole(ctx context.Context, g *globals, sio stdio, role string, wait time.Duration, fn func(e *env, rk roleKey) error) error {
+	if wait < 0 {
+		return badUsage("--wait %v must not be negative", wait)
 	}
-	fmt.Fprintf(sio.out, "%s stepped down from role %s; %s leads now (fence %s), %.1fms after the request.\n",
-		out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
-	return nil
+	return withEnv(ctx, g, sio, func(e *env) error {
+		rk, err := e.lookup(ctx, role)
+		if err != nil {
+			return err
+		}
+		return fn(e, rk)
+	})
 }
 
 // subscribe watches key's events and waits, up to the request timeout,

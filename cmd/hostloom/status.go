@@ -100,40 +100,37 @@ error (exit 1).`,
 }
 
 func status(ctx context.Context, g *globals, sio stdio, names []string) error {
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	roles, err := e.list(ctx, names)
-	if err != nil {
-		return err
-	}
-	out := statusJSON{Store: e.store(), Roles: []roleJSON{}}
-	for _, rk := range roles {
-		st, err := e.inspect(ctx, rk.key)
+	return withEnv(ctx, g, sio, func(e *env) error {
+		roles, err := e.list(ctx, names)
 		if err != nil {
 			return err
 		}
-		out.Roles = append(out.Roles, describe(rk, st))
-	}
-	if g.json {
-		return writeJSON(sio.out, out)
-	}
-	if len(out.Roles) == 0 {
-		fmt.Fprintf(sio.out, "No roles in namespace %q.\n", e.namespace())
-		return nil
-	}
-	tw := newTable(sio.out)
-	fmt.Fprintln(tw, "ROLE\tLEADER\tTTL\tFENCE\tPARTICIPANTS")
-	for _, r := range out.Roles {
-		ids := make([]string, len(r.Participants))
-		for i, p := range r.Participants {
-			ids[i] = p.Identity
+		out := statusJSON{Store: e.store(), Roles: []roleJSON{}}
+		for _, rk := range roles {
+			st, err := e.inspect(ctx, rk.key)
+			if err != nil {
+				return err
+			}
+			out.Roles = append(out.Roles, describe(rk, st))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Role, showString(r.Leader),
-			showDuration(time.Duration(r.TTLMillis)*time.Millisecond), showUint(r.Fence),
-			showString(strings.Join(ids, ",")))
-	}
-	return tw.Flush()
+		if g.json {
+			return writeJSON(sio.out, out)
+		}
+		if len(out.Roles) == 0 {
+			fmt.Fprintf(sio.out, "No roles in namespace %q.\n", e.namespace())
+			return nil
+		}
+		tw := newTable(sio.out)
+		fmt.Fprintln(tw, "ROLE\tLEADER\tTTL\tFENCE\tPARTICIPANTS")
+		for _, r := range out.Roles {
+			ids := make([]string, len(r.Participants))
+			for i, p := range r.Participants {
+				ids[i] = p.Identity
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Role, showString(r.Leader),
+				showDuration(time.Duration(r.TTLMillis)*time.Millisecond), showUint(r.Fence),
+				showString(strings.Join(ids, ",")))
+		}
+		return tw.Flush()
+	})
 }

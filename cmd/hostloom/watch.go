@@ -105,64 +105,61 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 	case f.duration < 0:
 		return badUsage("--for %v must not be negative", f.duration)
 	}
-	e, err := open(ctx, g, sio)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	if f.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.duration)
-		defer cancel()
-	}
-	w := &watcher{
-		e: e, out: sio.out, json: g.json, names: names,
-		state:  map[string]locking.KeyState{},
-		live:   map[string]bool{},
-		roles:  map[string]roleKey{},
-		merged: make(chan keyEvent, locking.EventBuffer),
-		done:   make(chan struct{}),
-	}
-	defer w.close()
-	roles, err := e.list(ctx, names)
-	if err != nil {
-		return err
-	}
-	if len(roles) == 0 && !g.json {
-		fmt.Fprintf(sio.out, "No roles in namespace %q yet; waiting.\n", e.namespace())
-	}
-	for _, rk := range roles {
-		w.follow(ctx, rk)
-	}
-	for _, rk := range roles {
-		st, err := e.inspect(ctx, rk.key)
+	return withEnv(ctx, g, sio, func(e *env) error {
+		if f.duration > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.duration)
+			defer cancel()
+		}
+		w := &watcher{
+			e: e, out: sio.out, json: g.json, names: names,
+			state:  map[string]locking.KeyState{},
+			live:   map[string]bool{},
+			roles:  map[string]roleKey{},
+			merged: make(chan keyEvent, locking.EventBuffer),
+			done:   make(chan struct{}),
+		}
+		defer w.close()
+		roles, err := e.list(ctx, names)
 		if err != nil {
 			return err
 		}
-		w.state[rk.key] = st
-		if err := w.print(watchJSON{Role: rk.role, Event: watchLeading, Leader: st.Holder.Owner, Fence: fenceIfHeld(st)}); err != nil {
-			return err
+		if len(roles) == 0 && !g.json {
+			fmt.Fprintf(sio.out, "No roles in namespace %q yet; waiting.\n", e.namespace())
 		}
-	}
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	for f.count == 0 || w.changes < f.count {
-		if len(w.backlog) > 0 {
-			ke := w.backlog[0]
-			w.backlog = w.backlog[1:]
-			w.event(ctx, ke)
-			continue
+		for _, rk := range roles {
+			w.follow(ctx, rk)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case ke := <-w.merged:
-			w.event(ctx, ke)
-		case <-tick.C:
-			w.poll(ctx)
+		for _, rk := range roles {
+			st, err := e.inspect(ctx, rk.key)
+			if err != nil {
+				return err
+			}
+			w.state[rk.key] = st
+			if err := w.print(watchJSON{Role: rk.role, Event: watchLeading, Leader: st.Holder.Owner, Fence: fenceIfHeld(st)}); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		tick := time.NewTicker(f.interval)
+		defer tick.Stop()
+		for f.count == 0 || w.changes < f.count {
+			if len(w.backlog) > 0 {
+				ke := w.backlog[0]
+				w.backlog = w.backlog[1:]
+				w.event(ctx, ke)
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case ke := <-w.merged:
+				w.event(ctx, ke)
+			case <-tick.C:
+				w.poll(ctx)
+			}
+		}
+		return nil
+	})
 }
 
 func fenceIfHeld(st locking.KeyState) uint64 {

@@ -203,6 +203,52 @@ func TestScheduler_S7_S8_UnknownPolicies(t *testing.T) {
 	}
 }
 
+// TestPolicy_S7_S8_TextForms pins the words of both policy types: names,
+// the zero value's default, an unknown value's String, and the errors of
+// MarshalText and UnmarshalText (config reports them as they are).
+func TestPolicy_S7_S8_TextForms(t *testing.T) {
+	type forms struct{ str, text, marshalErr string }
+	for _, tt := range []struct {
+		o, c   int
+		ov, cu forms
+	}{
+		{0, 0, forms{"skip", "skip", ""}, forms{"latest", "latest", ""}},
+		{2, 2, forms{"buffer_one", "buffer_one", ""}, forms{"all", "all", ""}},
+		{3, 3, forms{"cancel_previous", "cancel_previous", ""}, forms{"none", "none", ""}},
+		{4, 4, forms{"OverlapPolicy(4)", "", "scheduling: unknown overlap policy 4"}, forms{"CatchUpPolicy(4)", "", "scheduling: unknown catch-up policy 4"}},
+		{-1, -1, forms{"OverlapPolicy(-1)", "", "scheduling: unknown overlap policy -1"}, forms{"CatchUpPolicy(-1)", "", "scheduling: unknown catch-up policy -1"}},
+	} {
+		check := func(s fmt.Stringer, marshal func() ([]byte, error), want forms) {
+			t.Helper()
+			b, err := marshal()
+			got := forms{s.String(), string(b), ""}
+			if err != nil {
+				got.marshalErr = err.Error()
+			}
+			if got != want {
+				t.Errorf("%d: got %+v, want %+v", tt.o, got, want)
+			}
+		}
+		o, c := scheduling.OverlapPolicy(tt.o), scheduling.CatchUpPolicy(tt.c)
+		check(o, o.MarshalText, tt.ov)
+		check(c, c.MarshalText, tt.cu)
+	}
+	var o scheduling.OverlapPolicy
+	if err := o.UnmarshalText([]byte(" Buffer-One ")); err != nil || o != scheduling.OverlapBufferOne {
+		t.Errorf("UnmarshalText( Buffer-One ) = %v, %v", o, err)
+	}
+	if err := o.UnmarshalText([]byte("latest")); err == nil || err.Error() != `scheduling: unknown overlap policy "latest" (want skip, buffer_one or cancel_previous)` {
+		t.Errorf("UnmarshalText(latest) = %v", err)
+	}
+	var c scheduling.CatchUpPolicy
+	if err := c.UnmarshalText([]byte("ALL")); err != nil || c != scheduling.CatchUpAll {
+		t.Errorf("UnmarshalText(ALL) = %v, %v", c, err)
+	}
+	if err := c.UnmarshalText([]byte("")); err == nil || err.Error() != `scheduling: unknown catch-up policy "" (want latest, all or none)` {
+		t.Errorf("UnmarshalText(\"\") = %v", err)
+	}
+}
+
 // TestScheduler_S8_CatchUpAcrossFailover: a leads slots 0-2 and loses at
 // 2m30s; b leads at 5m30s with a 3m30s window (slots 3, 4, 5 unrecorded
 // in it). Each policy decides what b runs; missed slots are counted and

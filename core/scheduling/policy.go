@@ -22,44 +22,23 @@ const (
 	OverlapCancelPrevious
 )
 
-var overlapNames = [...]string{OverlapSkip: "skip", OverlapBufferOne: "buffer_one", OverlapCancelPrevious: "cancel_previous"}
+var overlapNames = policyNames[OverlapPolicy]{typ: "OverlapPolicy", kind: "overlap policy",
+	names: []string{OverlapSkip: "skip", OverlapBufferOne: "buffer_one", OverlapCancelPrevious: "cancel_previous"}}
 
 // String returns the policy's name as config spells it: skip, buffer_one,
 // cancel_previous; the zero value is "skip" (the default).
-func (p OverlapPolicy) String() string {
-	if p == 0 {
-		return overlapNames[OverlapSkip]
-	}
-	if p > 0 && int(p) < len(overlapNames) {
-		return overlapNames[p]
-	}
-	return fmt.Sprintf("OverlapPolicy(%d)", int(p))
-}
+func (p OverlapPolicy) String() string { return overlapNames.name(p) }
 
 // MarshalText implements encoding.TextMarshaler; an unknown value is an
 // error naming it.
-func (p OverlapPolicy) MarshalText() ([]byte, error) {
-	if p < 0 || int(p) >= len(overlapNames) {
-		return nil, fmt.Errorf("scheduling: unknown overlap policy %d", int(p))
-	}
-	return []byte(p.String()), nil
-}
+func (p OverlapPolicy) MarshalText() ([]byte, error) { return overlapNames.marshal(p) }
 
 // UnmarshalText implements encoding.TextUnmarshaler for config: skip,
 // buffer_one or cancel_previous (case-insensitive, '-' for '_'). Anything
 // else is an error naming the value and the choices.
-func (p *OverlapPolicy) UnmarshalText(b []byte) error {
-	s := normalize(b)
-	for i, name := range overlapNames {
-		if name != "" && name == s {
-			*p = OverlapPolicy(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("scheduling: unknown overlap policy %q (want skip, buffer_one or cancel_previous)", string(b))
-}
+func (p *OverlapPolicy) UnmarshalText(b []byte) error { return overlapNames.unmarshal(p, b) }
 
-func (p OverlapPolicy) valid() bool { return p >= 0 && int(p) < len(overlapNames) }
+func (p OverlapPolicy) valid() bool { return overlapNames.valid(p) }
 
 // CatchUpPolicy decides which slots nobody started a new leader runs when
 // it starts leading (S8). The zero value means CatchUpLatest.
@@ -81,44 +60,64 @@ const (
 // older slots in the window are counted as missed.
 const MaxCatchUp = 1000
 
-var catchUpNames = [...]string{CatchUpLatest: "latest", CatchUpAll: "all", CatchUpNone: "none"}
+var catchUpNames = policyNames[CatchUpPolicy]{typ: "CatchUpPolicy", kind: "catch-up policy",
+	names: []string{CatchUpLatest: "latest", CatchUpAll: "all", CatchUpNone: "none"}}
 
 // String returns the policy's name as config spells it: latest, all, none;
 // the zero value is "latest" (the default).
-func (p CatchUpPolicy) String() string {
-	if p == 0 {
-		return catchUpNames[CatchUpLatest]
-	}
-	if p > 0 && int(p) < len(catchUpNames) {
-		return catchUpNames[p]
-	}
-	return fmt.Sprintf("CatchUpPolicy(%d)", int(p))
-}
+func (p CatchUpPolicy) String() string { return catchUpNames.name(p) }
 
 // MarshalText implements encoding.TextMarshaler; an unknown value is an
 // error naming it.
-func (p CatchUpPolicy) MarshalText() ([]byte, error) {
-	if p < 0 || int(p) >= len(catchUpNames) {
-		return nil, fmt.Errorf("scheduling: unknown catch-up policy %d", int(p))
-	}
-	return []byte(p.String()), nil
-}
+func (p CatchUpPolicy) MarshalText() ([]byte, error) { return catchUpNames.marshal(p) }
 
 // UnmarshalText implements encoding.TextUnmarshaler for config: latest,
 // all or none (case-insensitive). Anything else is an error naming the
 // value and the choices.
-func (p *CatchUpPolicy) UnmarshalText(b []byte) error {
+func (p *CatchUpPolicy) UnmarshalText(b []byte) error { return catchUpNames.unmarshal(p, b) }
+
+func (p CatchUpPolicy) valid() bool { return catchUpNames.valid(p) }
+
+// policyNames is a policy type's name table: names[v] is the config name
+// of value v; names[0] is empty, as the zero value stands for the
+// default, 1. typ (the Go type) shows an unknown value, kind names the
+// policy in errors.
+type policyNames[P ~int] struct {
+	typ, kind string
+	names     []string
+}
+
+func (t policyNames[P]) valid(p P) bool { return p >= 0 && int(p) < len(t.names) }
+
+func (t policyNames[P]) name(p P) string {
+	switch {
+	case p == 0:
+		return t.names[1]
+	case t.valid(p):
+		return t.names[p]
+	}
+	return fmt.Sprintf("%s(%d)", t.typ, int(p))
+}
+
+func (t policyNames[P]) marshal(p P) ([]byte, error) {
+	if !t.valid(p) {
+		return nil, fmt.Errorf("scheduling: unknown %s %d", t.kind, int(p))
+	}
+	return []byte(t.name(p)), nil
+}
+
+func (t policyNames[P]) unmarshal(p *P, b []byte) error {
 	s := normalize(b)
-	for i, name := range catchUpNames {
+	for i, name := range t.names {
 		if name != "" && name == s {
-			*p = CatchUpPolicy(i)
+			*p = P(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("scheduling: unknown catch-up policy %q (want latest, all or none)", string(b))
+	choices := t.names[1:]
+	return fmt.Errorf("scheduling: unknown %s %q (want %s or %s)", t.kind, string(b),
+		strings.Join(choices[:len(choices)-1], ", "), choices[len(choices)-1])
 }
-
-func (p CatchUpPolicy) valid() bool { return p >= 0 && int(p) < len(catchUpNames) }
 
 func normalize(b []byte) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(string(b))), "-", "_")
