@@ -15,68 +15,18 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
 )
 
-func sharedLock(t *testing.T) *locking.DistributedLock {
-	t.Helper()
-	l, err := memlock.NewLock(locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// memory is a config module choosing the memory lock (G6: there is no
-// default provider).
-func memory() fx.Option {
-	return config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}))
-}
-
-// over supplies lock as the app's locking.Lock and *locking.DistributedLock.
-func over(l *locking.DistributedLock) fx.Option {
-	return fx.Supply(l, fx.Annotate(l, fx.As(new(locking.Lock))))
-}
-
+// TestJob_S1_RunsOnlyOnTheLeader: with schedulingfx.Module and
+// leadershipfx.Module, the job runs only on the leader, and on the new
+// leader after a handover.
 func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lock := sharedLock(t)
-		var runsA, runsB atomic.Int64
-		count := func(n *atomic.Int64) func(context.Context) error {
-			return func(context.Context) error { n.Add(1); return nil }
-		}
-		appA := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsA)),
-			schedulingfx.Module, leadershipfx.Module)
-		appB := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsB)),
-			schedulingfx.Module, leadershipfx.Module)
-		appA.RequireStart()
-		synctest.Wait()
-		appB.RequireStart()
-		time.Sleep(5*time.Minute + time.Second)
-		synctest.Wait()
-		// Five slots fell due (six when the start instant is a slot).
-		if a := runsA.Load(); a < 5 || a > 6 || runsB.Load() != 0 {
-			t.Fatalf("runs: leader %d, follower %d; want 5 or 6, and 0", runsA.Load(), runsB.Load())
-		}
-		// The slot store (the shared lock) recorded the last slot.
-		if st, err := lock.JobStatus(context.Background(), "sched:billing:invoices"); err != nil || !st.HasSlot || st.Slot == 0 {
-			t.Fatalf("slot store: %+v %v", st, err)
-		}
-		appA.RequireStop() // hands over to B
-		time.Sleep(2*time.Minute + time.Second)
-		synctest.Wait()
-		if b := runsB.Load(); b < 2 || b > 3 {
-			t.Fatalf("after handover the new leader ran %d times in 2m, want 2 (3 with a caught-up slot)", b)
-		}
-		appB.RequireStop()
-	})
+	testOnlyTheLeaderRuns(t, schedulingfx.Module, leadershipfx.Module)
 }
 
 // TestJob_E11_JobsStopBeforeTheElectorReleases checks the role's stop
@@ -85,43 +35,12 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 // lease, also when the run's cleanup outlasts StopWarnAfter; only then does
 // the elector release it.
 func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
-	for _, order := range []string{"role first", "job first"} {
-		t.Run(order, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				lock := sharedLock(t)
-				var heldAtEnd atomic.Int32 // 1 held, 2 released
-				started := make(chan struct{})
-				run := func(ctx context.Context) error {
-					close(started)
-					<-ctx.Done()
-					// Cleanup that takes a while: the lease must outlast it.
-					time.Sleep(3 * time.Second)
-					if _, ok, _ := lock.Holder(context.Background(), "leader:billing"); ok {
-						heldAtEnd.Store(1)
-					} else {
-						heldAtEnd.Store(2)
-					}
-					return nil
-				}
-				role := leadershipfx.Role("billing")
-				job := schedulingfx.Schedule("billing", scheduling.Job{Name: "long", Schedule: scheduling.Every(time.Minute), Run: run})
-				opts := []fx.Option{over(lock), role, job, schedulingfx.Module, leadershipfx.Module}
-				if order == "job first" {
-					opts = []fx.Option{over(lock), schedulingfx.Module, job, role, leadershipfx.Module}
-				}
-				app := fxtest.New(t, opts...)
-				app.RequireStart()
-				<-started
-				app.RequireStop()
-				if got := heldAtEnd.Load(); got != 1 {
-					t.Fatalf("when the run ended the lease was %s, want still held (E11)", map[int32]string{0: "never checked", 2: "already released"}[got])
-				}
-				if _, ok, _ := lock.Holder(context.Background(), "leader:billing"); ok {
-					t.Fatal("lease still held after stop")
-				}
-			})
-		})
-	}
+	testJobsStopBeforeRelease(t, func(jobFirst bool, role, job fx.Option) []fx.Option {
+		if jobFirst {
+			return []fx.Option{schedulingfx.Module, job, role, leadershipfx.Module}
+		}
+		return []fx.Option{role, job, schedulingfx.Module, leadershipfx.Module}
+	})
 }
 
 type deps struct {
@@ -136,7 +55,7 @@ func TestJobFunc_TakesDependencies(t *testing.T) {
 		var sawLeader atomic.Bool
 		core, logs := observer.New(zapcore.InfoLevel)
 		app := fxtest.New(t,
-			memory(),
+			env(),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),
@@ -194,7 +113,7 @@ func TestJob_S6_BadJobsFailTheApp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]fx.Option{fx.NopLogger, memory(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
+			opts := append([]fx.Option{fx.NopLogger, env(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
 			err := fx.New(append(opts, leadershipfx.Module)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")
@@ -212,7 +131,7 @@ func TestJob_RunsOverADisabledLockWithoutSlotStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int64
 		app := fxtest.New(t,
-			config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=disabled", "HOSTLOOM_LEADERSHIP__WHEN_UNCOORDINATED=lead"})),
+			env("HOSTLOOM_LOCKING__PROVIDER=disabled", "HOSTLOOM_LEADERSHIP__WHEN_UNCOORDINATED=lead"),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			schedulingfx.Job("billing", "tick", "@every 1m", func(context.Context) error { runs.Add(1); return nil }),
