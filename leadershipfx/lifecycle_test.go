@@ -18,32 +18,9 @@ import (
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 )
-
-func memLock(t *testing.T) *locking.DistributedLock {
-	t.Helper()
-	l, err := memlock.NewLock(locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func supplyLock(l *locking.DistributedLock) fx.Option {
-	return fx.Supply(fx.Annotate(l, fx.As(new(locking.Lock))))
-}
-
-func held(t *testing.T, l *locking.DistributedLock, role string) bool {
-	t.Helper()
-	_, ok, err := l.Holder(context.Background(), "leader:"+role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
-}
 
 // TestRoles_O3_ContendOnlyAfterEveryStartHook: the elector has not
 // contended while a later OnStart hook runs; when that hook fails the
@@ -202,7 +179,7 @@ func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
 		prefix string
 		key    string
 	}{
-		{"bad value", []fx.Option{config.Module("", config.WithEnviron([]string{memoryProvider, "HOSTLOOM_LEADERSHIP__LEASE=banana"}))},
+		{"bad value", []fx.Option{env("HOSTLOOM_LEADERSHIP__LEASE=banana")},
 			"config: leadership.lease: ", "HOSTLOOM_LEADERSHIP__LEASE"},
 		{"no provider", []fx.Option{config.Module("", config.WithEnviron(nil))},
 			"config: locking.provider: is not set", "locking.provider"},
