@@ -18,9 +18,32 @@ import (
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 )
+
+func memLock(t *testing.T) *locking.DistributedLock {
+	t.Helper()
+	l, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func supplyLock(l *locking.DistributedLock) fx.Option {
+	return fx.Supply(fx.Annotate(l, fx.As(new(locking.Lock))))
+}
+
+func held(t *testing.T, l *locking.DistributedLock, role string) bool {
+	t.Helper()
+	_, ok, err := l.Holder(context.Background(), "leader:"+role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
 
 // TestRoles_O3_ContendOnlyAfterEveryStartHook: the elector has not
 // contended while a later OnStart hook runs; when that hook fails the

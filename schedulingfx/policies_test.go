@@ -19,6 +19,11 @@ import (
 	"github.com/hostloom/hostloom/schedulingfx"
 )
 
+// withEnv is a config module over the memory lock and vars.
+func withEnv(vars ...string) fx.Option {
+	return config.Module("", config.WithEnviron(append([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}, vars...)))
+}
+
 // TestJob_S7_OverlapFromCodeAndConfig: a run of 2m30s on a job due every
 // minute. With skip, nothing else starts before 3m; with buffer_one (from
 // the option, or from scheduling.jobs.<name>.overlap over the option's
@@ -48,7 +53,7 @@ func TestJob_S7_OverlapFromCodeAndConfig(t *testing.T) {
 						}
 						return nil
 					}
-					opts := []fx.Option{env(tt.env...), lockingfx.Module, leadershipfx.Role("billing"),
+					opts := []fx.Option{withEnv(tt.env...), lockingfx.Module, leadershipfx.Role("billing"),
 						schedulingfx.Job("billing", "slow", "@every 1m", slow, tt.opt)}
 					if withModules {
 						opts = append(opts, schedulingfx.Module, leadershipfx.Module)
@@ -71,7 +76,7 @@ func TestJob_S7_OverlapFromCodeAndConfig(t *testing.T) {
 // disabled lock (no slot store) fx.New fails naming the job.
 func TestJob_S9_RecoverNeedsAJobStore(t *testing.T) {
 	err := fx.New(fx.NopLogger,
-		env("HOSTLOOM_LOCKING__PROVIDER=disabled"),
+		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=disabled"})),
 		lockingfx.Module, leadershipfx.Role("billing"),
 		schedulingfx.Job("billing", "invoices", "@hourly", func(context.Context) error { return nil }, schedulingfx.Recover()),
 	).Err()
@@ -91,7 +96,7 @@ func TestJob_S8_CatchUpFromConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var runs atomic.Int64
-				app := fxtest.New(t, env(tt.env...), lockingfx.Module, leadershipfx.Role("billing"),
+				app := fxtest.New(t, withEnv(tt.env...), lockingfx.Module, leadershipfx.Role("billing"),
 					schedulingfx.Job("billing", "tick", "@hourly", func(context.Context) error { runs.Add(1); return nil },
 						schedulingfx.CatchUp(scheduling.CatchUpLatest)))
 				app.RequireStart()
@@ -114,7 +119,7 @@ func TestJob_S10_PausedFromConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int64
 		var s *schedulingfx.Schedulers
-		app := fxtest.New(t, env("HOSTLOOM_SCHEDULING__JOBS__TICK__PAUSED=true", "HOSTLOOM_LEADERSHIP__IDENTITY=pod-7"),
+		app := fxtest.New(t, withEnv("HOSTLOOM_SCHEDULING__JOBS__TICK__PAUSED=true", "HOSTLOOM_LEADERSHIP__IDENTITY=pod-7"),
 			lockingfx.Module, leadershipfx.Role("billing"),
 			schedulingfx.Job("billing", "tick", "@every 1m", func(context.Context) error { runs.Add(1); return nil }),
 			schedulingfx.Module, leadershipfx.Module, fx.Populate(&s))
@@ -159,7 +164,7 @@ func TestJob_ConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		for _, withModules := range []bool{false, true} {
 			t.Run(tt.name+map[bool]string{false: "/no modules", true: "/modules"}[withModules], func(t *testing.T) {
-				opts := []fx.Option{fx.NopLogger, env(tt.env...), lockingfx.Module,
+				opts := []fx.Option{fx.NopLogger, config.Module("", config.WithEnviron(tt.env)), lockingfx.Module,
 					leadershipfx.Role("billing"), leadershipfx.Role("reports"),
 					schedulingfx.Job("billing", "invoices", "@hourly", noop), schedulingfx.Job("reports", "reports", "@daily", noop)}
 				if withModules {

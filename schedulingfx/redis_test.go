@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"github.com/hostloom/hostloom/internal/redistest"
@@ -43,12 +44,14 @@ func TestShutdown_O2_StuckJobOverRedis(t *testing.T) {
 			return nil
 		}
 		return fxtest.New(t,
-			env("HOSTLOOM_LOCKING__PROVIDER=redis",
-				"HOSTLOOM_LOCKING__REDIS__ADDRS="+srv.Addr(),
-				"HOSTLOOM_LEADERSHIP__IDENTITY="+id,
+			config.Module("", config.WithEnviron([]string{
+				"HOSTLOOM_LOCKING__PROVIDER=redis",
+				"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
+				"HOSTLOOM_LEADERSHIP__IDENTITY=" + id,
 				"HOSTLOOM_LEADERSHIP__LEASE=5s",
 				"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1s",
-				"HOSTLOOM_LEADERSHIP__RETRY_INTERVAL=1s"),
+				"HOSTLOOM_LEADERSHIP__RETRY_INTERVAL=1s",
+			})),
 			lockingfx.Module,
 			fx.Supply(log),
 			leadershipfx.Role("billing"),

@@ -30,7 +30,7 @@ func TestJob_DesignSnippet_WithoutModules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var invoices, reports atomic.Int64
 		app := fxtest.New(t,
-			env(),
+			withEnv(),
 			lockingfx.Module,
 			schedulingfx.Job("billing", "reports", "@every 1m", func(context.Context) error { reports.Add(1); return nil }),
 			leadershipfx.Role("billing"),
