@@ -202,7 +202,7 @@ func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
 		prefix string
 		key    string
 	}{
-		{"bad value", []fx.Option{config.Module("", config.WithEnviron([]string{memoryProvider, "HOSTLOOM_LEADERSHIP__LEASE=banana"}))},
+		{"bad value", []fx.Option{env("HOSTLOOM_LEADERSHIP__LEASE=banana")},
 			"config: leadership.lease: ", "HOSTLOOM_LEADERSHIP__LEASE"},
 		{"no provider", []fx.Option{config.Module("", config.WithEnviron(nil))},
 			"config: locking.provider: is not set", "locking.provider"},

@@ -20,7 +20,6 @@ import (
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 )
@@ -39,12 +38,36 @@ func env(vars ...string) fx.Option {
 	return config.Module("", config.WithEnviron(append([]string{memoryProvider}, vars...)))
 }
 
+// twoRoles is what the F1 tests populate: the roles billing and reports.
 type twoRoles struct {
 	fx.In
 	Billing  leadership.Leadership `name:"billing"`
 	BillingE *leadership.Elector   `name:"billing"`
 	Reports  leadership.Leadership `name:"reports"`
 	All      []*leadership.Elector `group:"hostloom.electors"`
+}
+
+// leadThenRelease starts app, in a synctest bubble, and stops it (F1):
+// billing does not lead before the start; once the first attempts ran
+// (E1), billing leads in term 1 and reports leads, and leading checks
+// what else the test expects of the started app; after the stop neither
+// role leads and billing's token has ended (E8).
+func (got *twoRoles) leadThenRelease(t *testing.T, app *fxtest.App, leading func()) {
+	t.Helper()
+	if got.Billing.IsLeader() {
+		t.Fatal("leads before start")
+	}
+	app.RequireStart()
+	synctest.Wait() // the first attempt is immediate (E1)
+	if !got.Billing.IsLeader() || !got.Reports.IsLeader() || got.Billing.Term() != 1 {
+		t.Fatalf("billing leader=%t term=%d, reports leader=%t", got.Billing.IsLeader(), got.Billing.Term(), got.Reports.IsLeader())
+	}
+	leading()
+	tok := got.Billing.Token()
+	app.RequireStop()
+	if got.Billing.IsLeader() || got.Reports.IsLeader() || tok.Err() == nil {
+		t.Fatalf("after stop: leader=%t token err=%v (E8)", got.Billing.IsLeader(), tok.Err())
+	}
 }
 
 func TestRole_F1_StartsLeadsAndReleasesOnStop(t *testing.T) {
@@ -58,36 +81,22 @@ func TestRole_F1_StartsLeadsAndReleasesOnStop(t *testing.T) {
 			fx.Populate(&got),
 			leadershipfx.Module,
 		)
-		if got.Billing.IsLeader() {
-			t.Fatal("leads before start")
-		}
-		app.RequireStart()
-		synctest.Wait() // the first attempt is immediate (E1)
-		if !got.Billing.IsLeader() || !got.Reports.IsLeader() || got.Billing.Term() != 1 {
-			t.Fatalf("billing leader=%t term=%d, reports leader=%t", got.Billing.IsLeader(), got.Billing.Term(), got.Reports.IsLeader())
-		}
-		if got.Billing != leadership.Leadership(got.BillingE) || got.Billing.Role() != "billing" || got.Reports.Role() != "reports" {
-			t.Fatalf("named values mixed up: %s %s", got.Billing.Role(), got.Reports.Role())
-		}
-		if len(got.All) != 2 {
-			t.Fatalf("%d electors in the group, want 2", len(got.All))
-		}
-		tok := got.Billing.Token()
-		app.RequireStop()
-		if got.Billing.IsLeader() || got.Reports.IsLeader() || tok.Err() == nil {
-			t.Fatalf("after stop: leader=%t token err=%v (E8)", got.Billing.IsLeader(), tok.Err())
-		}
+		got.leadThenRelease(t, app, func() {
+			if got.Billing != leadership.Leadership(got.BillingE) || got.Billing.Role() != "billing" || got.Reports.Role() != "reports" {
+				t.Fatalf("named values mixed up: %s %s", got.Billing.Role(), got.Reports.Role())
+			}
+			if len(got.All) != 2 {
+				t.Fatalf("%d electors in the group, want 2", len(got.All))
+			}
+		})
 	})
 }
 
 func TestRole_F1_RunsWithoutDependents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lock, err := memlock.NewLock(locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := memLock(t)
 		app := fxtest.New(t,
-			fx.Supply(fx.Annotate(lock, fx.As(new(locking.Lock)))),
+			supplyLock(lock),
 			leadershipfx.Role("billing"), // nothing depends on it
 			leadershipfx.Module,
 		)
@@ -175,13 +184,10 @@ func TestRole_E9_UncoordinatedPolicy(t *testing.T) {
 
 func TestRole_HandoverOnStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lock, err := memlock.NewLock(locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := memLock(t)
 		newApp := func(id string, l *leadership.Leadership) *fxtest.App {
 			return fxtest.New(t,
-				fx.Supply(fx.Annotate(lock, fx.As(new(locking.Lock)))),
+				supplyLock(lock),
 				leadershipfx.Role("billing", leadershipfx.WithElectorOptions(leadership.WithIdentity(id))),
 				fx.Populate(fx.Annotate(l, fx.ParamTags(`name:"billing"`))), leadershipfx.Module)
 		}

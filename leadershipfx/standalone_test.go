@@ -35,26 +35,15 @@ func TestRole_F1_WithoutModule(t *testing.T) {
 			leadershipfx.Role("billing"),
 			fx.Populate(&got),
 		)
-		if got.Billing.IsLeader() {
-			t.Fatal("leads before start")
-		}
-		app.RequireStart()
-		synctest.Wait()
-		if !got.Billing.IsLeader() || !got.Reports.IsLeader() || got.Billing.Term() != 1 {
-			t.Fatalf("billing leader=%t term=%d, reports leader=%t", got.Billing.IsLeader(), got.Billing.Term(), got.Reports.IsLeader())
-		}
-		absent := logs.FilterMessage("LeadershipModuleAbsent").All()
-		if len(absent) != 1 || absent[0].Level != zapcore.InfoLevel {
-			t.Fatalf("LeadershipModuleAbsent logged %d times, want once at Info: %v", len(absent), absent)
-		}
-		if roles, _ := absent[0].ContextMap()["roles"].([]any); len(roles) != 2 {
-			t.Errorf("LeadershipModuleAbsent roles = %v", absent[0].ContextMap()["roles"])
-		}
-		tok := got.Billing.Token()
-		app.RequireStop()
-		if got.Billing.IsLeader() || got.Reports.IsLeader() || tok.Err() == nil {
-			t.Fatalf("after stop: leader=%t token err=%v (E8)", got.Billing.IsLeader(), tok.Err())
-		}
+		got.leadThenRelease(t, app, func() {
+			absent := logs.FilterMessage("LeadershipModuleAbsent").All()
+			if len(absent) != 1 || absent[0].Level != zapcore.InfoLevel {
+				t.Fatalf("LeadershipModuleAbsent logged %d times, want once at Info: %v", len(absent), absent)
+			}
+			if roles, _ := absent[0].ContextMap()["roles"].([]any); len(roles) != 2 {
+				t.Errorf("LeadershipModuleAbsent roles = %v", absent[0].ContextMap()["roles"])
+			}
+		})
 	})
 }
 

@@ -91,7 +91,7 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := fx.New(append([]fx.Option{fx.NopLogger, memory(), lockingfx.Module}, tt.opts...)...).Err()
+			err := fx.New(append([]fx.Option{fx.NopLogger, withEnv(), lockingfx.Module}, tt.opts...)...).Err()
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("fx.New error\n%v\nwant\n%s", err, tt.want)
 			}
@@ -100,7 +100,7 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 }
 
 func TestErrors_O4_NoFxChain(t *testing.T) {
-	err := fx.New(fx.NopLogger, memory(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module,
+	err := fx.New(fx.NopLogger, withEnv(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module,
 		schedulingfx.Job("billing", "y", "@hourly", nil, schedulingfx.Timeout(-time.Second)), leadershipfx.Module).Err()
 	if err == nil || !strings.HasPrefix(err.Error(), `schedulingfx: role "billing": `) || strings.Contains(err.Error(), "could not build") {
 		t.Fatalf("fx.New error %v", err)

@@ -34,35 +34,38 @@ func sharedLock(t *testing.T) *locking.DistributedLock {
 	return l
 }
 
-// memory is a config module choosing the memory lock (G6: there is no
-// default provider).
-func memory() fx.Option {
-	return config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}))
-}
-
 // over supplies lock as the app's locking.Lock and *locking.DistributedLock.
 func over(l *locking.DistributedLock) fx.Option {
 	return fx.Supply(l, fx.Annotate(l, fx.As(new(locking.Lock))))
 }
 
-func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
+// testOnlyTheLeaderRuns starts two apps A and B over one shared lock, A
+// first, each with role billing, its job "invoices" due every minute and
+// modules after them (the fx modules, or none). A leads and B does not;
+// the job runs only on A, the lock (the slot store) records its last slot,
+// and once A stops, B leads and runs it (S1).
+func testOnlyTheLeaderRuns(t *testing.T, modules ...fx.Option) {
 	synctest.Test(t, func(t *testing.T) {
 		lock := sharedLock(t)
-		var runsA, runsB atomic.Int64
-		count := func(n *atomic.Int64) func(context.Context) error {
-			return func(context.Context) error { n.Add(1); return nil }
+		newApp := func(runs *atomic.Int64, l *leadership.Leadership) *fxtest.App {
+			opts := []fx.Option{over(lock), leadershipfx.Role("billing"),
+				schedulingfx.Job("billing", "invoices", "@every 1m", func(context.Context) error { runs.Add(1); return nil }),
+				fx.Populate(fx.Annotate(l, fx.ParamTags(`name:"billing"`)))}
+			return fxtest.New(t, append(opts, modules...)...)
 		}
-		appA := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsA)),
-			schedulingfx.Module, leadershipfx.Module)
-		appB := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsB)),
-			schedulingfx.Module, leadershipfx.Module)
+		var runsA, runsB atomic.Int64
+		var a, b leadership.Leadership
+		appA, appB := newApp(&runsA, &a), newApp(&runsB, &b)
 		appA.RequireStart()
 		synctest.Wait()
 		appB.RequireStart()
 		time.Sleep(5*time.Minute + time.Second)
 		synctest.Wait()
+		if !a.IsLeader() || b.IsLeader() {
+			t.Fatalf("a leads %t, b leads %t", a.IsLeader(), b.IsLeader())
+		}
 		// Five slots fell due (six when the start instant is a slot).
-		if a := runsA.Load(); a < 5 || a > 6 || runsB.Load() != 0 {
+		if ra := runsA.Load(); ra < 5 || ra > 6 || runsB.Load() != 0 {
 			t.Fatalf("runs: leader %d, follower %d; want 5 or 6, and 0", runsA.Load(), runsB.Load())
 		}
 		// The slot store (the shared lock) recorded the last slot.
@@ -72,19 +75,20 @@ func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
 		appA.RequireStop() // hands over to B
 		time.Sleep(2*time.Minute + time.Second)
 		synctest.Wait()
-		if b := runsB.Load(); b < 2 || b > 3 {
-			t.Fatalf("after handover the new leader ran %d times in 2m, want 2 (3 with a caught-up slot)", b)
+		if rb := runsB.Load(); rb < 2 || rb > 3 {
+			t.Fatalf("after handover the new leader ran %d times in 2m, want 2 (3 with a caught-up slot)", rb)
 		}
 		appB.RequireStop()
 	})
 }
 
-// TestJob_E11_JobsStopBeforeTheElectorReleases checks the role's stop
-// order, whatever the order of the options: a run still going at shutdown
-// ends, and the scheduler returns, while this instance still holds the
-// lease, also when the run's cleanup outlasts StopWarnAfter; only then does
-// the elector release it.
-func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
+// testJobsStopBeforeRelease checks the role's stop order (E11) in a
+// subtest per order of the role's and the job's options, "role first" and
+// "job first": compose places them, with the modules the test uses, after
+// the shared lock. A run still going at shutdown ends, and the scheduler
+// returns, while this instance still holds the lease, also when the run's
+// cleanup outlasts StopWarnAfter; only then does the elector release it.
+func testJobsStopBeforeRelease(t *testing.T, compose func(jobFirst bool, role, job fx.Option) []fx.Option) {
 	for _, order := range []string{"role first", "job first"} {
 		t.Run(order, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -105,11 +109,7 @@ func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
 				}
 				role := leadershipfx.Role("billing")
 				job := schedulingfx.Schedule("billing", scheduling.Job{Name: "long", Schedule: scheduling.Every(time.Minute), Run: run})
-				opts := []fx.Option{over(lock), role, job, schedulingfx.Module, leadershipfx.Module}
-				if order == "job first" {
-					opts = []fx.Option{over(lock), schedulingfx.Module, job, role, leadershipfx.Module}
-				}
-				app := fxtest.New(t, opts...)
+				app := fxtest.New(t, append([]fx.Option{over(lock)}, compose(order == "job first", role, job)...)...)
 				app.RequireStart()
 				<-started
 				app.RequireStop()
@@ -124,6 +124,27 @@ func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
 	}
 }
 
+// TestJob_S1_RunsOnlyOnTheLeader: with schedulingfx.Module and
+// leadershipfx.Module, the job runs only on the leader, and on the new
+// leader after a handover.
+func TestJob_S1_RunsOnlyOnTheLeader(t *testing.T) {
+	testOnlyTheLeaderRuns(t, schedulingfx.Module, leadershipfx.Module)
+}
+
+// TestJob_E11_JobsStopBeforeTheElectorReleases checks the role's stop
+// order, whatever the order of the options: a run still going at shutdown
+// ends, and the scheduler returns, while this instance still holds the
+// lease, also when the run's cleanup outlasts StopWarnAfter; only then does
+// the elector release it.
+func TestJob_E11_JobsStopBeforeTheElectorReleases(t *testing.T) {
+	testJobsStopBeforeRelease(t, func(jobFirst bool, role, job fx.Option) []fx.Option {
+		if jobFirst {
+			return []fx.Option{schedulingfx.Module, job, role, leadershipfx.Module}
+		}
+		return []fx.Option{role, job, schedulingfx.Module, leadershipfx.Module}
+	})
+}
+
 type deps struct {
 	fx.In
 	Counter *atomic.Int64
@@ -136,7 +157,7 @@ func TestJobFunc_TakesDependencies(t *testing.T) {
 		var sawLeader atomic.Bool
 		core, logs := observer.New(zapcore.InfoLevel)
 		app := fxtest.New(t,
-			memory(),
+			withEnv(),
 			lockingfx.Module,
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),
@@ -194,7 +215,7 @@ func TestJob_S6_BadJobsFailTheApp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]fx.Option{fx.NopLogger, memory(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
+			opts := append([]fx.Option{fx.NopLogger, withEnv(), lockingfx.Module, leadershipfx.Role("billing"), schedulingfx.Module}, tt.opts...)
 			err := fx.New(append(opts, leadershipfx.Module)...).Err()
 			if err == nil {
 				t.Fatal("fx.New succeeded")

@@ -10,8 +10,6 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/scheduling"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -22,39 +20,7 @@ import (
 // scheduler; the job runs only on the leader, and on the new leader after
 // a handover.
 func TestJob_S1_WithoutModules(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lock := sharedLock(t)
-		var runsA, runsB atomic.Int64
-		count := func(n *atomic.Int64) func(context.Context) error {
-			return func(context.Context) error { n.Add(1); return nil }
-		}
-		var a, b leadership.Leadership
-		appA := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsA)),
-			fx.Populate(fx.Annotate(&a, fx.ParamTags(`name:"billing"`))))
-		appB := fxtest.New(t, over(lock), leadershipfx.Role("billing"), schedulingfx.Job("billing", "invoices", "@every 1m", count(&runsB)),
-			fx.Populate(fx.Annotate(&b, fx.ParamTags(`name:"billing"`))))
-		appA.RequireStart()
-		synctest.Wait()
-		appB.RequireStart()
-		time.Sleep(5*time.Minute + time.Second)
-		synctest.Wait()
-		if !a.IsLeader() || b.IsLeader() {
-			t.Fatalf("a leads %t, b leads %t", a.IsLeader(), b.IsLeader())
-		}
-		if ra := runsA.Load(); ra < 5 || ra > 6 || runsB.Load() != 0 {
-			t.Fatalf("runs: leader %d, follower %d; want 5 or 6, and 0", runsA.Load(), runsB.Load())
-		}
-		if st, err := lock.JobStatus(context.Background(), "sched:billing:invoices"); err != nil || !st.HasSlot || st.Slot == 0 {
-			t.Fatalf("slot store: %+v %v", st, err)
-		}
-		appA.RequireStop()
-		time.Sleep(2*time.Minute + time.Second)
-		synctest.Wait()
-		if rb := runsB.Load(); rb < 2 || rb > 3 {
-			t.Fatalf("after handover the new leader ran %d times in 2m, want 2 (3 with a caught-up slot)", rb)
-		}
-		appB.RequireStop()
-	})
+	testOnlyTheLeaderRuns(t)
 }
 
 // TestJob_DesignSnippet_WithoutModules: config.Module, lockingfx.Module,
@@ -64,7 +30,7 @@ func TestJob_DesignSnippet_WithoutModules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var invoices, reports atomic.Int64
 		app := fxtest.New(t,
-			memory(),
+			withEnv(),
 			lockingfx.Module,
 			schedulingfx.Job("billing", "reports", "@every 1m", func(context.Context) error { reports.Add(1); return nil }),
 			leadershipfx.Role("billing"),
@@ -84,42 +50,12 @@ func TestJob_DesignSnippet_WithoutModules(t *testing.T) {
 // cleanup included, while the role still holds the lease; the role
 // releases it only then.
 func TestJob_E11_WithoutModules(t *testing.T) {
-	for _, order := range []string{"role first", "job first"} {
-		t.Run(order, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				lock := sharedLock(t)
-				var heldAtEnd atomic.Int32 // 1 held, 2 released
-				started := make(chan struct{})
-				run := func(ctx context.Context) error {
-					close(started)
-					<-ctx.Done()
-					time.Sleep(3 * time.Second)
-					if _, ok, _ := lock.Holder(context.Background(), "leader:billing"); ok {
-						heldAtEnd.Store(1)
-					} else {
-						heldAtEnd.Store(2)
-					}
-					return nil
-				}
-				role := leadershipfx.Role("billing")
-				job := schedulingfx.Schedule("billing", scheduling.Job{Name: "long", Schedule: scheduling.Every(time.Minute), Run: run})
-				opts := []fx.Option{over(lock), role, job}
-				if order == "job first" {
-					opts = []fx.Option{over(lock), job, role}
-				}
-				app := fxtest.New(t, opts...)
-				app.RequireStart()
-				<-started
-				app.RequireStop()
-				if got := heldAtEnd.Load(); got != 1 {
-					t.Fatalf("when the run ended the lease was %s, want still held (E11)", map[int32]string{0: "never checked", 2: "already released"}[got])
-				}
-				if _, ok, _ := lock.Holder(context.Background(), "leader:billing"); ok {
-					t.Fatal("lease still held after stop")
-				}
-			})
-		})
-	}
+	testJobsStopBeforeRelease(t, func(jobFirst bool, role, job fx.Option) []fx.Option {
+		if jobFirst {
+			return []fx.Option{job, role}
+		}
+		return []fx.Option{role, job}
+	})
 }
 
 // TestJob_WithSchedulingModuleOnly: schedulingfx.Module without

@@ -36,24 +36,35 @@ func (m meter) collect(t *testing.T) metricdata.ResourceMetrics {
 	return rm
 }
 
-// sum adds up the points of the int64 counter name whose attributes
-// include every key=value of want.
-func (m meter) sum(t *testing.T, name string, want ...attribute.KeyValue) int64 {
+// dataOf collects m and returns the data of every metric called name,
+// failing the test when one is not a D.
+func dataOf[D metricdata.Aggregation](t *testing.T, m meter, name string) []D {
 	t.Helper()
-	var n int64
+	var out []D
 	for _, sm := range m.collect(t).ScopeMetrics {
 		for _, mt := range sm.Metrics {
 			if mt.Name != name {
 				continue
 			}
-			s, ok := mt.Data.(metricdata.Sum[int64])
+			d, ok := mt.Data.(D)
 			if !ok {
 				t.Fatalf("%s is %T", name, mt.Data)
 			}
-			for _, p := range s.DataPoints {
-				if matches(p.Attributes, want) {
-					n += p.Value
-				}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sum adds up the points of the int64 counter name whose attributes
+// include every key=value of want.
+func (m meter) sum(t *testing.T, name string, want ...attribute.KeyValue) int64 {
+	t.Helper()
+	var n int64
+	for _, s := range dataOf[metricdata.Sum[int64]](t, m, name) {
+		for _, p := range s.DataPoints {
+			if matches(p.Attributes, want) {
+				n += p.Value
 			}
 		}
 	}

@@ -85,20 +85,11 @@ func (m meter) histogram(t *testing.T, name string, want ...attribute.KeyValue) 
 	t.Helper()
 	var n uint64
 	var sum float64
-	for _, sm := range m.collect(t).ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			if mt.Name != name {
-				continue
-			}
-			h, ok := mt.Data.(metricdata.Histogram[float64])
-			if !ok {
-				t.Fatalf("%s is %T", name, mt.Data)
-			}
-			for _, p := range h.DataPoints {
-				if matches(p.Attributes, want) {
-					n += p.Count
-					sum += p.Sum
-				}
+	for _, h := range dataOf[metricdata.Histogram[float64]](t, m, name) {
+		for _, p := range h.DataPoints {
+			if matches(p.Attributes, want) {
+				n += p.Count
+				sum += p.Sum
 			}
 		}
 	}

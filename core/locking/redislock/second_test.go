@@ -8,10 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
+
+// startLock starts a private redis-server and returns it, a client for it
+// and a DistributedLock with options o over a provider on that client. The
+// provider is closed when the test ends, before the client and the server
+// (Close is idempotent, so a test may also close it itself).
+func startLock(t *testing.T, o locking.Options) (*redistest.Server, *redis.Client, *locking.DistributedLock, *redislock.Provider) {
+	t.Helper()
+	s := redistest.Start(t)
+	c := s.Client(t)
+	l, p, err := redislock.NewLock(c, o)
+	if err != nil {
+		t.Fatalf("redislock.NewLock: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return s, c, l, p
+}
 
 // fence acquires key through l, releases it and returns its fence.
 func fence(t *testing.T, l *locking.DistributedLock, key string) uint64 {
@@ -32,14 +50,8 @@ func fence(t *testing.T, l *locking.DistributedLock, key string) uint64 {
 }
 
 func TestProvider_G1_FencesIncreaseAcrossFlushAndRestart(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
+	s, c, l, _ := startLock(t, locking.DefaultOptions())
 	ctx := context.Background()
-	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	last := fence(t, l, "job")
 	for range 3 {
 		f := fence(t, l, "job")
@@ -61,6 +73,7 @@ func TestProvider_G1_FencesIncreaseAcrossFlushAndRestart(t *testing.T) {
 	s.Restart(t) // an empty server: nothing persisted
 	deadline := time.Now().Add(10 * time.Second)
 	var ls locking.Lease
+	var err error
 	for {
 		ls, err = l.TryAcquire(ctx, "job", time.Minute)
 		if err == nil || time.Now().After(deadline) {
@@ -77,16 +90,10 @@ func TestProvider_G1_FencesIncreaseAcrossFlushAndRestart(t *testing.T) {
 }
 
 func TestProvider_G1_FenceStoredInMetaHash(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
-	ctx := context.Background()
 	o := locking.DefaultOptions()
 	o.Namespace = "billing"
-	l, p, err := redislock.NewLock(c, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	_, c, l, _ := startLock(t, o)
+	ctx := context.Background()
 	f := fence(t, l, "job")
 	meta := redislock.MetaKey("billing:lock:job")
 	got, err := c.HGet(ctx, meta, "fence").Uint64()
@@ -106,14 +113,8 @@ func TestProvider_G1_FenceStoredInMetaHash(t *testing.T) {
 }
 
 func TestProvider_G1_BadStoredFenceIsAnErrorNamingTheKey(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
+	_, c, l, _ := startLock(t, locking.DefaultOptions())
 	ctx := context.Background()
-	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	meta := redislock.MetaKey("lock:job")
 	for _, bad := range []string{"abc", "-5", "1.5", "", "99999999999999999999", "9007199254740993", " 12"} {
 		if err := c.HSet(ctx, meta, "fence", bad).Err(); err != nil {
@@ -143,14 +144,8 @@ func TestProvider_G1_BadStoredFenceIsAnErrorNamingTheKey(t *testing.T) {
 }
 
 func TestProvider_P1_BadParticipantRecordSkippedAndReported(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
+	_, c, l, _ := startLock(t, locking.DefaultOptions())
 	ctx := context.Background()
-	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	if _, err := l.TryAcquireAs(ctx, "job", time.Minute, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -201,14 +196,8 @@ func TestProvider_P1_BadParticipantRecordSkippedAndReported(t *testing.T) {
 // (CLIENT KILL TYPE pubsub): an event watcher sees EventUnsubscribed, then
 // EventSubscribed once go-redis has reconnected, and events flow again.
 func TestProvider_P2_EventsSurvivePubSubKill(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
+	_, c, l, p := startLock(t, locking.DefaultOptions())
 	ctx := context.Background()
-	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	events, stop := l.WatchEvents("job")
 	defer stop()
 	released, stopW := l.Watch("job")
@@ -333,14 +322,8 @@ func TestProvider_L3_EndedContextErrorsWrapIt(t *testing.T) {
 }
 
 func TestProvider_P1_ExpiredParticipantsPrunedOnAcquisition(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
+	_, c, l, _ := startLock(t, locking.DefaultOptions())
 	ctx := context.Background()
-	l, p, err := redislock.NewLock(c, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	meta := redislock.MetaKey("lock:job")
 	// A participant that crashed long ago, and a live one.
 	now := time.Now().UnixMilli()
