@@ -35,15 +35,20 @@
 //		schedulingfx.Job("billing", "invoices", "*/5 * * * *", runInvoices),
 //	)
 //
-// Each role then registers a hook of its own when it is built (after the
-// lock's): its OnStart checks the composition (K5, T2), starts the work
-// attached through its Handle and then the elector; its OnStop stops that
-// work, waits for it and then stops the elector, which releases the lease
-// (F1, E11). Roles start in the order fx builds them, and hooks appended
-// later (a server started by an invoke after the role) run once the
-// election has begun: O3's "after every OnStart hook" needs Module, last.
-// Roles stop one after the other, in reverse order. The first role by
-// name logs LeadershipModuleAbsent once at Info when the app starts.
+// Each role then has a start and stop hook of its own: its OnStart checks
+// the composition (K5, T2), starts the work attached through its Handle
+// and then the elector; its OnStop stops that work, waits for it and then
+// stops the elector, which releases the lease (F1, E11). With the lock
+// from lockingfx.Module, which decorates fx.Lifecycle at the top level,
+// these hooks run after every other OnStart hook of the app, wherever the
+// roles stand in fx.New (O3: a server started by an invoke after the role
+// starts first, and if it fails the role never contends), and at
+// shutdown all roles stop together, before any other OnStop hook (O2).
+// With a lock supplied some other way, each role's hook is an ordinary
+// one: roles start in the order fx builds them, hooks appended later run
+// once the election has begun, roles stop one after the other in reverse
+// order, and the first role by name logs LeadershipModuleAbsent once at
+// Info when the app starts (put Module last for O3 and O2 then).
 //
 // An override leadership.roles.<name> that names no declared role fails
 // fx.New with the config's error, naming the key, its source and the

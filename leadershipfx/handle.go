@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/internal/fxhooks"
 )
 
 // Handle is one role declared with Role: its elector and the leader work
@@ -32,7 +33,8 @@ type Handle struct {
 	mu       sync.Mutex
 	once     map[string]*onceWork
 	started  bool // the own hook's OnStart has begun (no Module)
-	announce bool // log LeadershipModuleAbsent at start (no Module)
+	deferred bool // the own hook runs after every other one (lockingfx.Module's lifecycle)
+	announce bool // log LeadershipModuleAbsent at start (no Module, no deferred start)
 	peers    []string
 }
 
@@ -60,10 +62,17 @@ func newHandle(name string, p RoleParams, s roleSettings) *Handle {
 		return h
 	}
 	h.ro = newRole(name, e, o, p.Lock)
-	if p.Lifecycle != nil {
+	hook := fx.Hook{OnStart: h.startAlone, OnStop: h.stopAlone}
+	if d, ok := p.Lifecycle.(fxhooks.Deferrer); ok {
+		// lockingfx.Module's lifecycle: the role starts after every other
+		// OnStart hook of the app (O3) and all such roles stop together,
+		// before any other OnStop hook (O2).
+		d.Defer(hook)
+		h.deferred = true
+	} else if p.Lifecycle != nil {
 		// Registered now, after the lock and the rest of the elector's
 		// dependencies appended theirs: the role stops before they do.
-		p.Lifecycle.Append(fx.Hook{OnStart: h.startAlone, OnStop: h.stopAlone})
+		p.Lifecycle.Append(hook)
 	}
 	return h
 }
@@ -92,7 +101,7 @@ func (h *Handle) declare(all []*Handle) error {
 		}
 	}
 	h.mu.Lock()
-	h.announce = len(names) > 0 && names[0] == h.name
+	h.announce = len(names) > 0 && names[0] == h.name && !h.deferred
 	h.peers = names
 	h.mu.Unlock()
 	return nil
@@ -183,7 +192,7 @@ func (h *Handle) startAlone(ctx context.Context) error {
 	if announce {
 		h.log.Info("LeadershipModuleAbsent", zap.Strings("roles", peers),
 			zap.String("start", "each role starts its election at its own OnStart hook"),
-			zap.String("advice", "put leadershipfx.Module last in fx.New so elections begin after every OnStart hook (O3)"))
+			zap.String("advice", "build the lock with lockingfx.Module, or put leadershipfx.Module last in fx.New, so elections begin after every OnStart hook (O3)"))
 	}
 	ro := h.ro
 	if err := leadership.CheckComposition(ro.name, ro.opts, ro.lock); err != nil {

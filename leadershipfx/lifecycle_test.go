@@ -233,3 +233,94 @@ func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestRoles_O3_WithoutModule_ContendOnlyAfterEveryStartHook: the
+// composition of the package example without Module (lockingfx.Module
+// before the role, the app's hook after it): the role still contends only
+// after that hook, and never when it fails.
+func TestRoles_O3_WithoutModule_ContendOnlyAfterEveryStartHook(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "later hook succeeds", true: "later hook fails"}[fail], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var lock *locking.DistributedLock
+				var billing leadership.Leadership
+				var heldInHook bool
+				app := fx.New(fx.NopLogger, env(),
+					lockingfx.Module,
+					leadershipfx.Role("billing"),
+					fx.Populate(&lock, fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+					fx.Invoke(func(lc fx.Lifecycle) {
+						lc.Append(fx.Hook{OnStart: func(context.Context) error {
+							time.Sleep(time.Minute)
+							heldInHook = held(t, lock, "billing")
+							if fail {
+								return errors.New("later hook failed")
+							}
+							return nil
+						}})
+					}),
+				)
+				if err := app.Err(); err != nil {
+					t.Fatal(err)
+				}
+				err := app.Start(context.Background())
+				if fail != (err != nil) {
+					t.Fatalf("Start: %v", err)
+				}
+				synctest.Wait()
+				if heldInHook {
+					t.Fatal("the role contended before a later OnStart hook returned")
+				}
+				if billing.IsLeader() == fail || billing.Term() != map[bool]uint64{false: 1, true: 0}[fail] {
+					t.Fatalf("leader=%t term=%d after a start that failed=%t", billing.IsLeader(), billing.Term(), fail)
+				}
+				if err := app.Stop(context.Background()); err != nil && !fail {
+					t.Fatalf("Stop: %v", err)
+				}
+				if held(t, lock, "billing") {
+					t.Fatal("billing held after the app stopped")
+				}
+			})
+		})
+	}
+}
+
+// TestRoles_O2_WithoutModule_StuckReaderKeepsOnlyItsRole: without Module,
+// in either declaration order, the role without stuck work releases at
+// once while billing keeps its lease until its reader returns.
+func TestRoles_O2_WithoutModule_StuckReaderKeepsOnlyItsRole(t *testing.T) {
+	for _, order := range [][]string{{"billing", "reports"}, {"reports", "billing"}} {
+		t.Run(strings.Join(order, ","), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var lock *locking.DistributedLock
+				release := make(chan struct{})
+				app := fxtest.New(t, env(), lockingfx.Module,
+					leadershipfx.Role(order[0]),
+					leadershipfx.Role(order[1]),
+					fx.Populate(&lock),
+					fx.Invoke(fx.Annotate(func(h *leadershipfx.Handle) error {
+						return h.Go("orders", func(context.Context) { <-release })
+					}, fx.ParamTags(`name:"billing"`))),
+				)
+				app.RequireStart()
+				synctest.Wait()
+				if !held(t, lock, "billing") || !held(t, lock, "reports") {
+					t.Fatal("not leading both roles")
+				}
+				stopped := make(chan error, 1)
+				go func() { stopped <- app.Stop(context.Background()) }()
+				synctest.Wait()
+				if held(t, lock, "reports") || !held(t, lock, "billing") {
+					t.Fatalf("at stop: reports held %t (want released at once), billing held %t (want kept)", held(t, lock, "reports"), held(t, lock, "billing"))
+				}
+				close(release)
+				if err := <-stopped; err != nil {
+					t.Fatalf("Stop: %v", err)
+				}
+				if held(t, lock, "billing") {
+					t.Fatal("billing still held after its reader returned and the app stopped")
+				}
+			})
+		})
+	}
+}

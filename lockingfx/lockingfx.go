@@ -16,6 +16,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/fxhooks"
 )
 
 // Module provides locking.Lock, *locking.DistributedLock and
@@ -26,11 +27,23 @@ import (
 // than inside the chain fx wraps around the constructors that needed the
 // lock (O4). Put it before the options that use the lock, as in the
 // package example, so that its invoke runs first.
-var Module = fx.Module("hostloom.locking",
-	fx.Provide(fx.Private, newOutcome),
-	fx.Provide(newBalanceGroup),
-	fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
-	fx.Invoke(func(o *outcome) error { return o.err }),
+//
+// Module also decorates fx.Lifecycle at the top level of the app (see
+// internal/fxhooks): the roles of leadershipfx.Role then start their
+// elections only after every other OnStart hook of the app has succeeded,
+// wherever they stand in fx.New (O3), and stop all together, before any
+// other OnStop hook (O2). An app that decorates fx.Lifecycle itself at the
+// top level cannot use Module (fx refuses a second decoration).
+var Module = fx.Options(
+	fx.Module("hostloom.locking",
+		fx.Provide(fx.Private, newOutcome),
+		fx.Provide(newBalanceGroup),
+		fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
+		fx.Invoke(func(o *outcome) error { return o.err }),
+	),
+	// At the top level: every hook of the app goes through it, so roles
+	// start after all of them (O3) and stop together first (O2).
+	fx.Decorate(fxhooks.Decorate),
 )
 
 // outcome is New's result, kept so that Module's invoke reports its error
