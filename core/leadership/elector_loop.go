@@ -94,6 +94,7 @@ type loop struct {
 	due         time.Time     // when the next acquisition or renewal is due
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
+	tried       bool          // an acquisition attempt has been made
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    *request      // Stop: waiting for the calls under way
 	stopErrs    []error
@@ -361,6 +362,7 @@ func (l *loop) finish(o outcome) {
 func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.wokeDuring = time.Time{}
+	l.tried = true
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
@@ -834,9 +836,11 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventSubscribed:
 		l.live = true
 		l.subscriptions++
-		if l.subscriptions > 1 {
-			// Events may have been lost while the subscription was down
-			// (P3): one immediate try.
+		if l.subscriptions > 1 || l.tried {
+			// Events may have been lost while the subscription was down,
+			// or before it first came up while this candidate had
+			// already been refused (a release named to it, B1): one
+			// immediate try (P3).
 			l.wake(now)
 		}
 	case locking.EventUnsubscribed:

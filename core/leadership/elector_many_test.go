@@ -182,6 +182,60 @@ func TestElector_P3_E8_ReleaseDuringARefusedAttemptStillWakes(t *testing.T) {
 	})
 }
 
+// lateSubscriptionLock subscribes to a key's events only after a delay,
+// as a new process's first SUBSCRIBE may complete after its first
+// acquisition attempt: events before that are not seen.
+type lateSubscriptionLock struct {
+	*locking.DistributedLock
+	delay time.Duration
+}
+
+func (l *lateSubscriptionLock) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+	var mu sync.Mutex
+	var stop func()
+	stopped := false
+	t := time.AfterFunc(l.delay, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			stop = l.DistributedLock.WatchEventsFunc(key, fn)
+		}
+	})
+	return func() {
+		t.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
+func TestElector_P3_B1_ReleaseBeforeTheFirstSubscriptionIsNotMissed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := memLock(t)
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", inner, o, leadership.WithIdentity("a"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		late := &lateSubscriptionLock{DistributedLock: inner, delay: 100 * time.Millisecond}
+		b := mustElector(t, "r", late, o, leadership.WithIdentity("b"))
+		mustStart(t, b) // refused at once; its subscription comes up at 100ms
+		defer mustStop(t, b)
+		time.Sleep(10 * time.Millisecond)
+		if err := a.Resign(bg); err != nil { // b cannot hear this release
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("b did not try when its subscription came up after a release it could not hear")
+		}
+	})
+}
+
 func TestElector_P1_Participants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lock := memLock(t)
