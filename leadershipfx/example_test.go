@@ -50,7 +50,7 @@ func ExampleRole_leaseOverMaxLease() {
 		leadershipfx.Module,
 	)
 	fmt.Println(app.Start(context.Background()))
-	// Output: leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s
+	// Output: leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s (leadership.lease from env HOSTLOOM_LEADERSHIP__LEASE; locking.max_lease from env HOSTLOOM_LOCKING__MAX_LEASE)
 }
 
 // A reader attached to its role (for a leader channel, range over

@@ -54,6 +54,9 @@ func newHandle(name string, p RoleParams, s roleSettings) *Handle {
 	build := func() (*leadership.Elector, leadership.Options, error) { return newElector(name, p, s) }
 	if p.Roles != nil {
 		h.ro, h.err = p.Roles.join(name, p.Lock, build)
+		if h.ro != nil {
+			h.ro.cfg, h.ro.lcfg = p.Config, p.Locking
+		}
 		return h
 	}
 	e, o, err := build()
@@ -62,6 +65,7 @@ func newHandle(name string, p RoleParams, s roleSettings) *Handle {
 		return h
 	}
 	h.ro = newRole(name, e, o, p.Lock)
+	h.ro.cfg, h.ro.lcfg = p.Config, p.Locking
 	hook := fx.Hook{OnStart: h.startAlone, OnStop: h.stopAlone}
 	if d, ok := p.Lifecycle.(fxhooks.Deferrer); ok {
 		// lockingfx.Module's lifecycle: the role starts after every other
@@ -195,8 +199,8 @@ func (h *Handle) startAlone(ctx context.Context) error {
 			zap.String("advice", "build the lock with lockingfx.Module, or put leadershipfx.Module last in fx.New, so elections begin after every OnStart hook (O3)"))
 	}
 	ro := h.ro
-	if err := leadership.CheckComposition(ro.name, ro.opts, ro.lock); err != nil {
-		return roleError(ro.name, err)
+	if err := ro.check(); err != nil {
+		return err
 	}
 	work := ro.works()
 	for i, w := range work {

@@ -324,3 +324,49 @@ func TestRoles_O2_WithoutModule_StuckReaderKeepsOnlyItsRole(t *testing.T) {
 		})
 	}
 }
+
+// TestRoles_O4_CompositionErrorsNameKeyAndSource: a lease above the
+// lock's max_lease, set by a role override or globally, fails start with
+// the dotted keys and sources of both values, with or without Module.
+func TestRoles_O4_CompositionErrorsNameKeyAndSource(t *testing.T) {
+	tests := []struct {
+		name, env, key string
+		module         bool
+	}{
+		{"role override", "HOSTLOOM_LEADERSHIP__ROLES__BILLING__LEASE=20s", "leadership.roles.billing.lease", false},
+		{"global", "HOSTLOOM_LEADERSHIP__LEASE=20s", "leadership.lease", false},
+		{"global with Module", "HOSTLOOM_LEADERSHIP__LEASE=20s", "leadership.lease", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []fx.Option{fx.NopLogger, env(tc.env, "HOSTLOOM_LOCKING__MAX_LEASE=10s"), lockingfx.Module, leadershipfx.Role("billing")}
+			if tc.module {
+				opts = append(opts, leadershipfx.Module)
+			}
+			app := fx.New(opts...)
+			if err := app.Err(); err != nil {
+				t.Fatalf("fx.New: %v", err)
+			}
+			err := app.Start(context.Background())
+			if err == nil {
+				_ = app.Stop(context.Background())
+				t.Fatal("started with a lease above max_lease")
+			}
+			msg := err.Error()
+			for _, want := range []string{`leadership: role "billing": lease 20s exceeds locking max_lease 10s`,
+				tc.key + " from env " + strings.Split(tc.env, "=")[0], "locking.max_lease from env HOSTLOOM_LOCKING__MAX_LEASE"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not name %q", msg, want)
+				}
+			}
+			var lim *leadership.LeaseLimitError
+			if !errors.As(err, &lim) || lim.Lease != 20*time.Second || lim.MaxLease != 10*time.Second {
+				t.Errorf("errors.As LeaseLimitError = %+v", lim)
+			}
+			var fe *config.FieldError
+			if !errors.As(err, &fe) || fe.Key != tc.key {
+				t.Errorf("errors.As FieldError = %+v", fe)
+			}
+		})
+	}
+}

@@ -41,6 +41,11 @@ type RoleParams struct {
 	// (the zero value), config.Defaults().Leadership applies.
 	Config config.LeadershipConfig `optional:"true"`
 
+	// Locking is the lock's config section, when the graph has it: a
+	// lease above locking.max_lease or a key above max_key_length is then
+	// reported with the keys and sources of both values (O4).
+	Locking config.LockingConfig `optional:"true"`
+
 	// Logger, MeterProvider and TracerProvider are passed to the elector;
 	// absent, it logs nothing and uses the OpenTelemetry globals.
 	Logger         *zap.Logger          `optional:"true"`

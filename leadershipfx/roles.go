@@ -113,6 +113,10 @@ type role struct {
 	elector *leadership.Elector
 	opts    leadership.Options
 	lock    locking.Lock
+	// The config sections the role was built from, to name the keys and
+	// sources behind a composition error (O4); zero without config.
+	cfg  config.LeadershipConfig
+	lcfg config.LockingConfig
 
 	mu   sync.Mutex
 	work []Work
@@ -272,8 +276,8 @@ func registerStart(r *Roles, lc fx.Lifecycle) error {
 func (r *Roles) check(context.Context) error {
 	var errs []error
 	for _, ro := range r.roles() {
-		if err := leadership.CheckComposition(ro.name, ro.opts, ro.lock); err != nil {
-			errs = append(errs, roleError(ro.name, err))
+		if err := ro.check(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

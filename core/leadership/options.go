@@ -172,9 +172,22 @@ func (o Options) timingErrors() []error {
 func CheckLease(role string, o Options, lock locking.Lock) error {
 	maxLease := resolveCapabilities(lock).maxLease
 	if maxLease > 0 && o.Lease > maxLease {
-		return fmt.Errorf("leadership: role %q: lease %v exceeds locking max_lease %v", role, o.Lease, maxLease)
+		return &LeaseLimitError{Role: role, Lease: o.Lease, MaxLease: maxLease}
 	}
 	return nil
+}
+
+// LeaseLimitError is CheckLease's error: a role's Lease above the lock's
+// MaxLease (T2, strictly).
+type LeaseLimitError struct {
+	Role     string
+	Lease    time.Duration
+	MaxLease time.Duration
+}
+
+// Error names the role and both durations.
+func (e *LeaseLimitError) Error() string {
+	return fmt.Sprintf("leadership: role %q: lease %v exceeds locking max_lease %v", e.Role, e.Lease, e.MaxLease)
 }
 
 // CheckComposition checks everything a composition must check before

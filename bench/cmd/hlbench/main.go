@@ -69,7 +69,7 @@ func shortConfig() config {
 	return config{
 		short: true, repeats: 1, lockRepeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
 		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
-		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 3 * time.Second,
+		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 6 * time.Second, // longer than RenewInterval (5s): at least one renewal per leader
 		memRoles: 200, memTimeout: 30 * time.Second,
 		scaleRoles: 50, scaleReplicas: 3, scaleSet: fastSettings, scaleJoins: 2,
 		scaleWarm: 300 * time.Millisecond, scaleWindow: time.Second, scaleTimeout: 30 * time.Second, scaleCompare: true,
