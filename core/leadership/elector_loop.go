@@ -95,6 +95,7 @@ type loop struct {
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
 	tried       bool          // an acquisition attempt has been made
+	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    *request      // Stop: waiting for the calls under way
 	stopErrs    []error
@@ -902,6 +903,19 @@ func (l *loop) observe(identity string, until time.Time) {
 // unavailable logs a provider failure: at Warn once per outage, at Debug
 // for every retry (E7).
 func (l *loop) unavailable(op string, err error) {
+	if errors.Is(err, locking.ErrUnauthorized) {
+		// A configuration error, not an outage (O4): once at Error,
+		// then retried quietly in case the credentials are fixed.
+		if !l.authFailed {
+			l.authFailed = true
+			l.outage = true
+			l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
+				zap.String("advice", "check locking.redis.username and locking.redis.password (and the user's ACL)"))
+		} else {
+			l.e.log.Debug("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
+		}
+		return
+	}
 	if !l.outage {
 		l.outage = true
 		l.e.log.Warn("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
@@ -917,6 +931,7 @@ func (l *loop) fault(op string, err error) {
 
 // recovered logs the end of an outage once, at Info (E7).
 func (l *loop) recovered() {
+	l.authFailed = false
 	if l.outage {
 		l.outage = false
 		l.e.log.Info("LeadershipProviderRecovered")

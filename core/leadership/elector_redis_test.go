@@ -2,12 +2,14 @@ package leadership_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
@@ -254,4 +256,61 @@ func TestElector_Redis_E7_OutageAndRecovery(t *testing.T) {
 	waitLeader(t, electors, nil)
 	waitLogs("LeadershipProviderRecovered", 2)
 	sampler.end(t)
+}
+
+// TestElector_O4_Redis_AuthErrorIsAConfigErrorNotAnOutage: a server that
+// requires a password the client does not send, or a wrong one: one Error
+// naming the credentials, no outage Warn; once the server stops asking,
+// the elector leads and says the provider recovered.
+func TestElector_O4_Redis_AuthErrorIsAConfigErrorNotAnOutage(t *testing.T) {
+	for _, password := range []string{"", "wrong-secret"} {
+		t.Run(map[bool]string{true: "no password", false: "wrong password"}[password == ""], func(t *testing.T) {
+			srv := redistest.Start(t)
+			authed := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: "server-secret"})
+			defer authed.Close()
+			if err := srv.Client(t).ConfigSet(t.Context(), "requirepass", "server-secret").Err(); err != nil {
+				t.Fatal(err)
+			}
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: password, MaxRetries: -1})
+			defer c.Close()
+			p := redislock.New(c)
+			defer p.Close()
+			lock, err := locking.New(p, locking.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, logs := observed()
+			e := mustElector(t, "billing", lock, redisOpts(), leadership.WithLogger(log))
+			mustStart(t, e)
+			defer mustStop(t, e)
+			waitFor(t, func() bool { return logs.FilterMessage("LeadershipProviderAuthFailed").Len() > 0 })
+			time.Sleep(1200 * time.Millisecond) // two more attempts at RetryInterval
+			failed := logs.FilterMessage("LeadershipProviderAuthFailed").All()
+			if len(failed) != 1 || failed[0].Level != zapcore.ErrorLevel || !strings.Contains(failed[0].ContextMap()["error"].(string), "refused the credentials") {
+				t.Fatalf("LeadershipProviderAuthFailed = %v, want once at Error", failed)
+			}
+			for _, w := range logs.FilterMessage("LeadershipProviderUnavailable").All() {
+				if w.Level > zapcore.DebugLevel {
+					t.Fatalf("an authentication error was reported as an outage: %v", w)
+				}
+			}
+			if err := authed.ConfigSet(t.Context(), "requirepass", "").Err(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := e.WaitForLeadership(ctx); err != nil {
+				if password != "" {
+					// A client that sends a password the server no longer
+					// wants is still refused (AUTH with no password set):
+					// it stays a configuration error.
+					return
+				}
+				t.Fatalf("no leadership after the server stopped asking for a password: %v", err)
+			}
+			if logs.FilterMessage("LeadershipProviderRecovered").Len() != 1 {
+				t.Fatalf("LeadershipProviderRecovered not logged: %v", logs.All())
+			}
+		})
+	}
 }

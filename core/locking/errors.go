@@ -23,6 +23,11 @@ var (
 	// ErrInvalidLease is returned for a zero or negative lease duration.
 	ErrInvalidLease = errors.New("locking: invalid lease")
 
+	// ErrUnauthorized is matched by errors of a backend that refused the
+	// credentials or the command's permission (Redis WRONGPASS, NOAUTH,
+	// NOPERM): a configuration error, not an outage (O4).
+	ErrUnauthorized = errors.New("locking: the backend refused the credentials")
+
 	// ErrNotSupported is returned when the provider lacks an optional
 	// capability (holder lookup, state).
 	ErrNotSupported = errors.New("locking: not supported by the provider")

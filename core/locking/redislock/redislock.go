@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -278,10 +279,32 @@ func (p *Provider) cleanup(ctx context.Context, key, value string) {
 // before the context's own timer, so ctxErr also compares the deadline with
 // the clock).
 func opError(op string, ctx context.Context, err error) error {
+	if authError(err) {
+		return fmt.Errorf("redislock: %s: %w: %w", op, locking.ErrUnauthorized, err)
+	}
 	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("redislock: %s: %w: %w", op, cerr, err)
 	}
 	return fmt.Errorf("redislock: %s: %w", op, err)
+}
+
+// authError reports a reply refusing the credentials or the command's
+// permission: WRONGPASS (bad username or password), NOAUTH (none sent),
+// NOPERM (an ACL user lacking a command or key), and the protocol error
+// Redis sends an unauthenticated client whose command has more than a few
+// arguments (as the lock's scripts do) instead of NOAUTH.
+func authError(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR Protocol error: unauthenticated"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
