@@ -66,9 +66,10 @@ func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key str
 // leaseTerms reads what a lease says about itself: the duration the
 // backend granted (GrantedLease; else asked), its fence (locking.Fenced;
 // else 0) and whether its latest extension found a higher-priority
-// participant (locking.Preemptible). These are the only per-lease type
+// participant (locking.Preemptible) and how many participants it counted
+// (locking.ParticipantCounted; else 0). These are the only per-lease type
 // assertions.
-func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64, preempted bool) {
+func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64, preempted bool, live int) {
 	granted = asked
 	if g, ok := l.(locking.GrantedLease); ok {
 		if v := g.Granted(); v > 0 {
@@ -81,5 +82,8 @@ func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fe
 	if p, ok := l.(locking.Preemptible); ok {
 		preempted = p.Preempted()
 	}
-	return granted, fence, preempted
+	if c, ok := l.(locking.ParticipantCounted); ok {
+		live = c.LiveParticipants()
+	}
+	return granted, fence, preempted, live
 }

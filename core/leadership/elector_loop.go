@@ -375,7 +375,7 @@ func (l *loop) acquire(now time.Time) {
 			return lockErr(err)
 		}
 		o.lease = lease
-		o.granted, o.fence, _ = leaseTerms(lease, e.opts.Lease)
+		o.granted, o.fence, _, _ = leaseTerms(lease, e.opts.Lease)
 		return nil
 	})
 }
@@ -471,7 +471,11 @@ func (l *loop) renew(now time.Time) {
 		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
 			return lockErr(err)
 		}
-		o.granted, _, o.preempted = leaseTerms(lease, e.opts.Lease)
+		var live int
+		o.granted, _, o.preempted, live = leaseTerms(lease, e.opts.Lease)
+		if live > 0 {
+			e.tel.participants(live) // O6, from the renewal itself
+		}
 		return nil
 	})
 }

@@ -64,7 +64,7 @@ func gaugeValue(t *testing.T, a metricdata.Aggregation) int64 {
 	return g.DataPoints[0].Value
 }
 
-func TestElector_Telemetry(t *testing.T) {
+func TestElector_O6_Telemetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -90,6 +90,10 @@ func TestElector_Telemetry(t *testing.T) {
 		}
 		if got := gaugeValue(t, m[leadership.MetricFence]); got != int64(e.Fence()) || got == 0 {
 			t.Fatalf("fence gauge = %d, want the term's fence %d", got, e.Fence())
+		}
+		// O6: the participants gauge comes from the renewals themselves.
+		if got := gaugeValue(t, m[leadership.MetricParticipants]); got != 1 {
+			t.Fatalf("participants gauge = %d, want 1", got)
 		}
 		fl.Set(leadershiptest.OpExtend, leadershiptest.FaultError)
 		time.Sleep(time.Second) // 3s: error, keeps leadership
@@ -153,6 +157,46 @@ func TestElector_Telemetry_ReleaseSpan(t *testing.T) {
 		}
 		if n != 1 {
 			t.Fatalf("release spans = %d, want 1", n)
+		}
+	})
+}
+
+// TestElector_O6_HandoverAndParticipants: the leader's renewals report
+// both participants; after a graceful handover the new leader records
+// one handover observation and, at its first renewal, one participant.
+func TestElector_O6_HandoverAndParticipants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		readerA, readerB := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+		a := mustElector(t, "billing", lock, fastOpts(), leadership.WithIdentity("a"),
+			leadership.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerA))))
+		b := mustElector(t, "billing", lock, fastOpts(), leadership.WithIdentity("b"),
+			leadership.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB))))
+		mustStart(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		time.Sleep(1500 * time.Millisecond) // a renews at 1s with b registered
+		synctest.Wait()
+		if got := gaugeValue(t, electorMetrics(t, readerA)[leadership.MetricParticipants]); got != 2 {
+			t.Fatalf("a's participants gauge = %d, want 2", got)
+		}
+		mustStop(t, a) // hands over to b at once
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("b did not take over")
+		}
+		h, ok := electorMetrics(t, readerB)[leadership.MetricHandoverDuration].(metricdata.Histogram[float64])
+		if !ok || len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
+			t.Fatalf("b's handover histogram = %#v, want one observation", h)
+		}
+		if kind, _ := h.DataPoints[0].Attributes.Value("kind"); kind.AsString() != "handover" {
+			t.Fatalf("handover kind = %q, want handover", kind.AsString())
+		}
+		time.Sleep(1500 * time.Millisecond) // b's first renewal
+		synctest.Wait()
+		if got := gaugeValue(t, electorMetrics(t, readerB)[leadership.MetricParticipants]); got != 1 {
+			t.Fatalf("b's participants gauge = %d, want 1 (a deregistered at Stop)", got)
 		}
 	})
 }

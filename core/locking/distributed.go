@@ -308,6 +308,14 @@ type lease struct {
 	mu        sync.Mutex
 	granted   time.Duration
 	preempted bool
+	live      int // participants the latest extension reported
+}
+
+// LiveParticipants implements ParticipantCounted.
+func (s *lease) LiveParticipants() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live
 }
 
 // Preempted implements Preemptible: the latest successful Extend found a
@@ -336,6 +344,7 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
 	var ok, preempt bool
+	live := 0
 	if a, isA := s.l.p.(ProviderAcquirer); isA {
 		var r ExtendResult
 		var pttl time.Duration
@@ -346,7 +355,7 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 			Key: s.pkey, Value: s.value, TTL: ttl,
 			Owner: s.owner, ParticipantTTL: pttl, Priority: s.priority,
 		})
-		ok, preempt = r.Extended, r.Preempt
+		ok, preempt, live = r.Extended, r.Preempt, r.Participants
 	} else {
 		ok, err = s.l.p.Extend(ctx, s.pkey, s.value, ttl)
 	}
@@ -359,6 +368,7 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	s.mu.Lock()
 	s.granted = ttl
 	s.preempted = preempt
+	s.live = live
 	s.mu.Unlock()
 	return nil
 }

@@ -186,6 +186,14 @@ type Preemptible interface {
 	Preempted() bool
 }
 
+// ParticipantCounted is implemented by leases whose extensions register
+// participants: after a successful Extend, LiveParticipants reports how
+// many participants the key had, the holder included; 0 when unknown.
+// Electors record it as the participants gauge without extra I/O (O6).
+type ParticipantCounted interface {
+	LiveParticipants() int
+}
+
 // ParticipantRegistry is implemented by locks that register every owner
 // that acquires or extends a key (TryAcquireAs, Extend) as a participant of
 // that key, without extra round trips, for two leases after its latest

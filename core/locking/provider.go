@@ -116,6 +116,10 @@ type ExtendResult struct {
 	// with a higher priority than the request's has been registered for at
 	// least the lease's TTL (B2): the holder should hand over.
 	Preempt bool
+	// Participants is the number of live participants of the key after
+	// an extension that registered one, the caller included (O6); 0 when
+	// the provider does not say.
+	Participants int
 }
 
 // ProviderAcquirer is implemented by providers that do more in the single

@@ -345,3 +345,12 @@ func (l *faultLease) Fence() uint64 {
 	}
 	return 0
 }
+
+// LiveParticipants forwards locking.ParticipantCounted (0 when the inner
+// lease does not count participants).
+func (l *faultLease) LiveParticipants() int {
+	if c, ok := l.inner.(locking.ParticipantCounted); ok {
+		return c.LiveParticipants()
+	}
+	return 0
+}

@@ -224,7 +224,11 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	res := locking.ExtendResult{Extended: true}
 	if m := p.meta[r.Key]; m != nil && r.ParticipantTTL > 0 {
 		for _, pt := range m.participants {
-			if pt.owner != r.Owner && pt.priority > r.Priority && now.Before(pt.expires) && !pt.since.Add(r.TTL).After(now) {
+			if !now.Before(pt.expires) {
+				continue
+			}
+			res.Participants++
+			if pt.owner != r.Owner && pt.priority > r.Priority && !pt.since.Add(r.TTL).After(now) {
 				res.Preempt = true
 			}
 		}

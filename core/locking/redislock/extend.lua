@@ -3,10 +3,11 @@
 -- participant in the meta hash KEYS[2] for ARGV[4] milliseconds (none when
 -- '0'), keeping its first registration time; a hash that did not exist
 -- gets a time to live of ARGV[5] milliseconds (see acquire.lua), with priority ARGV[6]. The fence
--- is not touched. Returns 0 when not extended, 1 when extended, 2 when
--- extended and another live participant with a priority above ARGV[6]
--- registered at least ARGV[2] milliseconds ago (B2: the holder should hand
--- over).
+-- is not touched. Returns {code, live}: code 0 when not extended, 1 when
+-- extended, 2 when extended and another live participant with a priority
+-- above ARGV[6] registered at least ARGV[2] milliseconds ago (B2: the
+-- holder should hand over); live the number of live participants, the
+-- caller included (0 when it registers none).
 if ARGV[4] ~= '0' then
   local t = redis.call('TIME')
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -15,15 +16,18 @@ if ARGV[4] ~= '0' then
   local lease = tonumber(ARGV[2])
   -- One read of the meta hash: the caller's own record and the others'.
   local all = redis.call('HGETALL', KEYS[2])
-  local since, preempt = ms, false
+  local since, preempt, live = ms, false, 1
   for i = 1, #all, 2 do
     if string.sub(all[i], 1, 2) == 'p:' then
       local s, e, p = string.match(all[i + 1], '^(%d+):(%d+):?(%-?%d*)$')
       if s and tonumber(e) > ms then
         if all[i] == self then
           since = tonumber(s)
-        elseif (tonumber(p) or 0) > prio and tonumber(s) + lease <= ms then
-          preempt = true
+        else
+          live = live + 1
+          if (tonumber(p) or 0) > prio and tonumber(s) + lease <= ms then
+            preempt = true
+          end
         end
       end
     end
@@ -35,15 +39,15 @@ if ARGV[4] ~= '0' then
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-    return 0
+    return {0, live}
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if preempt then
-    return 2
+    return {2, live}
   end
-  return 1
+  return {1, live}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {redis.call('PEXPIRE', KEYS[1], ARGV[2]), 0}
 end
-return 0
+return {0, 0}

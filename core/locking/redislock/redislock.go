@@ -358,12 +358,15 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	if err := ctxErr(ctx); err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}).Int64()
+	reply, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}).Int64Slice()
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	return locking.ExtendResult{Extended: n >= 1, Preempt: n == 2}, nil
+	if len(reply) != 2 {
+		return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
+	}
+	return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
 }
 
 // Release implements locking.Provider: DEL when key still stores value,
