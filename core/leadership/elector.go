@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -459,8 +460,9 @@ func (e *Elector) Run(ctx context.Context) error {
 
 // Participants lists the role's live participants, in one round trip
 // (P1): every running elector of the role, leader and candidates, with the
-// time it registered. Leader marks the identity this instance knows to
-// lead (see Leader). It returns an error matching locking.ErrNotSupported
+// time it registered. Leader marks the holder of the lease the lock read
+// in the same round trip (redislock, memlock); over a lock that cannot
+// tell, the identity this instance learned leads (see Leader). It returns an error matching locking.ErrNotSupported
 // when the lock keeps no participants.
 func (e *Elector) Participants(ctx context.Context) (ps []Participant, err error) {
 	if e.caps.participants == nil {
@@ -475,11 +477,15 @@ func (e *Elector) Participants(ctx context.Context) (ps []Participant, err error
 	if err != nil {
 		return nil, fmt.Errorf("leadership: role %q: participants: %w", e.role, err)
 	}
-	leader, _ := e.Leader() // what this instance learned: no second round trip
+	// The lock marks the holder it read in the same step; a lock that
+	// cannot leaves that to what this instance learned (no second round
+	// trip).
+	marked := slices.ContainsFunc(list, func(p locking.Participant) bool { return p.Leader })
+	leader, _ := e.Leader()
 	e.tel.participants(len(list))
 	ps = make([]Participant, 0, len(list))
 	for _, p := range list {
-		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Owner == leader, Since: p.Since, Priority: p.Priority})
+		ps = append(ps, Participant{Identity: p.Owner, Leader: p.Leader || (!marked && p.Owner == leader), Since: p.Since, Priority: p.Priority})
 	}
 	return ps, nil
 }

@@ -341,3 +341,39 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestElector_P1_ParticipantsMarkTheHolderTheLockRead: an instance that
+// has learned nothing yet (not started) still sees who leads, because
+// the lock reads the holder in the same step as the participants.
+func TestElector_P1_ParticipantsMarkTheHolderTheLockRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		a := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("a"))
+		b := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("b"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		observer := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("observer"))
+		if _, ok := observer.Leader(); ok {
+			t.Fatal("an elector that never ran has learned a leader")
+		}
+		ps, err := observer.Participants(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders := 0
+		for _, p := range ps {
+			if p.Leader {
+				leaders++
+				if want := map[bool]string{true: "a", false: "b"}[a.IsLeader()]; p.Identity != want {
+					t.Fatalf("leader marked %q, want %s", p.Identity, want)
+				}
+			}
+		}
+		if len(ps) != 2 || leaders != 1 {
+			t.Fatalf("Participants = %+v, want a and b, one of them leading", ps)
+		}
+	})
+}

@@ -95,7 +95,21 @@ func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Parti
 	if !ok {
 		return nil, fmt.Errorf("locking: participants %q: %w", key, ErrNotSupported)
 	}
-	ps, err := r.Participants(ctx, pkey)
+	var ps []Participant
+	if in, ok := l.p.(ProviderInspector); ok {
+		// The holder comes in the same step: mark the leader.
+		var st ProviderKeyState
+		st, err = in.Inspect(ctx, pkey)
+		ps = st.Participants
+		if st.Held {
+			holder := ownerOf(st.Value)
+			for i := range ps {
+				ps[i].Leader = ps[i].Owner == holder
+			}
+		}
+	} else {
+		ps, err = r.Participants(ctx, pkey)
+	}
 	if err != nil {
 		err = fmt.Errorf("locking: participants %q: %w", key, err)
 	}

@@ -156,6 +156,10 @@ type Participant struct {
 	Since time.Time
 	// Priority is the priority it registered with (B2); 0 by default.
 	Priority int
+	// Leader reports that it held the key's lease when the list was read,
+	// in the same step (DistributedLock.Participants over a provider that
+	// implements ProviderInspector: redislock, memlock); false otherwise.
+	Leader bool
 }
 
 // PriorityLock is implemented by locks that register a priority with each
