@@ -34,8 +34,10 @@ import (
 //
 // It costs one Participants round trip per role it leads per round (R
 // round trips per RetryInterval across all instances); N counts the
-// identities among the participants of the roles it leads, so an identity
-// that contends for none of them is not counted. Identities must
+// identities among the participants of the roles it leads, the leaders it
+// learned of its other roles, and itself, so an identity that is only a
+// candidate for roles it neither leads nor sees led is not counted (see
+// docs/rules.md, B1). Identities must
 // be distinct per process: two processes sharing one identity balance as
 // one instance. Over the in-process memory lock every instance of a
 // process shares one identity by default, so balancing only moves roles
@@ -298,6 +300,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			identities[self] = true
 			if id, ok := e.Leader(); ok {
 				views[len(views)-1].leader = id
+				identities[id] = true // a participant of this role too
 			}
 			continue
 		}
