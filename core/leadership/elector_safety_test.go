@@ -192,6 +192,30 @@ func TestElector_G7_Run(t *testing.T) {
 	})
 }
 
+// G7: when the release fails, Run returns its error.
+func TestElector_G7_RunReturnsTheReleaseError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fl := leadershiptest.NewFaultLock(memLock(t))
+		e := mustElector(t, "r", fl, fastOpts())
+		ctx, cancel := context.WithCancel(bg)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		synctest.Wait()
+		if !e.IsLeader() {
+			t.Fatal("Run did not lead")
+		}
+		fl.Set(leadershiptest.OpRelease, leadershiptest.FaultError)
+		cancel()
+		err := <-done
+		if err == nil || !strings.Contains(err.Error(), "release") {
+			t.Fatalf("Run = %v, want the release's error", err)
+		}
+		if e.IsLeader() {
+			t.Fatal("leading after Run returned")
+		}
+	})
+}
+
 func TestNewElector_IdentityRejected(t *testing.T) {
 	lock := memLock(t)
 	for _, id := range []string{strings.Repeat("x", 257), "a\nb", "tab\there", "del\x7f"} {
