@@ -314,3 +314,31 @@ func TestElector_O4_Redis_AuthErrorIsAConfigErrorNotAnOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestElector_O5_OutageLogNamesTheCause: a server that refuses
+// connections: the outage Warn carries the dial error, not only a context
+// error.
+func TestElector_O5_OutageLogNamesTheCause(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer c.Close()
+	p := redislock.New(c)
+	defer p.Close()
+	lock, err := locking.New(p, locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observed()
+	e := mustElector(t, "billing", lock, redisOpts(), leadership.WithLogger(log))
+	mustStart(t, e)
+	defer func() {
+		// The deregistration cannot reach the server either: Stop says so.
+		if err := e.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+			t.Errorf("Stop = %v, want the deregistration's refused connection", err)
+		}
+	}()
+	waitFor(t, func() bool { return logs.FilterMessage("LeadershipProviderUnavailable").Len() > 0 })
+	w := logs.FilterMessage("LeadershipProviderUnavailable").All()[0]
+	if msg, _ := w.ContextMap()["error"].(string); w.Level != zapcore.WarnLevel || !strings.Contains(msg, "connection refused") {
+		t.Fatalf("outage log = %s %v, want a Warn naming the refused connection", w.Level, w.ContextMap())
+	}
+}
