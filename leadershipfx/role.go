@@ -27,7 +27,9 @@ type RoleParams struct {
 	// returns an elector the caller starts and stops.
 	Roles *Roles `optional:"true"`
 
-	// Lifecycle receives a Role's own hook when Roles is absent.
+	// Lifecycle receives a Role's own hook when Roles is absent; when it is
+	// lockingfx.Module's (internal/fxhooks), the hook is deferred until
+	// every other OnStart hook has started (O3).
 	Lifecycle fx.Lifecycle `optional:"true"`
 
 	// Lock is the lock the election runs over (lockingfx.Module provides it).

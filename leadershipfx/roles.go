@@ -24,7 +24,8 @@ import (
 // fx.New, at the top level (not inside an fx.Module): its OnStart hook
 // must come after every other one, because the electors begin contending
 // there (O3). It is optional: without it each Role starts and stops its
-// elector from a hook of its own (see Role).
+// elector from a hook of its own (see Role), which lockingfx.Module's
+// lifecycle runs after every other OnStart hook and stops first (O3, O2).
 var Module = fx.Options(
 	fx.Provide(newRoles, NewHealth),
 	fx.Invoke(registerStart),
