@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
@@ -271,17 +272,7 @@ func TestElector_O4_Redis_AuthErrorIsAConfigErrorNotAnOutage(t *testing.T) {
 			if err := srv.Client(t).ConfigSet(t.Context(), "requirepass", "server-secret").Err(); err != nil {
 				t.Fatal(err)
 			}
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: password, MaxRetries: -1})
-			defer c.Close()
-			p := redislock.New(c)
-			defer p.Close()
-			lock, err := locking.New(p, locking.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			log, logs := observed()
-			e := mustElector(t, "billing", lock, redisOpts(), leadership.WithLogger(log))
-			mustStart(t, e)
+			e, logs := loggedElectorAt(t, &redis.Options{Addr: srv.Addr(), Password: password, MaxRetries: -1})
 			defer mustStop(t, e)
 			waitFor(t, func() bool { return logs.FilterMessage("LeadershipProviderAuthFailed").Len() > 0 })
 			time.Sleep(1200 * time.Millisecond) // two more attempts at RetryInterval
@@ -319,17 +310,7 @@ func TestElector_O4_Redis_AuthErrorIsAConfigErrorNotAnOutage(t *testing.T) {
 // connections: the outage Warn carries the dial error, not only a context
 // error.
 func TestElector_O5_OutageLogNamesTheCause(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
-	defer c.Close()
-	p := redislock.New(c)
-	defer p.Close()
-	lock, err := locking.New(p, locking.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, logs := observed()
-	e := mustElector(t, "billing", lock, redisOpts(), leadership.WithLogger(log))
-	mustStart(t, e)
+	e, logs := loggedElectorAt(t, &redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer func() {
 		// The deregistration cannot reach the server either: Stop says so.
 		if err := e.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
@@ -341,4 +322,23 @@ func TestElector_O5_OutageLogNamesTheCause(t *testing.T) {
 	if msg, _ := w.ContextMap()["error"].(string); w.Level != zapcore.WarnLevel || !strings.Contains(msg, "connection refused") {
 		t.Fatalf("outage log = %s %v, want a Warn naming the refused connection", w.Level, w.ContextMap())
 	}
+}
+
+// loggedElectorAt starts an elector for billing over its own client with
+// o, logging to the returned observer; the client and provider close at
+// cleanup, after the test's deferred Stop.
+func loggedElectorAt(t *testing.T, o *redis.Options) (*leadership.Elector, *observer.ObservedLogs) {
+	t.Helper()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	p := redislock.New(c)
+	t.Cleanup(func() { _ = p.Close() }) // before the client closes (LIFO)
+	lock, err := locking.New(p, locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observed()
+	e := mustElector(t, "billing", lock, redisOpts(), leadership.WithLogger(log))
+	mustStart(t, e)
+	return e, logs
 }
