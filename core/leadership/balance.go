@@ -161,13 +161,26 @@ func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) strin
 	g.mu.Lock()
 	leads := g.leadsLocked()
 	g.mu.Unlock()
-	taker, least := "", share
-	for _, id := range v.ids {
-		if id != self && leads[id] < least {
-			taker, least = id, leads[id]
+	ties, least := fewestLeads(v.ids, self, leads)
+	if len(ties) == 0 || least >= share {
+		return ""
+	}
+	return ties[0]
+}
+
+// fewestLeads returns the identities of ids other than self that lead the
+// fewest roles by leads, in the order of ids, and that number.
+func fewestLeads(ids []string, self string, leads map[string]int) (ties []string, least int) {
+	for _, id := range ids {
+		switch n := leads[id]; {
+		case id == self:
+		case len(ties) == 0 || n < least:
+			ties, least = []string{id}, n
+		case n == least:
+			ties = append(ties, id)
 		}
 	}
-	return taker
+	return ties, least
 }
 
 // successor names the participant e's role should go to when e stops
@@ -186,17 +199,7 @@ func (g *BalanceGroup) successor(e *Elector) string {
 	// The fewest leads wins, counting the roles stopped members handed
 	// over (concurrent stops take turns on the mutex, so each sees the
 	// choices before it); ties are spread by the role's name.
-	var ties []string
-	least := -1
-	for _, id := range ids {
-		switch n := leads[id]; {
-		case id == e.identity:
-		case least < 0 || n < least:
-			ties, least = []string{id}, n
-		case n == least:
-			ties = append(ties, id)
-		}
-	}
+	ties, _ := fewestLeads(ids, e.identity, leads)
 	if len(ties) == 0 {
 		return ""
 	}

@@ -194,10 +194,7 @@ func (l *loop) handle(m message) {
 // then start the acquisition or renewal that is due.
 func (l *loop) advance(now time.Time) {
 	if l.lease != nil && !now.Before(l.e.state.Load().deadline) {
-		l.endTerm(Expired, nil)
-		if l.due != never { // never: a give-back runs; it sets due when done
-			l.due = now
-		}
+		l.expire(now, nil)
 	}
 	if l.step != nil {
 		if !l.step.overdue && !now.Before(l.step.sent.Add(l.step.bound+l.grace())) {
@@ -522,15 +519,11 @@ func (l *loop) renewed(o outcome) {
 		l.due = now
 		return
 	}
+	l.unsure = true // the request may have reached the backend
 	if !now.Before(s.deadline) {
-		l.unsure = true // the request may have reached the backend
-		l.endTerm(Expired, o.err)
-		if l.due != never {
-			l.due = now
-		}
+		l.expire(now, o.err)
 		return
 	}
-	l.unsure = true // the request may have reached the backend
 	remaining := s.deadline.Sub(now)
 	wait := max(RenewRetryFloor, min(e.opts.RenewInterval, remaining/2))
 	if kind == outcomeFault {
@@ -609,6 +602,16 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		e.log.Warn("LeadershipLost", zap.Stringer("reason", reason), zap.Uint64("term", s.term), zap.Error(err))
 	}
 	return lease
+}
+
+// expire ends a term whose deadline has passed (E5) and makes the next
+// attempt due now, unless endTerm started a give-back (due is then never
+// until the give-back sets it).
+func (l *loop) expire(now time.Time, err error) {
+	l.endTerm(Expired, err)
+	if l.due != never {
+		l.due = now
+	}
 }
 
 // stepDown ends the term and releases its lease, then sits out one
@@ -907,17 +910,12 @@ func (l *loop) observe(identity string, until time.Time) {
 // unavailable logs a provider failure: at Warn once per outage, at Debug
 // for every retry (E7).
 func (l *loop) unavailable(op string, err error) {
-	if errors.Is(err, locking.ErrUnauthorized) {
-		// A configuration error, not an outage (O4): once at Error,
-		// then retried quietly in case the credentials are fixed.
-		if !l.authFailed {
-			l.authFailed = true
-			l.outage = true
-			l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
-				zap.String("advice", "check locking.redis.username and locking.redis.password (and the user's ACL)"))
-		} else {
-			l.e.log.Debug("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
-		}
+	if errors.Is(err, locking.ErrUnauthorized) && !l.authFailed {
+		// A configuration error, not an outage (O4): once at Error, then
+		// retried quietly (below) in case the credentials are fixed.
+		l.authFailed, l.outage = true, true
+		l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
+			zap.String("advice", "check locking.redis.username and locking.redis.password (and the user's ACL)"))
 		return
 	}
 	if !l.outage {
