@@ -47,43 +47,70 @@ func held(t *testing.T, l *locking.DistributedLock, role string) bool {
 
 // TestRoles_O3_ContendOnlyAfterEveryStartHook: the elector has not
 // contended while a later OnStart hook runs; when that hook fails the
-// instance never leads.
+// instance never leads. With leadershipfx.Module last, and in the package
+// example's composition without it (lockingfx.Module before the role, the
+// app's hook after it).
 func TestRoles_O3_ContendOnlyAfterEveryStartHook(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "later hook succeeds", true: "later hook fails"}[fail], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				lock := memLock(t)
-				var heldInHook bool
-				var billing leadership.Leadership
-				app := fx.New(fx.NopLogger, supplyLock(lock),
-					leadershipfx.Role("billing"),
-					fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
-					fx.Invoke(func(lc fx.Lifecycle) {
-						lc.Append(fx.Hook{OnStart: func(context.Context) error {
-							time.Sleep(time.Minute)
-							heldInHook = held(t, lock, "billing")
-							if fail {
-								return errors.New("later hook failed")
-							}
-							return nil
-						}})
-					}),
-					leadershipfx.Module,
-				)
-				err := app.Start(context.Background())
-				if fail != (err != nil) {
-					t.Fatalf("Start: %v", err)
-				}
-				synctest.Wait()
-				if heldInHook {
-					t.Fatal("the role contended before a later OnStart hook returned")
-				}
-				if billing.IsLeader() == fail || billing.Term() != map[bool]uint64{false: 1, true: 0}[fail] {
-					t.Fatalf("leader=%t term=%d after a start that failed=%t", billing.IsLeader(), billing.Term(), fail)
-				}
-				_ = app.Stop(context.Background())
+	compositions := []struct {
+		name string
+		// lock returns the options that provide the lock, setting *lock
+		// once it is built; last goes at the end of fx.New.
+		lock func(t *testing.T, lock **locking.DistributedLock) fx.Option
+		last fx.Option
+	}{
+		{"leadershipfx.Module last", func(t *testing.T, lock **locking.DistributedLock) fx.Option {
+			*lock = memLock(t)
+			return supplyLock(*lock)
+		}, leadershipfx.Module},
+		{"lockingfx.Module without leadershipfx.Module", func(_ *testing.T, lock **locking.DistributedLock) fx.Option {
+			return fx.Options(env(), lockingfx.Module, fx.Populate(lock))
+		}, fx.Options()},
+	}
+	for _, c := range compositions {
+		for _, fail := range []bool{false, true} {
+			t.Run(c.name+"/"+map[bool]string{false: "later hook succeeds", true: "later hook fails"}[fail], func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var lock *locking.DistributedLock
+					var heldInHook bool
+					var billing leadership.Leadership
+					app := fx.New(fx.NopLogger, c.lock(t, &lock),
+						leadershipfx.Role("billing"),
+						fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
+						fx.Invoke(func(lc fx.Lifecycle) {
+							lc.Append(fx.Hook{OnStart: func(context.Context) error {
+								time.Sleep(time.Minute)
+								heldInHook = held(t, lock, "billing")
+								if fail {
+									return errors.New("later hook failed")
+								}
+								return nil
+							}})
+						}),
+						c.last,
+					)
+					if err := app.Err(); err != nil {
+						t.Fatal(err)
+					}
+					err := app.Start(context.Background())
+					if fail != (err != nil) {
+						t.Fatalf("Start: %v", err)
+					}
+					synctest.Wait()
+					if heldInHook {
+						t.Fatal("the role contended before a later OnStart hook returned")
+					}
+					if billing.IsLeader() == fail || billing.Term() != map[bool]uint64{false: 1, true: 0}[fail] {
+						t.Fatalf("leader=%t term=%d after a start that failed=%t", billing.IsLeader(), billing.Term(), fail)
+					}
+					if err := app.Stop(context.Background()); err != nil && !fail {
+						t.Fatalf("Stop: %v", err)
+					}
+					if held(t, lock, "billing") {
+						t.Fatal("billing held after the app stopped")
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -231,57 +258,6 @@ func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestRoles_O3_WithoutModule_ContendOnlyAfterEveryStartHook: the
-// composition of the package example without Module (lockingfx.Module
-// before the role, the app's hook after it): the role still contends only
-// after that hook, and never when it fails.
-func TestRoles_O3_WithoutModule_ContendOnlyAfterEveryStartHook(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "later hook succeeds", true: "later hook fails"}[fail], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var lock *locking.DistributedLock
-				var billing leadership.Leadership
-				var heldInHook bool
-				app := fx.New(fx.NopLogger, env(),
-					lockingfx.Module,
-					leadershipfx.Role("billing"),
-					fx.Populate(&lock, fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
-					fx.Invoke(func(lc fx.Lifecycle) {
-						lc.Append(fx.Hook{OnStart: func(context.Context) error {
-							time.Sleep(time.Minute)
-							heldInHook = held(t, lock, "billing")
-							if fail {
-								return errors.New("later hook failed")
-							}
-							return nil
-						}})
-					}),
-				)
-				if err := app.Err(); err != nil {
-					t.Fatal(err)
-				}
-				err := app.Start(context.Background())
-				if fail != (err != nil) {
-					t.Fatalf("Start: %v", err)
-				}
-				synctest.Wait()
-				if heldInHook {
-					t.Fatal("the role contended before a later OnStart hook returned")
-				}
-				if billing.IsLeader() == fail || billing.Term() != map[bool]uint64{false: 1, true: 0}[fail] {
-					t.Fatalf("leader=%t term=%d after a start that failed=%t", billing.IsLeader(), billing.Term(), fail)
-				}
-				if err := app.Stop(context.Background()); err != nil && !fail {
-					t.Fatalf("Stop: %v", err)
-				}
-				if held(t, lock, "billing") {
-					t.Fatal("billing held after the app stopped")
-				}
-			})
-		})
 	}
 }
 
