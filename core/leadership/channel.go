@@ -166,8 +166,9 @@ const (
 
 var chanReasonNames = [chanReasons]string{"follower", "full", "loss"}
 
-// chanDropMetric is the drop counter's name.
-const chanDropMetric = "hostloom.leadership.channel.dropped"
+// MetricChannelDropped counts items a leader channel accepted and dropped,
+// by channel (AttrChannel) and reason (AttrReason: follower, full, loss).
+const MetricChannelDropped = "hostloom.leadership.channel.dropped"
 
 // Channel is a bounded FIFO channel gated on leadership: producers on every
 // instance write to it, a leader's items reach the reader, and a
@@ -243,7 +244,7 @@ type Channel[T any] struct {
 	reported time.Time // when the last summary was logged
 }
 
-// NewChannel returns a channel named name (the "channel" metric attribute
+// NewChannel returns a channel named name (the AttrChannel metric attribute
 // and log field) gated on l. It subscribes to l.OnChange; Close
 // unsubscribes. Bad input (an empty name, a nil l, invalid options) returns
 // an error wrapping ErrInvalidChannelOptions that names the field and
@@ -261,7 +262,7 @@ func NewChannel[T any](name string, l Leadership, o ChannelOptions, opts ...Opti
 		return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidChannelOptions, name, errors.Join(errs...))
 	}
 	s := newSettings(opts)
-	counter, err := s.meters.Meter(instrumentationScope).Int64Counter(chanDropMetric,
+	counter, err := s.meters.Meter(instrumentationScope).Int64Counter(MetricChannelDropped,
 		metric.WithUnit("{item}"),
 		metric.WithDescription("Items a leader channel accepted and dropped, by reason: follower, full or loss."))
 	if err != nil {
@@ -285,7 +286,7 @@ func NewChannel[T any](name string, l Leadership, o ChannelOptions, opts ...Opti
 		reported: now,
 	}
 	for r := range chanReasons {
-		set := attribute.NewSet(attribute.String("reason", chanReasonNames[r]), attribute.String("channel", name))
+		set := attribute.NewSet(attribute.String(AttrReason, chanReasonNames[r]), attribute.String(AttrChannel, name))
 		c.dropOpts[r] = []metric.AddOption{metric.WithAttributeSet(set)}
 	}
 	c.unsub = l.OnChange(c.onChange)

@@ -73,11 +73,11 @@ func (tel *chanTelemetry) drops(t *testing.T, name string) map[string]int64 {
 				if dp.Attributes.Len() != 2 {
 					t.Errorf("attributes = %v, want reason and channel", dp.Attributes.ToSlice())
 				}
-				ch, _ := dp.Attributes.Value("channel")
+				ch, _ := dp.Attributes.Value("hostloom.channel")
 				if ch.AsString() != name {
 					continue
 				}
-				reason, _ := dp.Attributes.Value("reason")
+				reason, _ := dp.Attributes.Value("hostloom.reason")
 				got[reason.AsString()] += dp.Value
 			}
 		}

@@ -182,10 +182,16 @@
 // Logs go to the zap logger of WithLogger: transitions at Info, retries at
 // Debug, loss at Warn. Metrics and spans use the meter and tracer providers
 // of WithMeterProvider and WithTracerProvider under the instrumentation
-// scope "github.com/hostloom/hostloom/core/leadership": MetricIsLeader per
-// role, MetricTransitions by reason, MetricRenewals by outcome,
-// MetricRenewalDuration, MetricAcquireAttempts by outcome, and the spans
-// SpanAcquire, SpanRenew and SpanRelease.
+// scope "github.com/hostloom/hostloom/core/leadership": MetricIsLeader and
+// MetricFence per role and identity, MetricTransitions by reason,
+// MetricRenewals and MetricRenewalDuration by outcome,
+// MetricAcquireAttempts by outcome, MetricHandoverDuration by kind,
+// MetricParticipants, MetricChannelDropped by channel and reason, and one
+// client span per lock call (SpanAcquire, SpanRenew, SpanRelease,
+// SpanWatch, SpanUnwatch, SpanDeregister). Every instrument has a UCUM
+// unit and every attribute key the hostloom. prefix (AttrRole, AttrIdentity,
+// AttrOutcome, …); docs/telemetry.md lists them with their cardinality. A
+// meter that refuses an instrument fails NewElector or NewChannel.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package leadership

@@ -161,7 +161,9 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	}
 	e.notes.log = e.log
 	e.notes.queue.handle = e.notes.deliver
-	e.tel = newElectorTelemetry(s, role, key, e.identity)
+	if e.tel, err = newElectorTelemetry(s, role, key, e.identity); err != nil {
+		return nil, fmt.Errorf("leadership: role %q: telemetry: %w", role, err)
+	}
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrNotLeader)
 	e.state.Store(&termState{token: done, led: make(chan struct{})})

@@ -299,8 +299,12 @@ func spanName(op opKind) string {
 		return SpanRenew
 	case opRelease:
 		return SpanRelease
+	case opWatch:
+		return SpanWatch
+	case opUnwatch:
+		return SpanUnwatch
 	default:
-		return ""
+		return SpanDeregister
 	}
 }
 

@@ -2,6 +2,8 @@ package leadership
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -42,11 +44,43 @@ const (
 	MetricParticipants = "hostloom.leadership.participants"
 )
 
-// Span names of the elector.
+// Span names of the elector: one client span per lock call, with the
+// attributes AttrRole and AttrLockKey, and AttrOutcome when the call returns.
 const (
-	SpanAcquire = "leadership.acquire"
-	SpanRenew   = "leadership.renew"
-	SpanRelease = "leadership.release"
+	SpanAcquire = "hostloom.leadership.acquire"
+	SpanRenew   = "hostloom.leadership.renew"
+	SpanRelease = "hostloom.leadership.release"
+	// SpanWatch and SpanUnwatch open and close the subscription to the
+	// lock's release notifications; SpanDeregister removes this instance
+	// from the role's participants at Stop.
+	SpanWatch      = "hostloom.leadership.watch"
+	SpanUnwatch    = "hostloom.leadership.unwatch"
+	SpanDeregister = "hostloom.leadership.deregister"
+)
+
+// Attribute keys of the elector's and the leader channel's metrics and
+// spans. Every key carries the hostloom. prefix, as the OpenTelemetry
+// naming conventions ask of a library's own attributes.
+const (
+	// AttrRole is the role (bounded: the roles the service declares).
+	AttrRole = "hostloom.role"
+	// AttrLockKey is the role's lock key (one per role), on spans only.
+	AttrLockKey = "hostloom.lock_key"
+	// AttrIdentity is this instance's identity; it is per process, so a
+	// series carrying it is replaced at every restart.
+	AttrIdentity = "hostloom.identity"
+	// AttrOutcome is the outcome of a lock call (ok, acquired, held,
+	// refused, error, fault).
+	AttrOutcome = "hostloom.outcome"
+	// AttrReason is the reason of a transition (acquired, released,
+	// resigned, refused, expired) or of a channel drop (follower, full,
+	// loss).
+	AttrReason = "hostloom.reason"
+	// AttrKind is how a new leader found the role free: handover or
+	// takeover.
+	AttrKind = "hostloom.kind"
+	// AttrChannel is a leader channel's name.
+	AttrChannel = "hostloom.channel"
 )
 
 // Outcomes of lock calls, as metric attribute values.
@@ -59,9 +93,7 @@ const (
 	outcomeFault    = "fault"
 )
 
-// electorTelemetry holds one elector's instruments. Instrument creation
-// errors leave a no-op instrument in place (the otel API returns usable
-// instruments alongside errors), so telemetry never stops an election.
+// electorTelemetry holds one elector's instruments.
 type electorTelemetry struct {
 	role        attribute.KeyValue
 	key         attribute.KeyValue
@@ -78,32 +110,53 @@ type electorTelemetry struct {
 	acquires    metric.Int64Counter
 }
 
-func newElectorTelemetry(s settings, role, key, identity string) *electorTelemetry {
+// newElectorTelemetry creates the elector's instruments. A meter that
+// refuses one (an invalid name or unit for its SDK) fails NewElector,
+// naming the instrument, rather than leaving the metric silently absent.
+func newElectorTelemetry(s settings, role, key, identity string) (*electorTelemetry, error) {
 	m := s.meters.Meter(instrumentationScope)
 	t := &electorTelemetry{
-		role:   attribute.String("role", role),
-		key:    attribute.String("lock_key", key),
+		role:   attribute.String(AttrRole, role),
+		key:    attribute.String(AttrLockKey, key),
 		tracer: s.tracers.Tracer(instrumentationScope),
 	}
 	t.roleSet = metric.WithAttributeSet(attribute.NewSet(t.role))
-	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String("identity", identity)))
-	t.isLeader, _ = m.Int64Gauge(MetricIsLeader,
+	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String(AttrIdentity, identity)))
+	var errs []error
+	check := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("instrument %s: %w", name, err))
+		}
+	}
+	var err error
+	t.isLeader, err = m.Int64Gauge(MetricIsLeader, metric.WithUnit("{leader}"),
 		metric.WithDescription("1 while this instance leads the role, else 0"))
-	t.fence, _ = m.Int64Gauge(MetricFence,
+	check(MetricIsLeader, err)
+	t.fence, err = m.Int64Gauge(MetricFence, metric.WithUnit("{fence}"),
 		metric.WithDescription("The fencing token of the term this instance leads, else 0"))
-	t.handover, _ = m.Float64Histogram(MetricHandoverDuration, metric.WithUnit("s"),
+	check(MetricFence, err)
+	t.handover, err = m.Float64Histogram(MetricHandoverDuration, metric.WithUnit("s"),
 		metric.WithDescription("Leaderless time before this instance took the role, as it observed it"))
-	t.members, _ = m.Int64Gauge(MetricParticipants,
+	check(MetricHandoverDuration, err)
+	t.members, err = m.Int64Gauge(MetricParticipants, metric.WithUnit("{participant}"),
 		metric.WithDescription("Participants of the role at the latest lookup"))
-	t.transitions, _ = m.Int64Counter(MetricTransitions,
+	check(MetricParticipants, err)
+	t.transitions, err = m.Int64Counter(MetricTransitions, metric.WithUnit("{transition}"),
 		metric.WithDescription("Leadership transitions by reason"))
-	t.renewals, _ = m.Int64Counter(MetricRenewals,
+	check(MetricTransitions, err)
+	t.renewals, err = m.Int64Counter(MetricRenewals, metric.WithUnit("{renewal}"),
 		metric.WithDescription("Lease renewal attempts by outcome"))
-	t.renewDur, _ = m.Float64Histogram(MetricRenewalDuration, metric.WithUnit("s"),
+	check(MetricRenewals, err)
+	t.renewDur, err = m.Float64Histogram(MetricRenewalDuration, metric.WithUnit("s"),
 		metric.WithDescription("Lease renewal latency by outcome"))
-	t.acquires, _ = m.Int64Counter(MetricAcquireAttempts,
+	check(MetricRenewalDuration, err)
+	t.acquires, err = m.Int64Counter(MetricAcquireAttempts, metric.WithUnit("{attempt}"),
 		metric.WithDescription("Lease acquisition attempts by outcome"))
-	return t
+	check(MetricAcquireAttempts, err)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return t, nil
 }
 
 func (t *electorTelemetry) leader(v bool, fence uint64) {
@@ -120,7 +173,7 @@ func (t *electorTelemetry) leader(v bool, fence uint64) {
 // leaderless records how long the role was free before this instance
 // took it.
 func (t *electorTelemetry) leaderless(kind string, d time.Duration) {
-	t.handover.Record(context.Background(), d.Seconds(), metric.WithAttributes(t.role, attribute.String("kind", kind)))
+	t.handover.Record(context.Background(), d.Seconds(), metric.WithAttributes(t.role, attribute.String(AttrKind, kind)))
 }
 
 func (t *electorTelemetry) participants(n int) {
@@ -128,17 +181,17 @@ func (t *electorTelemetry) participants(n int) {
 }
 
 func (t *electorTelemetry) transition(r Reason) {
-	t.transitions.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String("reason", r.String())))
+	t.transitions.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrReason, r.String())))
 }
 
 func (t *electorTelemetry) renewal(outcome string, d time.Duration) {
-	o := metric.WithAttributes(t.role, attribute.String("outcome", outcome))
+	o := metric.WithAttributes(t.role, attribute.String(AttrOutcome, outcome))
 	t.renewals.Add(context.Background(), 1, o)
 	t.renewDur.Record(context.Background(), d.Seconds(), o)
 }
 
 func (t *electorTelemetry) acquire(outcome string) {
-	t.acquires.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String("outcome", outcome)))
+	t.acquires.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrOutcome, outcome)))
 }
 
 // span starts a span for a lock call.
@@ -148,7 +201,7 @@ func (t *electorTelemetry) span(ctx context.Context, name string) (context.Conte
 
 // endSpan records the call's outcome and ends the span.
 func endSpan(sp trace.Span, outcome string, err error) {
-	sp.SetAttributes(attribute.String("outcome", outcome))
+	sp.SetAttributes(attribute.String(AttrOutcome, outcome))
 	if err != nil && outcome != outcomeHeld {
 		sp.RecordError(err)
 		sp.SetStatus(codes.Error, outcome)

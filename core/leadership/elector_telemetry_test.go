@@ -2,11 +2,15 @@ package leadership_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -46,7 +50,7 @@ func sumBy(t *testing.T, a metricdata.Aggregation, key string) map[string]int64 
 	}
 	out := map[string]int64{}
 	for _, dp := range s.DataPoints {
-		if role, _ := dp.Attributes.Value("role"); role.AsString() != "billing" {
+		if role, _ := dp.Attributes.Value("hostloom.role"); role.AsString() != "billing" {
 			t.Fatalf("data point without role billing: %v", dp.Attributes)
 		}
 		v, _ := dp.Attributes.Value(attribute.Key(key))
@@ -85,7 +89,7 @@ func TestElector_O6_Telemetry(t *testing.T) {
 		}
 		// O6: the gauge names the identity; the fence gauge shows the term's fence.
 		g := m[leadership.MetricIsLeader].(metricdata.Gauge[int64])
-		if id, ok := g.DataPoints[0].Attributes.Value("identity"); !ok || id.AsString() != e.Identity() {
+		if id, ok := g.DataPoints[0].Attributes.Value("hostloom.identity"); !ok || id.AsString() != e.Identity() {
 			t.Fatalf("is_leader identity attribute = %v, %v; want %q", id, ok, e.Identity())
 		}
 		if got := gaugeValue(t, m[leadership.MetricFence]); got != int64(e.Fence()) || got == 0 {
@@ -108,13 +112,13 @@ func TestElector_O6_Telemetry(t *testing.T) {
 		if got := gaugeValue(t, m[leadership.MetricIsLeader]); got != 0 {
 			t.Fatalf("is_leader after loss = %d, want 0", got)
 		}
-		if got := sumBy(t, m[leadership.MetricTransitions], "reason"); got["acquired"] != 1 || got["refused"] != 1 {
+		if got := sumBy(t, m[leadership.MetricTransitions], "hostloom.reason"); got["acquired"] != 1 || got["refused"] != 1 {
 			t.Fatalf("transitions = %v", got)
 		}
-		if got := sumBy(t, m[leadership.MetricRenewals], "outcome"); got["ok"] != 2 || got["error"] != 1 || got["refused"] != 1 {
+		if got := sumBy(t, m[leadership.MetricRenewals], "hostloom.outcome"); got["ok"] != 2 || got["error"] != 1 || got["refused"] != 1 {
 			t.Fatalf("renewals = %v", got)
 		}
-		if got := sumBy(t, m[leadership.MetricAcquireAttempts], "outcome"); got["acquired"] != 1 || got["held"] < 1 {
+		if got := sumBy(t, m[leadership.MetricAcquireAttempts], "hostloom.outcome"); got["acquired"] != 1 || got["held"] < 1 {
 			t.Fatalf("acquire attempts = %v", got)
 		}
 		h, ok := m[leadership.MetricRenewalDuration].(metricdata.Histogram[float64])
@@ -190,7 +194,7 @@ func TestElector_O6_HandoverAndParticipants(t *testing.T) {
 		if !ok || len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
 			t.Fatalf("b's handover histogram = %#v, want one observation", h)
 		}
-		if kind, _ := h.DataPoints[0].Attributes.Value("kind"); kind.AsString() != "handover" {
+		if kind, _ := h.DataPoints[0].Attributes.Value("hostloom.kind"); kind.AsString() != "handover" {
 			t.Fatalf("handover kind = %q, want handover", kind.AsString())
 		}
 		time.Sleep(1500 * time.Millisecond) // b's first renewal
@@ -199,4 +203,131 @@ func TestElector_O6_HandoverAndParticipants(t *testing.T) {
 			t.Fatalf("b's participants gauge = %d, want 1 (a deregistered at Stop)", got)
 		}
 	})
+}
+
+// TestElector_O6_TelemetryConventions: every instrument of the elector and
+// the leader channel has a unit, and every metric attribute, span name and
+// span attribute carries the hostloom. prefix.
+func TestElector_O6_TelemetryConventions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		e := mustElector(t, "billing", memLock(t), fastOpts(), leadership.WithMeterProvider(mp), leadership.WithTracerProvider(tp))
+		c, err := leadership.NewChannel[int]("orders", e, leadership.ChannelOptions{Capacity: 1, FullMode: leadership.DropWrite}, leadership.WithMeterProvider(mp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.TryWrite(1) // a follower's write is dropped and counted
+		mustStart(t, e)
+		time.Sleep(1500 * time.Millisecond) // one renewal
+		synctest.Wait()
+		mustStop(t, e)
+
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				seen[m.Name] = true
+				if !strings.HasPrefix(m.Name, "hostloom.") || m.Unit == "" {
+					t.Errorf("metric %q unit %q: want a hostloom. name and a unit", m.Name, m.Unit)
+				}
+				for _, set := range pointAttributes(t, m) {
+					for _, kv := range set.ToSlice() {
+						if !strings.HasPrefix(string(kv.Key), "hostloom.") {
+							t.Errorf("metric %s: attribute %q lacks the hostloom. prefix", m.Name, kv.Key)
+						}
+					}
+				}
+			}
+		}
+		for _, name := range []string{leadership.MetricIsLeader, leadership.MetricFence, leadership.MetricTransitions,
+			leadership.MetricRenewals, leadership.MetricRenewalDuration, leadership.MetricAcquireAttempts,
+			leadership.MetricParticipants, leadership.MetricChannelDropped} {
+			if !seen[name] {
+				t.Errorf("metric %s not recorded", name)
+			}
+		}
+		names := map[string]bool{}
+		for _, s := range spans.Ended() {
+			names[s.Name()] = true
+			if !strings.HasPrefix(s.Name(), "hostloom.") {
+				t.Errorf("span %q lacks the hostloom. prefix", s.Name())
+			}
+			for _, kv := range s.Attributes() {
+				if !strings.HasPrefix(string(kv.Key), "hostloom.") {
+					t.Errorf("span %s: attribute %q lacks the hostloom. prefix", s.Name(), kv.Key)
+				}
+			}
+		}
+		if !names[leadership.SpanAcquire] || !names[leadership.SpanRenew] || !names[leadership.SpanRelease] {
+			t.Errorf("spans = %v, want acquire, renew and release", names)
+		}
+	})
+}
+
+// pointAttributes returns the attribute sets of a metric's data points.
+func pointAttributes(t *testing.T, m metricdata.Metrics) []attribute.Set {
+	t.Helper()
+	var out []attribute.Set
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	case metricdata.Gauge[int64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	case metricdata.Histogram[float64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	default:
+		t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
+	}
+	return out
+}
+
+// refusingMeter is a meter whose gauges cannot be created.
+type refusingMeter struct{ noop.Meter }
+
+func (refusingMeter) Int64Gauge(name string, _ ...metric.Int64GaugeOption) (metric.Int64Gauge, error) {
+	return noop.Int64Gauge{}, fmt.Errorf("gauge %s refused", name)
+}
+
+type refusingMeters struct{ noop.MeterProvider }
+
+func (refusingMeters) Meter(string, ...metric.MeterOption) metric.Meter { return refusingMeter{} }
+
+// TestElector_O6_InstrumentErrorFailsNewElector: an instrument the meter
+// refuses fails NewElector naming it, instead of a metric silently absent.
+func TestElector_O6_InstrumentErrorFailsNewElector(t *testing.T) {
+	_, err := leadership.NewElector("billing", memLock(t), fastOpts(), leadership.WithMeterProvider(refusingMeters{}))
+	if err == nil || !strings.Contains(err.Error(), leadership.MetricIsLeader) || !strings.Contains(err.Error(), `role "billing"`) {
+		t.Fatalf("NewElector with a refusing meter: %v", err)
+	}
+	_, err = leadership.NewChannel[int]("orders", leadershiptest.NewFake("billing"), leadership.ChannelOptions{Capacity: 1, FullMode: leadership.DropWrite},
+		leadership.WithMeterProvider(refusingCounters{}))
+	if err == nil || !strings.Contains(err.Error(), "drop counter") {
+		t.Fatalf("NewChannel with a refusing meter: %v", err)
+	}
+}
+
+// refusingCounterMeter is a meter whose counters cannot be created.
+type refusingCounterMeter struct{ noop.Meter }
+
+func (refusingCounterMeter) Int64Counter(name string, _ ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	return noop.Int64Counter{}, fmt.Errorf("counter %s refused", name)
+}
+
+type refusingCounters struct{ noop.MeterProvider }
+
+func (refusingCounters) Meter(string, ...metric.MeterOption) metric.Meter {
+	return refusingCounterMeter{}
 }

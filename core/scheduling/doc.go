@@ -167,12 +167,14 @@
 // # Telemetry (S4)
 //
 // Under the instrumentation scope github.com/hostloom/hostloom/core/scheduling,
-// with attributes role and job: MetricRuns and MetricRunDuration by
+// with the attributes AttrRole and AttrJob: MetricRuns and MetricRunDuration by
 // outcome, MetricSkipped by reason, MetricOverlap by action, MetricMissed,
 // MetricLag (start − slot) and MetricLastSuccess.
 // Missed slots of a cron schedule are counted by walking the schedule, at
 // most 10,000 slots per count; Every is counted exactly. Each run is a span
-// named scheduling.run. Logs are written to the
+// named SpanRun (hostloom.scheduling.run). Every instrument has a UCUM unit
+// and every attribute key the hostloom. prefix; docs/telemetry.md lists
+// them. A meter that refuses an instrument fails New. Logs are written to the
 // WithLogger logger: failures at Error, leadership loss at Warn.
 //
 // # Stopping (S5)

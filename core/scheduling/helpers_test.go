@@ -81,9 +81,9 @@ func matches(set attribute.Set, want []attribute.KeyValue) bool {
 	return true
 }
 
-func job(name string) attribute.KeyValue  { return attribute.String("job", name) }
-func reason(r string) attribute.KeyValue  { return attribute.String("reason", r) }
-func outcome(o string) attribute.KeyValue { return attribute.String("outcome", o) }
+func job(name string) attribute.KeyValue  { return attribute.String("hostloom.job", name) }
+func reason(r string) attribute.KeyValue  { return attribute.String("hostloom.reason", r) }
+func outcome(o string) attribute.KeyValue { return attribute.String("hostloom.outcome", o) }
 
 // interval is one recorded run.
 type interval struct {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Metric names. Every instrument carries the attributes role and job.
+// Metric names. Every instrument carries the attributes AttrRole and
+// AttrJob.
 const (
 	// MetricRuns counts finished runs by outcome (attribute outcome).
 	MetricRuns = "hostloom.scheduling.runs"
@@ -38,7 +40,32 @@ const (
 	MetricLastSuccess = "hostloom.scheduling.last_success"
 )
 
-// Skip reasons (attribute reason of MetricSkipped).
+// SpanRun is the span of one run of a job, with the attributes AttrRole,
+// AttrJob, AttrSlot and AttrAttempt.
+const SpanRun = "hostloom.scheduling.run"
+
+// Attribute keys of the scheduler's metrics and spans, prefixed hostloom.
+// as the OpenTelemetry naming conventions ask of a library's own
+// attributes. Their values are bounded by the jobs a service declares,
+// except AttrSlot and AttrAttempt, which are on spans only.
+const (
+	// AttrRole is the role whose leader runs the job.
+	AttrRole = "hostloom.role"
+	// AttrJob is the job's name.
+	AttrJob = "hostloom.job"
+	// AttrOutcome is a run's outcome (MetricRuns, MetricRunDuration).
+	AttrOutcome = "hostloom.outcome"
+	// AttrReason is why a slot was skipped (MetricSkipped).
+	AttrReason = "hostloom.reason"
+	// AttrAction is what the Overlap policy did (MetricOverlap).
+	AttrAction = "hostloom.action"
+	// AttrSlot is the run's slot, Unix milliseconds (spans only).
+	AttrSlot = "hostloom.slot_unix_ms"
+	// AttrAttempt is the run's attempt, from 1 (spans only).
+	AttrAttempt = "hostloom.attempt"
+)
+
+// Skip reasons (attribute AttrReason of MetricSkipped).
 const (
 	// SkipOverlap: the previous run of the job was still going (S2).
 	SkipOverlap = "overlap"
@@ -54,7 +81,7 @@ const (
 	SkipPaused = "paused"
 )
 
-// Overlap actions (attribute action of MetricOverlap).
+// Overlap actions (attribute AttrAction of MetricOverlap).
 const (
 	// OverlapActionSkip: the slot was skipped (OverlapSkip).
 	OverlapActionSkip = "skip"
@@ -83,37 +110,37 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	if in.runs, err = m.Int64Counter(MetricRuns,
 		metric.WithDescription("Finished runs of scheduled jobs, by outcome."),
 		metric.WithUnit("{run}")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricRuns, err)
 	}
 	if in.duration, err = m.Float64Histogram(MetricRunDuration,
 		metric.WithDescription("Duration of runs of scheduled jobs, by outcome."),
 		metric.WithUnit("s")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricRunDuration, err)
 	}
 	if in.skipped, err = m.Int64Counter(MetricSkipped,
 		metric.WithDescription("Slots that fell due and were not run, by reason."),
 		metric.WithUnit("{slot}")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricSkipped, err)
 	}
 	if in.missed, err = m.Int64Counter(MetricMissed,
 		metric.WithDescription("Slots nobody started that will not be run."),
 		metric.WithUnit("{slot}")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricMissed, err)
 	}
 	if in.success, err = m.Float64ObservableGauge(MetricLastSuccess,
 		metric.WithDescription("Start time of the latest successful run, Unix seconds."),
 		metric.WithUnit("s")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricLastSuccess, err)
 	}
 	if in.overlap, err = m.Int64Counter(MetricOverlap,
 		metric.WithDescription("Slots that fell due while the previous run was going, by overlap action."),
 		metric.WithUnit("{slot}")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricOverlap, err)
 	}
 	if in.lag, err = m.Float64Histogram(MetricLag,
 		metric.WithDescription("Time from a run's slot to its start."),
 		metric.WithUnit("s")); err != nil {
-		return in, err
+		return in, fmt.Errorf("instrument %s: %w", MetricLag, err)
 	}
 	return in, nil
 }
@@ -166,14 +193,14 @@ func (a *jobAttrs) get(i int) *attrSet {
 	if p := a.sets[i].Load(); p != nil {
 		return p
 	}
-	kvs := []attribute.KeyValue{attribute.String("role", a.role), attribute.String("job", a.job)}
+	kvs := []attribute.KeyValue{attribute.String(AttrRole, a.role), attribute.String(AttrJob, a.job)}
 	switch {
 	case i > attrBase && i < attrSkip:
-		kvs = append(kvs, attribute.String("outcome", Outcome(i).String()))
+		kvs = append(kvs, attribute.String(AttrOutcome, Outcome(i).String()))
 	case i >= attrAction:
-		kvs = append(kvs, attribute.String("action", overlapActions[i-attrAction]))
+		kvs = append(kvs, attribute.String(AttrAction, overlapActions[i-attrAction]))
 	case i >= attrSkip:
-		kvs = append(kvs, attribute.String("reason", skipReasons[i-attrSkip]))
+		kvs = append(kvs, attribute.String(AttrReason, skipReasons[i-attrSkip]))
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(kvs...))
 	p := &attrSet{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}

@@ -77,7 +77,7 @@ func (r *slotRecorder) String() string {
 	return fmt.Sprint(r.runs)
 }
 
-func action(a string) attribute.KeyValue { return attribute.String("action", a) }
+func action(a string) attribute.KeyValue { return attribute.String("hostloom.action", a) }
 
 // histogram returns the count and sum of the float64 histogram name's
 // points whose attributes include want.

@@ -324,11 +324,11 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int
 		rctx, cancel = context.WithTimeout(ctx, j.Timeout)
 		defer cancel()
 	}
-	rctx, span := s.tracer.Start(rctx, "scheduling.run", trace.WithAttributes(
-		attribute.String("role", s.role),
-		attribute.String("job", j.Name),
-		attribute.Int64("slot_unix_ms", slot.UnixMilli()),
-		attribute.Int("attempt", attempt),
+	rctx, span := s.tracer.Start(rctx, SpanRun, trace.WithAttributes(
+		attribute.String(AttrRole, s.role),
+		attribute.String(AttrJob, j.Name),
+		attribute.Int64(AttrSlot, slot.UnixMilli()),
+		attribute.Int(AttrAttempt, attempt),
 	))
 	pe, err := call(j, rctx)
 	d := time.Since(start)
@@ -350,7 +350,7 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int
 		span.RecordError(err)
 		span.SetStatus(codes.Error, outcome.String())
 	}
-	span.SetAttributes(attribute.String("outcome", outcome.String()))
+	span.SetAttributes(attribute.String(AttrOutcome, outcome.String()))
 	span.End()
 
 	var ce *zapcore.CheckedEntry

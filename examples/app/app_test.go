@@ -250,9 +250,23 @@ func TestApp_MemoryDefaultLeadsAndServes(t *testing.T) {
 			t.Errorf("%s: %d %q", path, code, body)
 		}
 	}
+	// The Prometheus exporter turns the OpenTelemetry names, units and
+	// attributes into its own: dots become underscores, counters end in
+	// _total, and {annotation} units add no suffix (seconds add _seconds).
 	code, body := get(t, base+"/metrics")
-	if code != http.StatusOK || !strings.Contains(body, `hostloom_leadership_is_leader{`) || !strings.Contains(body, `role="billing"`) {
-		t.Errorf("/metrics: %d, no hostloom_leadership_is_leader for billing in\n%.2000s", code, body)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		`hostloom_leadership_is_leader{`,
+		`hostloom_role="billing"`,
+		`hostloom_identity="`,
+		`hostloom_leadership_transitions_total{`,
+		`hostloom_leadership_acquire_attempts_total{`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics: no %s in\n%.3000s", want, body)
+		}
 	}
 }
 
