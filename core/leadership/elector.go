@@ -276,7 +276,10 @@ func (e *Elector) OnChange(fn func(Change)) (unsubscribe func()) {
 // this instance observes changes (P2): on every instance, leader and
 // candidates alike, and with this instance's own identity when it becomes
 // leader; never with "". Calls are made in order on the same delivery
-// goroutine as OnChange. The returned function unsubscribes.
+// goroutine as OnChange. The returned function unsubscribes. The same
+// change is logged at Info on every instance, subscribed or not, as
+// LeadershipNewLeader (fields leader, previous, self; term and fence on
+// the leader itself).
 func (e *Elector) OnNewLeader(fn func(identity string)) (unsubscribe func()) {
 	if fn == nil {
 		return func() {}

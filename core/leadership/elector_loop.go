@@ -898,7 +898,10 @@ func (l *loop) yields() bool {
 }
 
 // observe records who leads until when, as this instance learned it (P2),
-// and announces a new identity to OnNewLeader subscribers.
+// and announces a new identity to OnNewLeader subscribers and in the log:
+// every instance, leader or follower, logs LeadershipNewLeader at Info when
+// the leader it observes changes, as client-go's "new leader" line (the
+// fence only where it is known, on the leader itself).
 func (l *loop) observe(identity string, until time.Time) {
 	e := l.e
 	if cur := e.observed.Load(); cur.identity == identity && cur.until.Equal(until) {
@@ -906,7 +909,15 @@ func (l *loop) observe(identity string, until time.Time) {
 	}
 	e.observed.Store(&observation{identity: identity, until: until})
 	if identity != "" && identity != l.announced {
+		fields := []zap.Field{zap.String("leader", identity), zap.Bool("self", identity == e.identity)}
+		if l.announced != "" {
+			fields = append(fields, zap.String("previous", l.announced))
+		}
+		if s := e.state.Load(); identity == e.identity && s.leader {
+			fields = append(fields, zap.Uint64("term", s.term), zap.Uint64("fence", s.fence))
+		}
 		l.announced = identity
+		e.log.Info("LeadershipNewLeader", fields...)
 		e.notes.leader(identity)
 	}
 }

@@ -2,12 +2,16 @@ package leadership_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -374,6 +378,85 @@ func TestElector_P1_ParticipantsMarkTheHolderTheLockRead(t *testing.T) {
 		}
 		if len(ps) != 2 || leaders != 1 {
 			t.Fatalf("Participants = %+v, want a and b, one of them leading", ps)
+		}
+	})
+}
+
+// TestElector_P2_EveryInstanceLogsTheNewLeader: the leader and every
+// follower log LeadershipNewLeader at Info when the leader they observe
+// changes, naming the role, the leader, the one before it, and (on the
+// leader itself, where it is known) the term and fence.
+func TestElector_P2_EveryInstanceLogsTheNewLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		type instance struct {
+			e    *leadership.Elector
+			logs *observer.ObservedLogs
+		}
+		var ins []instance
+		for _, id := range []string{"a", "b", "c"} {
+			log, logs := observed()
+			ins = append(ins, instance{mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity(id), leadership.WithLogger(log)), logs})
+		}
+		a, b, c := ins[0], ins[1], ins[2]
+		mustStart(t, a.e)
+		synctest.Wait()
+		fenceA := a.e.Fence()
+		mustStart(t, b.e)
+		mustStart(t, c.e)
+		defer mustStop(t, c.e)
+		synctest.Wait()
+		mustStop(t, a.e) // hands over to b or c
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		next := b
+		if c.e.IsLeader() {
+			next = c
+		}
+		defer mustStop(t, b.e)
+		if !next.e.IsLeader() {
+			t.Fatal("nobody took over")
+		}
+		fenceNext := next.e.Fence()
+
+		type line struct {
+			leader, previous string
+			self             bool
+			fence            uint64
+		}
+		lines := func(logs *observer.ObservedLogs) []line {
+			var out []line
+			for _, en := range logs.FilterMessage("LeadershipNewLeader").All() {
+				if en.Level != zapcore.InfoLevel {
+					t.Errorf("LeadershipNewLeader at %v, want Info", en.Level)
+				}
+				f := en.ContextMap()
+				if f["role"] != "r" {
+					t.Errorf("LeadershipNewLeader without role r: %v", f)
+				}
+				l := line{leader: fmt.Sprint(f["leader"]), self: f["self"] == true}
+				if p, ok := f["previous"]; ok {
+					l.previous = fmt.Sprint(p)
+				}
+				if fe, ok := f["fence"]; ok {
+					l.fence = fe.(uint64)
+				}
+				out = append(out, l)
+			}
+			return out
+		}
+		nextID := next.e.Identity()
+		if got, want := lines(a.logs), []line{{leader: "a", self: true, fence: fenceA}}; !slices.Equal(got, want) {
+			t.Errorf("a logged %+v, want %+v", got, want)
+		}
+		for _, in := range []instance{b, c} {
+			want := []line{{leader: "a"}, {leader: nextID, previous: "a"}}
+			if in.e == next.e {
+				want[1].self, want[1].fence = true, fenceNext
+			}
+			if got := lines(in.logs); !slices.Equal(got, want) {
+				t.Errorf("%s logged %+v, want %+v", in.e.Identity(), got, want)
+			}
 		}
 	})
 }
