@@ -98,8 +98,8 @@ var _ Leadership = (*Elector)(nil)
 // validates opts and the resolved key against the lock's MaxKeyLength (T1,
 // T3, K4, K5, G4) and returns an error naming the field and the value. A
 // lease longer than the lock's MaxLease is capped at MaxLease (T2), logged
-// once at Warn; the renewal interval is then capped at half the capped
-// lease. Use CheckLease or CheckComposition to refuse such a lease instead.
+// once at Warn when the elector starts; the renewal interval is then capped
+// at half the capped lease. Use CheckLease or CheckComposition to refuse such a lease instead.
 func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("leadership: role %q: nil lock", role)
@@ -169,11 +169,6 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
 	e.observed.Store(&observation{})
 	e.tel.leader(false, 0)
-	if e.capped {
-		e.log.Warn("LeadershipLeaseCapped",
-			zap.Duration("lease", opts.Lease), zap.Duration("max_lease", e.opts.Lease),
-			zap.Duration("renew_interval", e.opts.RenewInterval))
-	}
 	return e, nil
 }
 
@@ -346,6 +341,14 @@ func (e *Elector) Start(ctx context.Context) error {
 		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
 	}
 	e.phase = phaseRunning
+	if e.capped {
+		// Logged at Start, not in NewElector: a composition that refuses
+		// such a lease (CheckComposition at OnStart) fails before it starts
+		// the elector, and must not first warn as if it would carry on.
+		e.log.Warn("LeadershipLeaseCapped",
+			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
+			zap.Duration("renew_interval", e.opts.RenewInterval))
+	}
 	if !e.coordinated {
 		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
 	}

@@ -34,12 +34,16 @@ func testSettings(env ...string) settings {
 	return settings{httpAddr: "127.0.0.1:0", environ: env}
 }
 
+// TestApp_F1_T2_LeaseOverMaxLeaseFailsStart: a lease above max_lease fails
+// start once per role, and nothing is logged at Warn before it as if the app
+// would carry on with a capped lease (the memory lock's own Warn aside).
 func TestApp_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
 	app := newApp(testSettings(
 		"HOSTLOOM_LEADERSHIP__LEASE=10m",
 		"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1m",
 		"HOSTLOOM_LOCKING__MAX_LEASE=1m",
-	), zap.NewNop())
+	), zap.New(core))
 	if err := app.Err(); err != nil {
 		t.Fatalf("fx.New: %v", err)
 	}
@@ -49,8 +53,17 @@ func TestApp_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
 		_ = app.Stop(ctx)
 		t.Fatal("Start succeeded")
 	}
-	if !strings.Contains(err.Error(), `role "billing": lease 10m0s exceeds locking max_lease 1m0s`) {
-		t.Fatalf("Start error %v, want the role and both durations", err)
+	const want = `role "billing": lease 10m0s exceeds locking max_lease 1m0s`
+	if n := strings.Count(err.Error(), want); n != 1 {
+		t.Fatalf("Start error %v: %d times %q, want once", err, n, want)
+	}
+	for _, e := range logs.All() {
+		if e.Level == zapcore.WarnLevel && e.Message != "HostLoomLockMemory" {
+			t.Errorf("logged %s %s %v before the start failed", e.Level, e.Message, e.ContextMap())
+		}
+	}
+	if n := logs.FilterMessage("LeadershipLeaseCapped").Len(); n != 0 {
+		t.Errorf("LeadershipLeaseCapped logged %d times by an app whose start fails on that lease", n)
 	}
 }
 
