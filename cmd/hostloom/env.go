@@ -54,9 +54,16 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	}
 	cfg, err := config.Load(path, config.WithEnviron(sio.environ))
 	if err != nil {
-		return nil, err
+		return nil, fileCause(err)
 	}
 	lc := cfg.Locking
+	if path == "" {
+		// No file: say what was read, so a namespace with no roles (or the
+		// default one, where the service sets another) is not a silent
+		// empty answer.
+		fmt.Fprintf(sio.err, "hostloom: no config file (-config or %s): namespace %q (locking.namespace: %s)\n",
+			configEnv, lc.Namespace, cfg.Source("locking.namespace"))
+	}
 	switch {
 	case !lc.Coordinated():
 		return nil, fmt.Errorf("locking.provider is %s (%s): nothing is coordinated, so there is nothing to show", lc.Provider, cfg.Source("locking.provider"))
@@ -83,7 +90,7 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	cancel()
 	if err != nil {
 		_ = client.Close()
-		return nil, unreachable(lc.Redis, timeout, g.timeout > 0, err)
+		return nil, unreachable(lc, timeout, g.timeout > 0, err)
 	}
 	p := redislock.New(client)
 	lock, err := locking.New(p, lc.Options())
@@ -120,9 +127,30 @@ func getenv(environ []string, name string) string {
 	return ""
 }
 
+// fileCause returns, of config.Load's errors, only the one about the
+// file when there is one (missing, unreadable, not YAML): every other
+// error then follows from it (a key the file would have set is "not
+// set"), and one cause is one line.
+func fileCause(err error) error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	for _, e := range joined.Unwrap() {
+		var fe *config.FieldError
+		if !errors.As(e, &fe) {
+			return e
+		}
+	}
+	return err
+}
+
 // unreachable words a failed first contact in one line: where, and the
-// cause (refused, no answer in time, credentials), never a password.
-func unreachable(r config.RedisConfig, timeout time.Duration, flag bool, err error) error {
+// cause (refused, no answer in time, credentials), never a password. A
+// refused authentication is the service's error: the key and where its
+// value came from (file or variable).
+func unreachable(lc config.LockingConfig, timeout time.Duration, flag bool, err error) error {
+	r := lc.Redis
 	where := "redis " + strings.Join(r.Addrs, ",")
 	bound := "locking.redis.dial_timeout"
 	if flag {
@@ -136,12 +164,13 @@ func unreachable(r config.RedisConfig, timeout time.Duration, flag bool, err err
 		return fmt.Errorf("%s: interrupted", where)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%s unreachable: connection refused", where)
-	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"), strings.Contains(msg, "AUTH"):
+	case redis.IsAuthError(err), strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"):
 		user := r.Username
 		if user == "" {
 			user = "default"
 		}
-		return fmt.Errorf("%s refused the credentials of user %q (locking.redis.username, locking.redis.password): %s", where, user, firstLine(msg))
+		return &config.FieldError{Key: "locking.redis.password", Source: lc.Source("locking.redis.password"),
+			Reason: fmt.Sprintf("%s refused the credentials of user %q: %s", where, user, firstLine(msg))}
 	}
 	return fmt.Errorf("%s unreachable: %s", where, firstLine(msg))
 }

@@ -47,8 +47,11 @@ type jobJSON struct {
 	Job     string `json:"job"`
 	Paused  bool   `json:"paused"`
 	Running bool   `json:"running"`
-	// LastSlot is the latest slot recorded (claimed or passed while paused).
+	// LastSlot is the latest slot a run was started for.
 	LastSlot *time.Time `json:"last_slot,omitempty"`
+	// PausedSlot is the latest slot that fell due while the job was paused
+	// and was not run, when it is newer than LastSlot.
+	PausedSlot *time.Time `json:"paused_slot,omitempty"`
 	// Runs is how many runs were ever recorded.
 	Runs    int64    `json:"runs"`
 	LastRun *runJSON `json:"last_run,omitempty"`
@@ -62,8 +65,10 @@ func newJobs(g *globals, sio stdio) *cobra.Command {
 		Short: "List the scheduler's jobs: paused, running, last slot and run",
 		Long: `jobs lists the exclusive scheduler's jobs of every role (or of ROLE) that
 the job store (the slot store, over Redis) keeps records for: whether the job
-is paused (cluster-wide, S10), whether a run is going, the latest slot
-recorded, the number of runs and the newest run's outcome.
+is paused (on every replica), whether a run is going, the latest slot that
+ran, the number of runs and the newest run's outcome. A slot that fell due
+while the job was paused is not run: it shows in STATE ("paused, skipped
+SLOT"; paused_slot in JSON), not as the last slot.
 
 A job appears once its scheduler recorded something: a run, or a pause. Its
 records expire when nobody runs or touches it for a week
@@ -112,9 +117,13 @@ func jobs(ctx context.Context, g *globals, sio stdio, role string) error {
 		}
 		tw := newTable(sio.out)
 		fmt.Fprintln(tw, "ROLE\tJOB\tSTATE\tLAST SLOT\tRUNS\tLAST RUN\tOUTCOME\tBY")
+		// LAST SLOT is the latest slot that ran; one that passed while the
+		// job was paused shows in STATE ("paused, skipped <slot>").
 		for _, j := range out {
 			state := "active"
 			switch {
+			case j.Paused && j.PausedSlot != nil:
+				state = "paused, skipped " + showTime(*j.PausedSlot)
 			case j.Paused:
 				state = "paused"
 			case j.Running:
@@ -142,10 +151,6 @@ func (e *env) job(ctx context.Context, ref jobRef) (jobJSON, error) {
 		return jobJSON{}, err
 	}
 	j := jobJSON{Role: ref.role, Job: ref.job, Paused: st.Paused, Running: st.Running, Runs: st.Runs}
-	if st.HasSlot {
-		t := time.UnixMilli(st.Slot).UTC()
-		j.LastSlot = &t
-	}
 	if st.Runs > 0 {
 		runs, skipped, err := scheduling.ReadHistory(rctx, e.lock, ref.role, ref.job, 1)
 		if err != nil {
@@ -155,6 +160,16 @@ func (e *env) job(ctx context.Context, ref jobRef) (jobJSON, error) {
 		if len(runs) > 0 {
 			r := runOf(runs[0])
 			j.LastRun = &r
+			j.LastSlot = &r.Slot
+		}
+	}
+	// The store's slot is the latest recorded: claimed (a run record was
+	// written with it) or passed while paused (no record). A slot newer
+	// than the newest run's was not run: it passed while paused.
+	if st.HasSlot {
+		t := time.UnixMilli(st.Slot).UTC()
+		if j.LastSlot == nil || t.After(*j.LastSlot) {
+			j.PausedSlot = &t
 		}
 	}
 	return j, nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,10 +87,16 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 		}
 		events, stop, _ := e.subscribe(ctx, rk.key)
 		defer stop()
+		// The release notification is the one a leader's own release
+		// sends; the marker tells watch this one was a forced delete.
+		e.markForced(ctx, pkey, before.Fence)
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
 		released, err := e.provider.Release(rctx, pkey, value)
 		cancel()
+		if err != nil || !released {
+			e.unmarkForced(ctx, pkey)
+		}
 		if err != nil {
 			return fmt.Errorf("release %q: %w", role, err)
 		}
@@ -127,4 +134,44 @@ func (e *env) leaseValue(ctx context.Context, pkey string) (string, bool, error)
 	defer cancel()
 	v, _, ok, err := e.provider.Get(rctx, pkey)
 	return v, ok, err
+}
+
+// forcedTTL is how long the marker of a forced delete stays: long enough
+// for every watch to read it after the release notification or a poll.
+const forcedTTL = time.Minute
+
+// forcedMarker is the Redis key release --force sets, holding the deleted
+// term's fence, just before it deletes pkey's lease. Its name holds a
+// space, so it is never a consumer key: the locking package's key listing
+// leaves it out, and no role's key can be it.
+func forcedMarker(pkey string) string { return pkey + " deleted-by-release-force" }
+
+// markForced records that the lease of pkey with fence is being deleted
+// by force. A failure only costs watch the word: it warns and goes on.
+func (e *env) markForced(ctx context.Context, pkey string, fence uint64) {
+	rctx, cancel := e.request(ctx)
+	defer cancel()
+	if err := e.client.Set(rctx, forcedMarker(pkey), strconv.FormatUint(fence, 10), forcedTTL).Err(); err != nil {
+		fmt.Fprintf(e.stderr, "hostloom: warning: could not mark the delete for watch (it will show released): %v\n", err)
+	}
+}
+
+// unmarkForced removes the marker when nothing was deleted.
+func (e *env) unmarkForced(ctx context.Context, pkey string) {
+	rctx, cancel := e.request(ctx)
+	defer cancel()
+	_ = e.client.Del(rctx, forcedMarker(pkey)).Err()
+}
+
+// forcedDelete reports whether the term of key with fence ended by
+// release --force (its marker is there and names that fence).
+func (e *env) forcedDelete(ctx context.Context, key string, fence uint64) bool {
+	pkey, err := e.lock.ProviderKey(key)
+	if err != nil {
+		return false
+	}
+	rctx, cancel := e.request(ctx)
+	defer cancel()
+	v, err := e.client.Get(rctx, forcedMarker(pkey)).Result()
+	return err == nil && v == strconv.FormatUint(fence, 10)
 }

@@ -18,6 +18,7 @@ const (
 	watchLeading  = "leading"  // the state when watch started
 	watchAcquired = "acquired" // a new term began (a new leader or a new fence)
 	watchReleased = "released" // the leader released the lease (notification seen)
+	watchDeleted  = "deleted"  // an operator deleted the lease (release --force)
 	watchExpired  = "expired"  // the lease vanished without a release notification
 	watchResign   = "resign"   // someone asked the leader to step down
 )
@@ -28,10 +29,11 @@ type watchJSON struct {
 	Role  string    `json:"role"`
 	Event string    `json:"event"`
 	// Leader is the new holder (acquired, leading), the holder that went
-	// (released, expired) or the one asked to step down (resign).
+	// (released, deleted, expired) or the one asked to step down (resign).
 	Leader string `json:"leader,omitempty"`
 	Fence  uint64 `json:"fence,omitempty"`
-	// Previous is the holder before an acquisition, when there was one.
+	// Previous is the holder before an acquisition, whenever watch saw
+	// one (also across a released, deleted or expired line).
 	Previous string `json:"previous,omitempty"`
 }
 
@@ -49,14 +51,16 @@ func newWatch(g *globals, sio stdio) *cobra.Command {
 		Long: `watch prints the current leader of every role (or of the roles given),
 then one line per change as it happens: acquired (a new term: its leader,
 fence and the previous leader), released (the leader gave the role up),
-expired (the lease vanished without a release notification: it ran out, or
-the notification was missed), resign (someone asked the leader to step down).
+deleted (an operator deleted the lease with release --force), expired (the
+lease vanished without a release notification: it ran out, or the
+notification was missed), resign (someone asked the leader to step down).
 
 Changes arrive through the lock's notifications (Redis pub/sub) and are
 confirmed by reading the role; every --interval watch also reads every role,
 so expiries, roles that appear later and notifications lost while the
 subscription was down are seen too. watch runs until interrupted, until
---count changes were printed, or for --for.
+--count lines were printed (the current leader of each role counts: --count
+1 prints it and exits), or for --for.
 
 With --json every line is one JSON object.`,
 		Example: `  hostloom watch -config app.yaml
@@ -66,7 +70,7 @@ With --json every line is one JSON object.`,
 		}),
 	}
 	c.Flags().DurationVar(&f.interval, "interval", time.Second, "how often every role is read besides the notifications")
-	c.Flags().IntVar(&f.count, "count", 0, "exit after this many changes; 0 runs until interrupted")
+	c.Flags().IntVar(&f.count, "count", 0, "exit after this many lines, the initial ones included; 0 runs until interrupted")
 	c.Flags().DurationVar(&f.duration, "for", 0, "exit after this long; 0 runs until interrupted")
 	return c
 }
@@ -79,7 +83,8 @@ type watcher struct {
 	names   []string // the roles given; nil follows every role
 	state   map[string]locking.KeyState
 	roles   map[string]roleKey // by key
-	changes int
+	last    map[string]string  // by key: the latest holder seen, kept after the lease went
+	changes int                // lines printed
 
 	merged  chan keyEvent
 	backlog []keyEvent      // taken off merged while waiting for a release notification
@@ -116,6 +121,7 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 			state:  map[string]locking.KeyState{},
 			live:   map[string]bool{},
 			roles:  map[string]roleKey{},
+			last:   map[string]string{},
 			merged: make(chan keyEvent, locking.EventBuffer),
 			done:   make(chan struct{}),
 		}
@@ -136,8 +142,14 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 				return err
 			}
 			w.state[rk.key] = st
+			if st.Held {
+				w.last[rk.key] = st.Holder.Owner
+			}
 			if err := w.print(watchJSON{Role: rk.role, Event: watchLeading, Leader: st.Holder.Owner, Fence: fenceIfHeld(st)}); err != nil {
 				return err
+			}
+			if w.changes++; f.count > 0 && w.changes >= f.count {
+				return nil
 			}
 		}
 		tick := time.NewTicker(f.interval)
@@ -261,6 +273,13 @@ func (w *watcher) read(ctx context.Context, rk roleKey, gone string) {
 	if ended && gone == watchExpired {
 		gone = w.releaseSeen(rk.key)
 	}
+	if ended && w.e.forcedDelete(ctx, rk.key, old.Fence) {
+		gone = watchDeleted
+	}
+	previous := w.last[rk.key]
+	if st.Held {
+		w.last[rk.key] = st.Holder.Owner
+	}
 	switch {
 	case !known && st.Held:
 		w.change(watchJSON{Role: rk.role, Event: watchAcquired, Leader: st.Holder.Owner, Fence: st.Fence})
@@ -269,13 +288,13 @@ func (w *watcher) read(ctx context.Context, rk roleKey, gone string) {
 	case old.Held && !st.Held:
 		w.change(watchJSON{Role: rk.role, Event: gone, Leader: old.Holder.Owner, Fence: old.Fence})
 	case st.Held && (!old.Held || old.Fence != st.Fence || old.Holder.Owner != st.Holder.Owner):
-		j := watchJSON{Role: rk.role, Event: watchAcquired, Leader: st.Holder.Owner, Fence: st.Fence}
 		if old.Held {
 			// The previous term ended between two reads: say how first.
 			w.change(watchJSON{Role: rk.role, Event: gone, Leader: old.Holder.Owner, Fence: old.Fence})
-			j.Previous = old.Holder.Owner
 		}
-		w.change(j)
+		// previous is the holder before this term, also when a released,
+		// deleted or expired line came between.
+		w.change(watchJSON{Role: rk.role, Event: watchAcquired, Leader: st.Holder.Owner, Fence: st.Fence, Previous: previous})
 	}
 }
 
@@ -335,7 +354,7 @@ func over(ctx context.Context) bool {
 }
 
 // change prints a change and counts it (a "leading" line for a role that
-// appeared counts too: it is news).
+// appeared counts too: it is news), as the initial lines are counted.
 func (w *watcher) change(j watchJSON) {
 	w.changes++
 	_ = w.print(j)
