@@ -191,4 +191,3 @@ func TestCLI_O1_FirstContactErrors(t *testing.T) {
 		}
 	})
 }
-
