@@ -196,7 +196,7 @@ func (h *Handle) startAlone(ctx context.Context) error {
 	if announce {
 		h.log.Info("LeadershipModuleAbsent", zap.Strings("roles", peers),
 			zap.String("start", "each role starts its election at its own OnStart hook"),
-			zap.String("advice", "build the lock with lockingfx.Module, or put leadershipfx.Module last in fx.New, so elections begin after every OnStart hook (O3)"))
+			zap.String("advice", "build the lock with lockingfx.Module, or put leadershipfx.Module last in fx.New, so elections begin after every OnStart hook"))
 	}
 	ro := h.ro
 	if err := ro.check(); err != nil {

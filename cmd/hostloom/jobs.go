@@ -309,7 +309,7 @@ func newHistory(g *globals, sio stdio) *cobra.Command {
 		Long: `history shows the newest runs of JOB of ROLE from the job store, newest
 first: the slot each run was for, when it started, how long it took, the
 replica that ran it, the term's fence, the attempt (2 and more are
-recoveries, S9) and the outcome. The store keeps the last 100 runs per job.`,
+recoveries of a run whose leader was lost) and the outcome. The store keeps the last 100 runs per job.`,
 		Example: `  hostloom history billing invoices -config app.yaml
   hostloom history billing invoices --limit 5 --json`,
 		Args: exactArgs("ROLE", "JOB"),
@@ -371,7 +371,7 @@ func newPause(g *globals, sio stdio, paused bool) *cobra.Command {
 	verb, short, long := "resume", "Resume a paused job on every replica", `resume undoes pause: the job's next slot runs as usual, on whichever
 replica leads its role. Slots that fell due while it was paused are not run.`
 	if paused {
-		verb, short, long = "pause", "Pause a job on every replica", `pause pauses JOB of ROLE cluster-wide, through the job store (S10): the
+		verb, short, long = "pause", "Pause a job on every replica", `pause pauses JOB of ROLE cluster-wide, through the job store: the
 leader reads the paused state with every slot claim, so no slot of the job
 starts after pause returned, on any replica. A run already going is not
 cancelled. Paused slots are skipped (reason paused) and recorded as passed:
