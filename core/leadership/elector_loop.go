@@ -552,6 +552,9 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	ctx, cancel := context.WithCancelCause(context.Background())
 	token := &termToken{Context: ctx, cancel: cancel, e: e, term: term, fence: fence}
 	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
+	// Leader() names this instance before WaitForLeadership returns;
+	// observe below announces it.
+	e.observed.Store(&observation{identity: e.identity, until: deadline})
 	close(old.led)
 	l.lease = lease
 	e.tel.leader(true, fence)
@@ -904,10 +907,9 @@ func (l *loop) yields() bool {
 // fence only where it is known, on the leader itself).
 func (l *loop) observe(identity string, until time.Time) {
 	e := l.e
-	if cur := e.observed.Load(); cur.identity == identity && cur.until.Equal(until) {
-		return
+	if cur := e.observed.Load(); cur.identity != identity || !cur.until.Equal(until) {
+		e.observed.Store(&observation{identity: identity, until: until})
 	}
-	e.observed.Store(&observation{identity: identity, until: until})
 	if identity != "" && identity != l.announced {
 		fields := []zap.Field{zap.String("leader", identity), zap.Bool("self", identity == e.identity)}
 		if l.announced != "" {
