@@ -99,7 +99,8 @@ var _ Leadership = (*Elector)(nil)
 // T3, K4, K5, G4) and returns an error naming the field and the value. A
 // lease longer than the lock's MaxLease is capped at MaxLease (T2), logged
 // once at Warn when the elector starts; the renewal interval is then capped
-// at half the capped lease. Use CheckLease or CheckComposition to refuse such a lease instead.
+// at half the capped lease. Use CheckLease or CheckComposition to refuse
+// such a lease instead.
 func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("leadership: role %q: nil lock", role)
