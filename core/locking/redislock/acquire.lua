@@ -129,11 +129,14 @@ if #all == 0 then
 end
 -- Announce the holder to the role's watchers (P2); a plain lock user
 -- (not registering) has none.
+-- The message carries the fence, so a holder that hears it late can tell
+-- an older acquisition from a newer one (Q1).
 if registering then
+  local msg = 'acquired@' .. string.format('%.0f', fence) .. ':' .. ARGV[3]
   if ARGV[6] == 'k' then
-    redis.call(ARGV[7], KEYS[1] .. ':released', 'acquired:' .. ARGV[3])
+    redis.call(ARGV[7], KEYS[1] .. ':released', msg)
   elseif ARGV[6] == 'w' then
-    redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', 'acquired:' .. ARGV[3])
+    redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', msg)
   end
 end
 return {1, fence}

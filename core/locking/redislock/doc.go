@@ -16,7 +16,7 @@
 // with raw go-redis calls).
 //
 //   - Acquire (AcquireWith): when the key is free, SET key value PX ttl,
-//     the fence written to the key's meta hash, and an "acquired:OWNER"
+//     the fence written to the key's meta hash, and an "acquired@FENCE:OWNER"
 //     message on the key's channel; when it is held, the holder's value
 //     (and so its owner identity, P2) and PTTL, reported by
 //     locking.HeldError. Either way the owner is registered as a
@@ -100,7 +100,8 @@
 //
 // The scripts publish on the channel key + ":released" (PUBLISH; on Redis
 // Cluster SPUBLISH, sharded pub/sub, to a channel in the key's slot): the
-// acquire script "acquired:OWNER" on success, the release script
+// acquire script "acquired@FENCE:OWNER" on success (earlier versions
+// "acquired:OWNER", read as an acquisition without a fence), the release script
 // "released", and RequestResign "resign:OWNER" ("resign:" for whoever
 // holds the key). Releases of earlier versions carry an empty message and
 // count as releases; unknown messages are ignored. Watch wakes on releases

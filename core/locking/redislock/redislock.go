@@ -179,7 +179,7 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 // AcquireWith implements locking.ProviderAcquirer in one script (see
 // acquire.lua): when the key is free it stores the value with PX ttl,
 // issues the fence max(last fence + 1, server TIME in microseconds) into
-// the key's meta hash, and publishes "acquired:OWNER" on the key's event
+// the key's meta hash, and publishes "acquired@FENCE:OWNER" on the key's event
 // channel; when the key is held it reports the holder's value and PTTL.
 // Either way it registers the participant.
 //
