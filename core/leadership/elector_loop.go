@@ -870,13 +870,18 @@ func (l *loop) event(ev locking.Event) {
 			// instead of at the cadence (Q1).
 			l.verifyNow(now)
 		}
-		if l.subscriptions > 1 || l.tried {
-			// Events may have been lost while the subscription was down,
-			// or before it first came up while this candidate had
-			// already been refused (a release named to it, B1): one
-			// immediate try (P3).
+		if l.subscriptions == 1 && l.tried {
+			// Events may have been lost before the subscription first
+			// came up while this candidate had already been refused (a
+			// release named to it, B1): one immediate try (P3).
 			l.wake(now)
 		}
+		// After a reconnection a candidate keeps the RetryInterval
+		// cadence it fell back to when the subscription dropped (a
+		// release lost meanwhile is found by then): the server may have
+		// restarted without its data, and the leader, which verifies its
+		// lease at once (above), gets the first chance to take the role
+		// again before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
 		l.live = false
 		if l.lease == nil && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {

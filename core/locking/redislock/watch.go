@@ -52,12 +52,13 @@ const watchTimeout = 2 * time.Second
 // before the next attempt is 1/backoffShare of the time since the
 // connection was lost, within [minBackoff, maxBackoff]. A short outage (a
 // server restart) is noticed within minBackoff of its end, so a leader
-// verifies its lease at once (Q1); a long one is noticed within 5% of its
-// length, with a few dozen attempts per minute of outage.
+// verifies its lease at once (Q1); a long one is noticed within 2% of its
+// length, with about 50·ln(outage/250ms)+50 attempts in all (about 330
+// for a minute).
 const (
 	minBackoff   = 5 * time.Millisecond
 	maxBackoff   = time.Second
-	backoffShare = 20
+	backoffShare = 50
 )
 
 // reconnectWait is the wait before the next reconnection attempt when the
