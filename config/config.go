@@ -115,6 +115,10 @@ type RedisConfig struct {
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 	// TLS configures TLS to the servers.
 	TLS TLSConfig `koanf:"tls"`
+	// Quarantine refuses the acquisition of a key for one lease after
+	// the server lost its state (restart without persistence, failover):
+	// see redislock.Options.Quarantine (Q3). Default false.
+	Quarantine bool `koanf:"quarantine"`
 }
 
 // TLSConfig is locking.redis.tls.
@@ -142,6 +146,9 @@ func (r RedisConfig) String() string {
 		fmt.Fprintf(&b, " master_name=%q sentinel_username=%q sentinel_password=%s", r.MasterName, r.SentinelUsername, r.SentinelPassword.String())
 	}
 	fmt.Fprintf(&b, " cluster=%t tls=%t", r.Cluster, r.TLS.Enabled)
+	if r.Quarantine {
+		b.WriteString(" quarantine=true")
+	}
 	return b.String()
 }
 
@@ -166,6 +173,7 @@ func (r RedisConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("sentinel_password", r.SentinelPassword.String())
 	enc.AddBool("cluster", r.Cluster)
 	enc.AddBool("tls", r.TLS.Enabled)
+	enc.AddBool("quarantine", r.Quarantine)
 	return nil
 }
 

@@ -290,7 +290,7 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 			b.closers = append(b.closers, c.Close)
 		}
 		b.Client = client
-		rp := redislock.New(client)
+		rp := redislock.NewWithOptions(client, redislock.Options{Quarantine: cfg.Redis.Quarantine})
 		b.Provider = rp
 		b.closers = append(b.closers, rp.Close)
 	}

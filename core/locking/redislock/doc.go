@@ -134,6 +134,28 @@
 // notifications: a ring may place a key and its channel on different
 // shards.
 //
+// # Quarantine after state loss (Q3)
+//
+// NewWithOptions with Options.Quarantine makes the acquire and extend
+// scripts notice that the server lost a key's state: its meta hash no
+// longer has a fence although this provider saw it, the server has been up
+// for less than the lease asked and has no record of the key, or the
+// server's run id (read in the script with INFO server) differs from the
+// one this provider last saw with the key. The first script that notices
+// stores "q" = "UNTIL_MS:RUNID" in the meta hash, now + the lease by the
+// server's clock; until then every acquisition of the key is refused with
+// the time left as the holder's remaining TTL (no holder value), so
+// electors sleep until it ends. One loss quarantines once: the field stays
+// with the hash. No extra round trip; the scripts then return the run id
+// as a last element, which the provider keeps per key.
+//
+// Choose it when an effect that checks no fence must never run twice at
+// once and one lease without a leader after a Redis restart or failover is
+// acceptable. Without it the old leader learns of the loss at its next
+// contact (at once when its notification subscription comes back: package
+// leadership, Q1), which leaves a window of milliseconds when it can reach
+// the server, and up to its lease when it cannot.
+//
 // # What a lease does not promise
 //
 // Redis replicates asynchronously: after a failover the new primary may not

@@ -100,6 +100,74 @@ type Provider struct {
 	mu     sync.Mutex
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
+
+	quarantine bool // Options.Quarantine (Q3)
+	seenMu     sync.Mutex
+	seen       map[string]string // Q3: key -> the server run id last seen with its meta hash
+}
+
+// Options are a Provider's optional behaviours; the zero value is the
+// behaviour of New.
+type Options struct {
+	// Quarantine (Q3; config locking.redis.quarantine) refuses every
+	// acquisition of a key for one lease (the TTL asked) after the server
+	// lost the key's state: its meta hash (the fence) is gone although
+	// this provider saw it, or the server's run id changed since this
+	// provider last saw it (a restart, with or without persistence, or a
+	// failover). A holder the loss could not reach (partitioned, paused,
+	// not yet told) has seen its lease run out by then, so two holders
+	// never overlap, at the price of one lease without a holder after each
+	// loss. The check runs inside the acquire and extend scripts: no extra
+	// round trip (the scripts read the run id and uptime with INFO
+	// server). A provider that never saw the key (a process started after
+	// the loss) still finds it quarantined when another provider noticed
+	// the loss first, or when the server has been up for less than a lease
+	// and has no meta hash for the key: so the first acquisition of a key
+	// on a server started less than a lease ago waits a lease too.
+	// Default false.
+	Quarantine bool
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(c redis.UniversalClient, o Options) *Provider {
+	p := New(c)
+	p.quarantine = o.Quarantine
+	return p
+}
+
+// quarantineArgs are the script arguments of Q3 for key: the mode ('0'
+// off, '1' on, '2' on and the meta hash was seen) and the run id last
+// seen with it.
+func (p *Provider) quarantineArgs(key string) (mode, rid string) {
+	if !p.quarantine {
+		return "0", ""
+	}
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	rid, ok := p.seen[key]
+	if !ok {
+		return "1", ""
+	}
+	return "2", rid
+}
+
+// sawServer records that key's meta hash exists on the server with run id
+// rid (every reply with quarantine on: after it the hash exists).
+func (p *Provider) sawServer(key string, reply []any) []any {
+	if !p.quarantine || len(reply) == 0 {
+		return reply
+	}
+	rid, ok := reply[len(reply)-1].(string)
+	if !ok {
+		return reply
+	}
+	p.seenMu.Lock()
+	if p.seen == nil {
+		p.seen = make(map[string]string)
+	}
+	p.seen[key] = rid
+	p.seenMu.Unlock()
+	return reply[:len(reply)-1]
 }
 
 var (
@@ -201,14 +269,16 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 	if err := ctxErr(ctx); err != nil {
 		return res, opError("acquire", ctx, err)
 	}
+	qmode, qrid := p.quarantineArgs(r.Key)
 	reply, err := p.run(ctx, p.s.acquire, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds()}).Slice()
+		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}).Slice()
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
 		}
 		return res, opError("acquire", ctx, err)
 	}
+	reply = p.sawServer(r.Key, reply)
 	kind, _ := replyInt(reply, 0)
 	switch {
 	case kind == acquiredReply && len(reply) == 2:
@@ -358,15 +428,30 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	if err := ctxErr(ctx); err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	reply, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}).Int64Slice()
+	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}
+	if !p.quarantine {
+		reply, err := p.run(ctx, p.s.extend, args).Int64Slice()
+		if err != nil {
+			return locking.ExtendResult{}, opError("extend", ctx, err)
+		}
+		if len(reply) != 2 {
+			return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
+		}
+		return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
+	}
+	qmode, qrid := p.quarantineArgs(r.Key)
+	reply, err := p.run(ctx, p.s.extend, append(args, qmode, qrid)).Slice()
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	if len(reply) != 2 {
+	reply = p.sawServer(r.Key, reply)
+	code, ok1 := replyInt(reply, 0)
+	live, ok2 := replyInt(reply, 1)
+	if len(reply) != 2 || !ok1 || !ok2 {
 		return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
 	}
-	return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
+	return locking.ExtendResult{Extended: code >= 1, Preempt: code == 2, Participants: int(live)}, nil
 }
 
 // Release implements locking.Provider: DEL when key still stores value,
