@@ -58,6 +58,9 @@ type Config struct {
 	ExpiryRace time.Duration
 	// Log receives the fault log as it happens. Default io.Discard.
 	Log io.Writer
+	// Quarantine runs the replicas' providers with
+	// redislock.Options.Quarantine (locking.redis.quarantine).
+	Quarantine bool
 }
 
 // DefaultConfig returns the defaults.

@@ -50,20 +50,21 @@ import (
 )
 
 type config struct {
-	replica   int
-	identity  string
-	addrs     string
-	cluster   bool
-	sentinel  string
-	roles     int
-	lease     time.Duration
-	renew     time.Duration
-	retry     time.Duration
-	slice     time.Duration
-	out       string
-	namespace string
-	effects   string
-	verbose   bool
+	replica    int
+	identity   string
+	addrs      string
+	cluster    bool
+	sentinel   string
+	roles      int
+	lease      time.Duration
+	renew      time.Duration
+	retry      time.Duration
+	slice      time.Duration
+	out        string
+	namespace  string
+	effects    string
+	verbose    bool
+	quarantine bool
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.StringVar(&c.namespace, "namespace", "chaos", "lock namespace")
 	flag.StringVar(&c.effects, "effects", "", "address of the effects store (redis-server) for the fenced effects")
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
+	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
@@ -162,7 +164,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	provider := redislock.New(client)
+	provider := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine})
 	lo := locking.DefaultOptions()
 	lo.Namespace = c.namespace
 	lock, err := locking.New(provider, lo)
