@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"go.uber.org/zap/zapcore"
 )
@@ -119,6 +120,18 @@ type RedisConfig struct {
 	// the server lost its state (restart without persistence, failover):
 	// see redislock.Options.Quarantine (Q3). Default false.
 	Quarantine bool `koanf:"quarantine"`
+	// MinReplicas counts an acquisition or renewal only once that many
+	// replicas acknowledged it (WAIT): see redislock.Options.MinReplicas
+	// (Q2). Default 0: no wait.
+	MinReplicas int `koanf:"min_replicas"`
+	// ReplicaAckTimeout bounds the wait for MinReplicas; below every
+	// lease. Default 0: 100ms.
+	ReplicaAckTimeout time.Duration `koanf:"replica_ack_timeout"`
+}
+
+// ProviderOptions are the redislock options of the section.
+func (r RedisConfig) ProviderOptions() redislock.Options {
+	return redislock.Options{Quarantine: r.Quarantine, MinReplicas: r.MinReplicas, ReplicaAckTimeout: r.ReplicaAckTimeout}
 }
 
 // TLSConfig is locking.redis.tls.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
@@ -106,7 +108,7 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	var electors []*leadership.Elector
 	for i := range 3 {
 		c := srv.Client(t)
-		p := redislock.NewWithOptions(c, redislock.Options{Quarantine: true})
+		p := mustProvider(t, c, redislock.Options{Quarantine: true})
 		t.Cleanup(func() { _ = p.Close() })
 		lock, err := locking.New(p, locking.DefaultOptions())
 		if err != nil {
@@ -163,4 +165,14 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 		t.Errorf("a new term %v after the restart, within the quarantine of one lease (%v)", leaderless, o.Lease)
 	}
 	t.Logf("with quarantine the role was leaderless %v after the restart began (lease %v); new leader %s", leaderless.Round(time.Millisecond), o.Lease, next.Identity())
+}
+
+// mustProvider is redislock.NewWithOptions, failing t on an error.
+func mustProvider(t *testing.T, c redis.UniversalClient, o redislock.Options) *redislock.Provider {
+	t.Helper()
+	p, err := redislock.NewWithOptions(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

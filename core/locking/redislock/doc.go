@@ -156,12 +156,25 @@
 // leadership, Q1), which leaves a window of milliseconds when it can reach
 // the server, and up to its lease when it cannot.
 //
+// # Replica acknowledgement (Q2)
+//
+// With Options.MinReplicas N, AcquireWith and ExtendWith send their script
+// and WAIT N ReplicaAckTimeout in one pipeline: one connection (on Cluster
+// the master of the key), one round trip. An acquisition fewer than N
+// replicas acknowledged is deleted again (compare-and-delete, no release
+// message) and fails with an AckError (errors.Is ErrNotAcknowledged); an
+// extension that too few acknowledged fails the same way, although the
+// primary extended the key, so the caller keeps its earlier deadline. A
+// refusal needs no acknowledgement. ReplicasConnected reads the number of
+// connected replicas (INFO replication) for a check at start.
+//
 // # What a lease does not promise
 //
 // Redis replicates asynchronously: after a failover the new primary may not
-// know a lease the old one granted, and two holders may overlap. The fence
-// tells them apart (the successor's is larger) where a store checks it;
-// see package locking.
+// know a lease the old one granted, and two holders may overlap, unless
+// MinReplicas makes every lease wait for a replica. The fence tells them
+// apart (the successor's is larger) where a store checks it; see package
+// locking.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package redislock

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/internal/redistest"
@@ -21,8 +23,8 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 	req := func(value, owner string) locking.AcquireRequest {
 		return locking.AcquireRequest{Key: key, Value: value, TTL: lease, Owner: owner, ParticipantTTL: 2 * lease}
 	}
-	a := redislock.NewWithOptions(srv.Client(t), redislock.Options{Quarantine: true})
-	b := redislock.NewWithOptions(srv.Client(t), redislock.Options{Quarantine: true})
+	a := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
+	b := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
 	plain := redislock.New(srv.Client(t))
 	defer a.Close()
 	defer b.Close()
@@ -64,7 +66,7 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 	}
 	// A provider that never saw the key is refused too: the quarantine is
 	// stored on the server.
-	c := redislock.NewWithOptions(srv.Client(t), redislock.Options{Quarantine: true})
+	c := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
 	defer c.Close()
 	r, err = c.AcquireWith(ctx, req("vc:2", "c"))
 	if err != nil || r.Acquired {
@@ -110,4 +112,14 @@ func TestQuarantine_Q3_OffLeavesRepliesAlone(t *testing.T) {
 	if err != nil || r.Acquired || r.HolderValue != "v" {
 		t.Fatalf("%+v %v", r, err)
 	}
+}
+
+// mustProvider is redislock.NewWithOptions, failing t on an error.
+func mustProvider(t *testing.T, c redis.UniversalClient, o redislock.Options) *redislock.Provider {
+	t.Helper()
+	p, err := redislock.NewWithOptions(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -101,9 +101,11 @@ type Provider struct {
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
 
-	quarantine bool // Options.Quarantine (Q3)
-	seenMu     sync.Mutex
-	seen       map[string]string // Q3: key -> the server run id last seen with its meta hash
+	quarantine  bool          // Options.Quarantine (Q3)
+	minReplicas int           // Options.MinReplicas (Q2)
+	ackTimeout  time.Duration // Options.ReplicaAckTimeout (Q2)
+	seenMu      sync.Mutex
+	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
 }
 
 // Options are a Provider's optional behaviours; the zero value is the
@@ -126,14 +128,137 @@ type Options struct {
 	// on a server started less than a lease ago waits a lease too.
 	// Default false.
 	Quarantine bool
+
+	// MinReplicas (Q2; config locking.redis.min_replicas): when positive,
+	// an acquisition or an extension counts only once that many replicas
+	// acknowledged it: the script and a WAIT run in one pipeline, on one
+	// connection, in one round trip. An acquisition that too few
+	// replicas acknowledged is deleted again (compare-and-delete, without
+	// a release notification, so candidates are not woken into the same
+	// refusal) and reported as an AckError; an extension is reported as an
+	// AckError, so an elector keeps its earlier deadline and retries (the
+	// server's lease was extended, which only delays the next holder). A
+	// promoted replica then knows every lease a holder relies on. Default
+	// 0: no wait.
+	MinReplicas int
+	// ReplicaAckTimeout bounds the WAIT. Default (0) 100ms; it must stay
+	// well below the lease, since an acquisition or renewal takes that
+	// long when a replica lags.
+	ReplicaAckTimeout time.Duration
 }
 
-// NewWithOptions is New with options.
-func NewWithOptions(c redis.UniversalClient, o Options) *Provider {
+// DefaultReplicaAckTimeout is the WAIT timeout when
+// Options.ReplicaAckTimeout is zero.
+const DefaultReplicaAckTimeout = 100 * time.Millisecond
+
+// ErrNotAcknowledged matches an AckError.
+var ErrNotAcknowledged = errors.New("redislock: not acknowledged by enough replicas")
+
+// AckError reports an acquisition or extension that fewer replicas than
+// Options.MinReplicas acknowledged within Options.ReplicaAckTimeout.
+type AckError struct {
+	Op        string // "acquire" or "extend"
+	Key       string
+	Want, Got int
+	Timeout   time.Duration
+}
+
+func (e *AckError) Error() string {
+	return fmt.Sprintf("redislock: %s %q: %d of %d replicas acknowledged within %v", e.Op, e.Key, e.Got, e.Want, e.Timeout)
+}
+
+// Is makes errors.Is(err, ErrNotAcknowledged) hold.
+func (e *AckError) Is(target error) bool { return target == ErrNotAcknowledged }
+
+// NewWithOptions is New with options. It returns an error naming the field
+// and the value for a negative MinReplicas or ReplicaAckTimeout.
+func NewWithOptions(c redis.UniversalClient, o Options) (*Provider, error) {
+	if o.MinReplicas < 0 {
+		return nil, fmt.Errorf("redislock: Options.MinReplicas %d must not be negative", o.MinReplicas)
+	}
+	if o.ReplicaAckTimeout < 0 {
+		return nil, fmt.Errorf("redislock: Options.ReplicaAckTimeout %v must not be negative", o.ReplicaAckTimeout)
+	}
 	p := New(c)
 	p.quarantine = o.Quarantine
-	return p
+	p.minReplicas = o.MinReplicas
+	p.ackTimeout = o.ReplicaAckTimeout
+	if p.ackTimeout == 0 {
+		p.ackTimeout = DefaultReplicaAckTimeout
+	}
+	return p, nil
 }
+
+// runAcked runs s like run, followed by WAIT MinReplicas in the same
+// pipeline (one connection; on Cluster the master of key), and returns the
+// script's reply and the number of replicas that acknowledged.
+func (p *Provider) runAcked(ctx context.Context, key string, s script, args []any) (*redis.Cmd, int, error) {
+	for _, sha := range []bool{true, false} {
+		var pipe redis.Pipeliner
+		if cc, ok := p.c.(*redis.ClusterClient); ok {
+			m, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				return nil, 0, err
+			}
+			pipe = m.Pipeline()
+		} else {
+			pipe = p.c.Pipeline()
+		}
+		args[0], args[1] = "evalsha", s.sha
+		if !sha {
+			args[0], args[1] = "eval", s.src
+		}
+		cmd := pipe.Do(ctx, args...)
+		wait := pipe.Do(ctx, "wait", p.minReplicas, max(p.ackTimeout.Milliseconds(), 1))
+		_, _ = pipe.Exec(ctx)
+		if err := cmd.Err(); err != nil {
+			if sha && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				continue
+			}
+			return cmd, 0, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return cmd, 0, err
+		}
+		return cmd, int(n), nil
+	}
+	return nil, 0, errors.New("redislock: the server refused the script after EVAL")
+}
+
+// ReplicasConnected reports how many replicas the server key lives on has
+// connected now (INFO replication, one round trip; on Cluster the master
+// of key), for a check at start against Options.MinReplicas.
+func (p *Provider) ReplicasConnected(ctx context.Context, key string) (int, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	var c redis.Cmdable = p.c
+	if cc, ok := p.c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return 0, opError("replicas", ctx, err)
+		}
+		c = m
+	}
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, opError("replicas", ctx, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("redislock: replicas: connected_slaves %q: %w", v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+// MinReplicas is Options.MinReplicas.
+func (p *Provider) MinReplicas() int { return p.minReplicas }
 
 // quarantineArgs are the script arguments of Q3 for key: the mode ('0'
 // off, '1' on, '2' on and the meta hash was seen) and the run id last
@@ -270,8 +395,25 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 		return res, opError("acquire", ctx, err)
 	}
 	qmode, qrid := p.quarantineArgs(r.Key)
-	reply, err := p.run(ctx, p.s.acquire, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}).Slice()
+	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	var cmd *redis.Cmd
+	acked := 0
+	if p.minReplicas > 0 {
+		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.acquire, args)
+		if cmd == nil {
+			return res, opError("acquire", ctx, err)
+		}
+	} else {
+		cmd = p.run(ctx, p.s.acquire, args)
+	}
+	if err == nil {
+		err = cmd.Err()
+	}
+	reply, rerr := cmd.Slice()
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
@@ -285,6 +427,14 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 		f, ok := replyInt(reply, 1)
 		if !ok || f <= 0 {
 			break
+		}
+		if acked < p.minReplicas {
+			// Q2: a failover could lose this lease. Take it back without
+			// a notification (candidates would only meet the same wait).
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			_ = p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, "", p.publish}).Err()
+			return res, &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
@@ -430,7 +580,10 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	}
 	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
 		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}
-	if !p.quarantine {
+	if p.quarantine || p.minReplicas > 0 {
+		return p.extendChecked(ctx, r, args)
+	}
+	{
 		reply, err := p.run(ctx, p.s.extend, args).Int64Slice()
 		if err != nil {
 			return locking.ExtendResult{}, opError("extend", ctx, err)
@@ -440,8 +593,33 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 		}
 		return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
 	}
+}
+
+// extendChecked is ExtendWith with quarantine (Q3) or replica
+// acknowledgement (Q2).
+func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, args []any) (locking.ExtendResult, error) {
 	qmode, qrid := p.quarantineArgs(r.Key)
-	reply, err := p.run(ctx, p.s.extend, append(args, qmode, qrid)).Slice()
+	if p.quarantine {
+		args = append(args, qmode, qrid)
+	}
+	var cmd *redis.Cmd
+	var err error
+	acked := 0
+	if p.minReplicas > 0 {
+		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.extend, args)
+		if cmd == nil {
+			return locking.ExtendResult{}, opError("extend", ctx, err)
+		}
+	} else {
+		cmd = p.run(ctx, p.s.extend, args)
+	}
+	if err == nil {
+		err = cmd.Err()
+	}
+	reply, rerr := cmd.Slice()
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
@@ -450,6 +628,9 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	live, ok2 := replyInt(reply, 1)
 	if len(reply) != 2 || !ok1 || !ok2 {
 		return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
+	}
+	if code >= 1 && acked < p.minReplicas {
+		return locking.ExtendResult{}, &AckError{Op: "extend", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
 	}
 	return locking.ExtendResult{Extended: code >= 1, Preempt: code == 2, Participants: int(live)}, nil
 }

@@ -64,7 +64,8 @@ type config struct {
 	namespace  string
 	effects    string
 	verbose    bool
-	quarantine bool
+	quarantine  bool
+	minReplicas int
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	flag.StringVar(&c.namespace, "namespace", "chaos", "lock namespace")
 	flag.StringVar(&c.effects, "effects", "", "address of the effects store (redis-server) for the fenced effects")
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
+	flag.IntVar(&c.minReplicas, "min-replicas", 0, "replicas that must acknowledge an acquisition or renewal (redislock.Options.MinReplicas)")
 	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -164,7 +166,10 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	provider := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine})
+	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine, MinReplicas: c.minReplicas})
+	if err != nil {
+		return err
+	}
 	lo := locking.DefaultOptions()
 	lo.Namespace = c.namespace
 	lock, err := locking.New(provider, lo)
