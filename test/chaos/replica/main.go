@@ -50,20 +50,20 @@ import (
 )
 
 type config struct {
-	replica    int
-	identity   string
-	addrs      string
-	cluster    bool
-	sentinel   string
-	roles      int
-	lease      time.Duration
-	renew      time.Duration
-	retry      time.Duration
-	slice      time.Duration
-	out        string
-	namespace  string
-	effects    string
-	verbose    bool
+	replica     int
+	identity    string
+	addrs       string
+	cluster     bool
+	sentinel    string
+	roles       int
+	lease       time.Duration
+	renew       time.Duration
+	retry       time.Duration
+	slice       time.Duration
+	out         string
+	namespace   string
+	effects     string
+	verbose     bool
 	quarantine  bool
 	minReplicas int
 }
