@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -47,24 +46,6 @@ const (
 var StandaloneFaults = []FaultKind{
 	FaultKill, FaultPause, FaultRedisRestart, FaultRedisDown,
 	FaultBlackhole, FaultDelay, FaultReset, FaultLoad,
-}
-
-// CheckFaultKinds reports an error naming the first of cfg.Faults that
-// cfg's backend cannot inject (standalone, Cluster or Sentinel kinds).
-func CheckFaultKinds(cfg Config) error {
-	known := StandaloneFaults
-	switch {
-	case cfg.Cluster:
-		known = ClusterFaults
-	case cfg.Sentinel:
-		known = SentinelFaults
-	}
-	for _, k := range cfg.Faults {
-		if !slices.Contains(known, k) {
-			return fmt.Errorf("chaos: fault kind %q is not one of %v", k, known)
-		}
-	}
-	return nil
 }
 
 // Fault is one injected fault, as the harness logged it.

@@ -37,6 +37,7 @@ func main() {
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
 	flag.BoolVar(&cfg.Sentinel, "sentinel", false, "run over Sentinel (master, replica, 3 sentinels) with failovers")
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
+	flag.IntVar(&cfg.MinReplicas, "min-replicas", 0, "run the replicas with locking.redis.min_replicas")
 	flag.BoolVar(&cfg.Quarantine, "quarantine", false, "run the replicas with locking.redis.quarantine")
 	faults := flag.String("faults", "", "comma-separated fault kinds to draw from (default: every kind of the backend), e.g. redis-restart")
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
