@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"go.uber.org/zap/zapcore"
 )
@@ -115,6 +116,22 @@ type RedisConfig struct {
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 	// TLS configures TLS to the servers.
 	TLS TLSConfig `koanf:"tls"`
+	// Quarantine refuses the acquisition of a key for one lease after
+	// the server lost its state (restart without persistence, failover):
+	// see redislock.Options.Quarantine (Q3). Default false.
+	Quarantine bool `koanf:"quarantine"`
+	// MinReplicas counts an acquisition or renewal only once that many
+	// replicas acknowledged it (WAIT): see redislock.Options.MinReplicas
+	// (Q2). Default 0: no wait.
+	MinReplicas int `koanf:"min_replicas"`
+	// ReplicaAckTimeout bounds the wait for MinReplicas; below every
+	// lease. Default 0: 100ms.
+	ReplicaAckTimeout time.Duration `koanf:"replica_ack_timeout"`
+}
+
+// ProviderOptions are the redislock options of the section.
+func (r RedisConfig) ProviderOptions() redislock.Options {
+	return redislock.Options{Quarantine: r.Quarantine, MinReplicas: r.MinReplicas, ReplicaAckTimeout: r.ReplicaAckTimeout}
 }
 
 // TLSConfig is locking.redis.tls.
@@ -142,6 +159,9 @@ func (r RedisConfig) String() string {
 		fmt.Fprintf(&b, " master_name=%q sentinel_username=%q sentinel_password=%s", r.MasterName, r.SentinelUsername, r.SentinelPassword.String())
 	}
 	fmt.Fprintf(&b, " cluster=%t tls=%t", r.Cluster, r.TLS.Enabled)
+	if r.Quarantine {
+		b.WriteString(" quarantine=true")
+	}
 	return b.String()
 }
 
@@ -166,6 +186,7 @@ func (r RedisConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("sentinel_password", r.SentinelPassword.String())
 	enc.AddBool("cluster", r.Cluster)
 	enc.AddBool("tls", r.TLS.Enabled)
+	enc.AddBool("quarantine", r.Quarantine)
 	return nil
 }
 

@@ -413,6 +413,19 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			},
 		},
 		{
+			name: "Q2 negative min_replicas and replica_ack_timeout",
+			env:  []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__MIN_REPLICAS=-1", "HOSTLOOM_LOCKING__REDIS__REPLICA_ACK_TIMEOUT=-1s"},
+			want: []string{
+				"config: locking.redis.min_replicas: -1 must not be negative (env HOSTLOOM_LOCKING__REDIS__MIN_REPLICAS)",
+				"config: locking.redis.replica_ack_timeout: -1s must not be negative (env HOSTLOOM_LOCKING__REDIS__REPLICA_ACK_TIMEOUT)",
+			},
+		},
+		{
+			name: "Q2 replica_ack_timeout not below a lease",
+			yaml: "locking:\n  provider: redis\n  redis:\n    min_replicas: 1\n    replica_ack_timeout: 2s\nleadership:\n  roles:\n    fast:\n      lease: 2s\n      renew_interval: 500ms\n",
+			want: []string{"config: locking.redis.replica_ack_timeout: 2s must be below leadership.roles.fast.lease 2s (an acquisition or renewal waits that long for the replicas) (file "},
+		},
+		{
 			name: "redis cluster and sentinel",
 			yaml: "locking:\n  provider: redis\n  redis:\n    addrs: [a:1]\n    cluster: true\n    master_name: mymaster\n",
 			want: []string{`locking.redis.cluster: true and master_name "mymaster" select both Cluster and Sentinel`},

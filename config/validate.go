@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
 // Validate reports every problem with c at once, one *FieldError per
@@ -28,11 +30,40 @@ func (c *Config) validate() []*FieldError {
 	errs := c.Locking.validate(c.src)
 	errs = append(errs, c.Leadership.validate(c.src)...)
 	errs = append(errs, c.LeaderChannel.validate(c.src)...)
+	errs = append(errs, c.ackTimeoutErrors()...)
 	if c.Scheduling.MisfireWindow < 0 {
 		errs = append(errs, c.src.fieldError("scheduling.misfire_window", "%v must not be negative", c.Scheduling.MisfireWindow))
 	}
 	if _, err := c.Scheduling.Location.Load(); err != nil {
 		errs = append(errs, c.src.fieldError("scheduling.location", "%q is not a known time zone", string(c.Scheduling.Location)))
+	}
+	return errs
+}
+
+// ackTimeoutErrors: with locking.redis.min_replicas, the wait for the
+// replicas must end well before any role's lease (Q2): an acquisition or
+// renewal may take that long.
+func (c *Config) ackTimeoutErrors() []*FieldError {
+	r := c.Locking.Redis
+	if c.Locking.Provider != ProviderRedis || r.MinReplicas <= 0 || r.ReplicaAckTimeout < 0 {
+		return nil
+	}
+	wait := r.ProviderOptions().ReplicaAckTimeout
+	if wait == 0 {
+		wait = redislock.DefaultReplicaAckTimeout
+	}
+	var errs []*FieldError
+	check := func(leaseKey string, lease time.Duration) {
+		if lease > 0 && wait >= lease {
+			errs = append(errs, c.src.fieldError("locking.redis.replica_ack_timeout",
+				"%v must be below %s %v (an acquisition or renewal waits that long for the replicas)", wait, leaseKey, lease))
+		}
+	}
+	check("leadership.lease", c.Leadership.Lease)
+	for _, role := range sortedKeys(c.Leadership.Roles) {
+		if l := c.Leadership.For(role).Lease; l != c.Leadership.Lease {
+			check("leadership.roles."+role+".lease", l)
+		}
 	}
 	return errs
 }
@@ -111,6 +142,12 @@ func (r RedisConfig) validate(src sources) []*FieldError {
 		if t.d <= 0 {
 			bad(t.key, "%v must be positive", t.d)
 		}
+	}
+	if r.MinReplicas < 0 {
+		bad("min_replicas", "%d must not be negative", r.MinReplicas)
+	}
+	if r.ReplicaAckTimeout < 0 {
+		bad("replica_ack_timeout", "%v must not be negative", r.ReplicaAckTimeout)
 	}
 	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
 		bad("tls.cert_file", "cert_file %q and key_file %q: set both or neither", r.TLS.CertFile, r.TLS.KeyFile)

@@ -182,11 +182,17 @@ func New(p LockParams) (LockResult, error) {
 	}
 	if p.Lifecycle != nil {
 		var start func(context.Context) error
-		if built {
+		rp, _ := b.Provider.(*redislock.Provider)
+		if built || (rp != nil && rp.MinReplicas() > 0) {
 			start = func(ctx context.Context) error {
-				if err := checkClient(ctx, b.Client, cfg, log); err != nil {
-					// fx runs no OnStop for a hook whose OnStart failed.
-					return errors.Join(err, b.Close())
+				if built {
+					if err := checkClient(ctx, b.Client, cfg, log); err != nil {
+						// fx runs no OnStop for a hook whose OnStart failed.
+						return errors.Join(err, b.Close())
+					}
+				}
+				if rp != nil && rp.MinReplicas() > 0 {
+					checkReplicas(ctx, rp, b.Lock, cfg, log)
 				}
 				return nil
 			}
@@ -224,6 +230,28 @@ func checkClient(ctx context.Context, c redis.UniversalClient, cfg config.Lockin
 		log.Warn("HostLoomLockUnreachable", zap.Strings("addrs", cfg.Redis.Addrs), zap.Error(err))
 		return nil
 	}
+}
+
+// checkReplicas warns once at start when the server has fewer replicas
+// than locking.redis.min_replicas (Q2): no acquisition or renewal is then
+// acknowledged, so nobody can lead. On Cluster it asks the master of the
+// namespace's keys (all of them with use_hash_tags). A server it cannot
+// ask is left to the electors' outage log.
+func checkReplicas(ctx context.Context, rp *redislock.Provider, l *locking.DistributedLock, cfg config.LockingConfig, log *zap.Logger) {
+	key, err := l.ProviderKey("leader")
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Redis.DialTimeout+cfg.Redis.ReadTimeout)
+	defer cancel()
+	n, err := rp.ReplicasConnected(ctx, key)
+	if err != nil || n >= rp.MinReplicas() {
+		return
+	}
+	log.Warn("HostLoomMinReplicasUnmet", zap.String("key", "locking.redis.min_replicas"),
+		zap.String("source", cfg.Source("locking.redis.min_replicas")),
+		zap.Int("min_replicas", rp.MinReplicas()), zap.Int("replicas", n),
+		zap.String("consequence", "no acquisition or renewal is acknowledged by enough replicas: nobody can lead until they connect"))
 }
 
 // authReply is the server's error code and text (WRONGPASS invalid
@@ -290,7 +318,11 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 			b.closers = append(b.closers, c.Close)
 		}
 		b.Client = client
-		rp := redislock.New(client)
+		rp, err := redislock.NewWithOptions(client, cfg.Redis.ProviderOptions())
+		if err != nil {
+			_ = b.Close()
+			return nil, err
+		}
 		b.Provider = rp
 		b.closers = append(b.closers, rp.Close)
 	}

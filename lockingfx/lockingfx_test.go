@@ -450,3 +450,32 @@ func TestModule_B1_BalanceOverMemoryWarns(t *testing.T) {
 		t.Fatalf("HostLoomBalanceMemoryLock logged %d times, want 1", n)
 	}
 }
+
+// TestModule_Q2_MinReplicasAboveTheServersWarnsAtStart: a standalone
+// server has no replica; min_replicas 2 starts, and says once at Warn,
+// naming the key, its source, both numbers and the consequence.
+func TestModule_Q2_MinReplicasAboveTheServersWarnsAtStart(t *testing.T) {
+	srv := redistest.Start(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	app := fxtest.New(t,
+		config.Module("", config.WithEnviron([]string{
+			"HOSTLOOM_LOCKING__PROVIDER=redis",
+			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
+			"HOSTLOOM_LOCKING__REDIS__MIN_REPLICAS=2",
+		})),
+		lockingfx.Module,
+		fx.Supply(zap.New(core)),
+		fx.Invoke(func(locking.Lock) {}),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+	warns := logs.FilterMessage("HostLoomMinReplicasUnmet").All()
+	if len(warns) != 1 || warns[0].Level != zapcore.WarnLevel {
+		t.Fatalf("HostLoomMinReplicasUnmet = %v, want once at Warn", warns)
+	}
+	f := warns[0].ContextMap()
+	if f["key"] != "locking.redis.min_replicas" || f["min_replicas"] != int64(2) || f["replicas"] != int64(0) ||
+		!strings.Contains(f["source"].(string), "HOSTLOOM_LOCKING__REDIS__MIN_REPLICAS") || !strings.Contains(f["consequence"].(string), "nobody can lead") {
+		t.Fatalf("fields %v", f)
+	}
+}

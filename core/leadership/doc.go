@@ -127,10 +127,29 @@
 // While its notification subscription is live (locking.EventSubscribed),
 // that is all it does: it sleeps until the learned expiry instead of
 // polling (P3). Without a subscription, or while it is down, it tries on
-// the RetryInterval cadence exactly (no jitter), and it tries once at once
-// when the subscription comes back, since a release published meanwhile
-// may have been lost. An operator's resign request (locking.EventResign,
-// the hostloom CLI's resign) makes the leader step down as Resign does.
+// the RetryInterval cadence exactly (no jitter); when the subscription
+// comes back it keeps that cadence (a release published meanwhile is found
+// by the next attempt), so that the leader gets the first chance to verify
+// (below). When the subscription first comes up after this candidate was
+// already refused, it tries once at once. An operator's resign request
+// (locking.EventResign, the hostloom CLI's resign) makes the leader step
+// down as Resign does.
+//
+// # A server that lost its data (Q1)
+//
+// A lock server restarted without persistence (or failed over to a replica
+// that missed writes) forgets the leader's lease while the leader still
+// believes in it. The leader learns of it as soon as it can: when its
+// subscription comes back after dropping (locking.EventSubscribed after
+// locking.EventUnsubscribed), it renews at once instead of at its cadence,
+// and a refusal ends the term; when another acquisition of its role is
+// announced (locking.EventAcquired with a fence larger than its own, or by
+// another owner when the lock sends no fences), it ends its term at that
+// moment, like a refused renewal (Token cancelled, a Change with reason
+// Refused), and contends again. A leader that cannot reach the server is
+// told nothing: its own deadline ends the term. redislock's
+// Options.Quarantine closes that window, at the cost of one lease without
+// a leader after each loss.
 //
 // # Uncoordinated locks and faults
 //

@@ -107,6 +107,10 @@ type loop struct {
 	announced     string
 	topPriority   int  // the highest participant priority the last refusal reported (B2)
 	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
+	// verify: the subscription came back while a renewal was under way;
+	// that renewal may have been answered before the server lost its
+	// state, so another one follows at once (Q1).
+	verify bool
 
 	// When the role became free as this instance learned it, for the
 	// handover metric (O6): "handover" from a release notification,
@@ -509,6 +513,12 @@ func (l *loop) renewed(o outcome) {
 			l.observe(e.identity, d)
 		}
 		l.due = c.sent.Add(e.opts.RenewInterval)
+		if l.verify {
+			// Q1: this renewal may have been answered before the link
+			// came back; verify again.
+			l.verify = false
+			l.due = now
+		}
 		if o.preempted {
 			// B2: a higher-priority participant has been live for a
 			// lease: hand over cooperatively, as Resign does.
@@ -539,6 +549,12 @@ func (l *loop) renewed(o outcome) {
 	if wait >= remaining {
 		// No attempt at or past the deadline: wait for it (E6, E5).
 		wait = remaining
+	}
+	if l.verify && kind != outcomeFault {
+		// Q1: the link came back while this renewal (sent over the old
+		// one) was under way: try again now rather than at the E6 cadence.
+		l.verify = false
+		wait = 0
 	}
 	l.due = now.Add(wait)
 	e.log.Debug("LeadershipRenewRetry", zap.Duration("next_attempt", wait), zap.Duration("lease_remaining", remaining), zap.Error(o.err))
@@ -595,7 +611,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		l.giveBack(lease)
 		lease = nil
 	}
-	l.unsure = false
+	l.unsure, l.verify = false, false
 	e.tel.leader(false, 0)
 	e.tel.transition(reason)
 	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
@@ -839,6 +855,9 @@ func (l *loop) event(ev locking.Event) {
 			l.wakeAt(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
 		}
 	case locking.EventAcquired:
+		if l.lease != nil && l.supersededBy(ev) {
+			l.superseded(now, ev)
+		}
 		if ev.Owner != e.identity {
 			l.observe(ev.Owner, now.Add(e.opts.Lease))
 		}
@@ -851,19 +870,73 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventSubscribed:
 		l.live = true
 		l.subscriptions++
-		if l.subscriptions > 1 || l.tried {
-			// Events may have been lost while the subscription was down,
-			// or before it first came up while this candidate had
-			// already been refused (a release named to it, B1): one
-			// immediate try (P3).
+		if l.subscriptions > 1 && l.lease != nil {
+			// The link dropped and came back: the server may have
+			// restarted without its data, and an acquisition announced
+			// meanwhile was lost. Verify the lease with a renewal now
+			// instead of at the cadence (Q1).
+			l.verifyNow(now)
+		}
+		if l.subscriptions == 1 && l.tried {
+			// Events may have been lost before the subscription first
+			// came up while this candidate had already been refused (a
+			// release named to it, B1): one immediate try (P3).
 			l.wake(now)
 		}
+		// After a reconnection a candidate keeps the RetryInterval
+		// cadence it fell back to when the subscription dropped (a
+		// release lost meanwhile is found by then): the server may have
+		// restarted without its data, and the leader, which verifies its
+		// lease at once (above), gets the first chance to take the role
+		// again before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
 		l.live = false
 		if l.lease == nil && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
 			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
 		}
 	}
+}
+
+// supersededBy reports whether ev, an acquisition announced while this
+// instance leads, shows that its lease is gone (Q1). With fences on both
+// sides a larger fence is a later acquisition, and a smaller or equal one
+// an earlier acquisition delivered late, or this term's own announcement.
+// Without them, an acquisition by another owner counts, and superseded
+// gives the lease back in case the event was a late one.
+func (l *loop) supersededBy(ev locking.Event) bool {
+	fence := l.e.state.Load().fence
+	if ev.Fence != 0 && fence != 0 {
+		return ev.Fence > fence
+	}
+	return ev.Owner != "" && ev.Owner != l.e.identity
+}
+
+// superseded ends the term at once because another acquisition of the
+// role was announced (Q1), like a refused renewal (E4), and contends
+// again at once: the attempt is refused while the new holder's lease
+// runs, and tells how long it runs. When the event carried no fence to
+// compare it may have been an old one delivered late: the lease is then
+// given back first (a compare-and-delete, a no-op when the lease is gone),
+// so this instance is not refused by its own lease.
+func (l *loop) superseded(now time.Time, ev locking.Event) {
+	fenced := ev.Fence != 0 && l.e.state.Load().fence != 0
+	err := fmt.Errorf("%w: %q acquired the role (fence %d)", locking.ErrLeaseLost, ev.Owner, ev.Fence)
+	lease := l.endTerm(Refused, err)
+	if fenced || lease == nil {
+		l.due = now
+		return
+	}
+	l.giveBack(lease)
+}
+
+// verifyNow renews the leader's lease at once, or right after the renewal
+// under way returns (Q1).
+func (l *loop) verifyNow(now time.Time) {
+	if l.step != nil {
+		l.verify = l.step.op == opRenew
+		return
+	}
+	l.due = now
 }
 
 // wake makes an idle candidate try at once, or after one RetryInterval

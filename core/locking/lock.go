@@ -124,6 +124,12 @@ type Event struct {
 	// Owner is the identity the event concerns (EventAcquired,
 	// EventResign); "" otherwise.
 	Owner string
+	// Fence is the fence the acquisition issued (EventAcquired), 0 when
+	// the lock did not say. Fences of one key grow with every
+	// acquisition, so an elector that leads with a fence tells a newer
+	// acquisition (a larger fence: its own lease is gone) from a late
+	// delivery of an older one (Q1).
+	Fence uint64
 }
 
 // EventWatcher is implemented by locks that publish what happens to a key:

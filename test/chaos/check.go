@@ -96,6 +96,8 @@ type Overlap struct {
 	Window time.Duration
 	// Fault is the fault that explains the overlap ("" when none does).
 	Fault string
+	// Kind is that fault's kind ("" when none explains it).
+	Kind FaultKind
 	// Stall is the longest work slice of A's term in the lease before the
 	// overlap began: far above the replica's slice length, it shows that
 	// A's process was not running (not scheduled) when its lease ran out.
@@ -200,6 +202,110 @@ type Report struct {
 	Asserts AssertWindows
 }
 
+// Category is one kind of window in which two replicas did unfenced work
+// for one role at once. Each has its own cause and its own remedy; the
+// checker counts them apart so that a run shows which of them occurred
+// and how long each lasted.
+type Category string
+
+// The categories, in the order the summary lists them.
+const (
+	// CategoryPaused: an effect in flight across a pause. The harness
+	// stopped a leader (SIGSTOP) past its lease; after SIGCONT its work
+	// slice still ran until it checked the term. Closed by a fence
+	// checked where the effect lands.
+	CategoryPaused Category = "paused"
+	// CategoryStateLoss: the lock server restarted without persistence
+	// (or was down and came back empty) and forgot the leader's lease; a
+	// candidate took the role before the leader learned it. Narrowed by
+	// the leader's immediate verification on reconnect and its reaction
+	// to the new holder's announcement; closed by quarantine after state
+	// loss, or by a fence.
+	CategoryStateLoss Category = "state-loss"
+	// CategoryFailover: a failover to a replica that missed the
+	// acquisition or the renewal (asynchronous replication). Closed by
+	// waiting for replica acknowledgement, or by a fence.
+	CategoryFailover Category = "failover"
+	// CategoryLateExpiry: a leader noticed the end of its lease up to the
+	// expiry tolerance after a successor began (clock drift, scheduling).
+	// Closed by a fence.
+	CategoryLateExpiry Category = "late-expiry"
+	// CategoryStalled: a leader whose process was not scheduled when its
+	// lease ran out. Closed by a fence.
+	CategoryStalled Category = "stalled"
+	// CategoryUnexplained: an overlap no fault explains: a broken
+	// guarantee.
+	CategoryUnexplained Category = "unexplained"
+)
+
+// Categories lists every category in summary order.
+var Categories = []Category{CategoryPaused, CategoryStateLoss, CategoryFailover, CategoryLateExpiry, CategoryStalled, CategoryUnexplained}
+
+// describe is the category's one-line description for the summary.
+func (c Category) describe() string {
+	switch c {
+	case CategoryPaused:
+		return "effect in flight across a pause"
+	case CategoryStateLoss:
+		return "state loss (restart without persistence)"
+	case CategoryFailover:
+		return "failover without acknowledgement"
+	case CategoryLateExpiry:
+		return "expiry noticed late"
+	case CategoryStalled:
+		return "leader not scheduled at its expiry"
+	default:
+		return "unexplained (breaks the guarantee)"
+	}
+}
+
+// CategoryStats is one category's count and longest overlap.
+type CategoryStats struct {
+	Category Category
+	Count    int
+	// MaxOverlap is the longest time two replicas worked at once.
+	MaxOverlap time.Duration
+}
+
+// Windows returns every category's count and longest overlap, in the
+// order of Categories (categories with no overlap included, with zeros).
+func (r *Report) Windows() []CategoryStats {
+	byCat := map[Category]*CategoryStats{}
+	out := make([]CategoryStats, len(Categories))
+	for i, c := range Categories {
+		out[i].Category = c
+		byCat[c] = &out[i]
+	}
+	add := func(c Category, os []Overlap) {
+		st := byCat[c]
+		for _, o := range os {
+			st.Count++
+			st.MaxOverlap = max(st.MaxOverlap, o.Length)
+		}
+	}
+	add(CategoryPaused, r.PausedWindows)
+	var lost, failed []Overlap
+	for _, o := range r.LostStateOverlaps {
+		if isFailover(o.Kind) {
+			failed = append(failed, o)
+		} else {
+			lost = append(lost, o)
+		}
+	}
+	add(CategoryStateLoss, lost)
+	add(CategoryFailover, failed)
+	add(CategoryLateExpiry, r.LateExpiry)
+	add(CategoryStalled, r.StalledWindows)
+	add(CategoryUnexplained, r.Overlaps)
+	return out
+}
+
+// isFailover reports whether k promotes a replica (the Cluster and
+// Sentinel kinds, named so on every platform).
+func isFailover(k FaultKind) bool {
+	return strings.Contains(string(k), "failover") || strings.Contains(string(k), "kill-master")
+}
+
 // Problems lists every violation; an empty list means the run passed.
 func (r *Report) Problems() []string {
 	var p []string
@@ -249,6 +355,10 @@ func (r *Report) Summary() string {
 	sort.Strings(kinds)
 	fmt.Fprintf(&b, "faults injected: %d (%s)\n", r.Faults, strings.Join(kinds, " "))
 	fmt.Fprintf(&b, "incarnations: %d, work records: %d, handovers: %d\n", r.Incarnations, r.WorkRecords, r.Handovers)
+	b.WriteString("unfenced overlap by category (count, longest overlap):\n")
+	for _, w := range r.Windows() {
+		fmt.Fprintf(&b, "  %-12s %-44s %6d  %v\n", w.Category, w.Category.describe(), w.Count, w.MaxOverlap)
+	}
 	fmt.Fprintf(&b, "overlaps: %d (must be 0)\n", len(r.Overlaps))
 	fmt.Fprintf(&b, "late-expiry windows (not paused, noticed expiry late, tolerance %v): %d, longest %v\n", r.Limits.ExpiryRace, len(r.LateExpiry), r.MaxLateExpiry)
 	for i, o := range r.LateExpiry {
@@ -470,7 +580,7 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 			resumed := f.Heal.UnixNano()
 			if p.End > resumed && p.End >= f.Start.UnixNano() && p.Start <= resumed+int64(lim.Lease) {
 				o.Window = time.Duration(p.End - resumed)
-				o.Fault = f.String()
+				o.Fault, o.Kind = f.String(), f.Kind
 				r.PausedWindows = append(r.PausedWindows, o)
 				return
 			}
@@ -484,7 +594,7 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 		}
 		if overlapStart >= f.Start.UnixNano() && overlapStart <= f.Heal.Add(lim.Lease+lim.slack()).UnixNano() && o.A.Start < f.Heal.UnixNano() {
 			o.Window = time.Duration(overlapEnd - f.Heal.UnixNano())
-			o.Fault = f.String()
+			o.Fault, o.Kind = f.String(), f.Kind
 			r.LostStateOverlaps = append(r.LostStateOverlaps, o)
 			return
 		}

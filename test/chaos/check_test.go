@@ -413,3 +413,81 @@ func TestCheck_SliceOfNormalLengthIsNoStallEvidence(t *testing.T) {
 		t.Fatalf("overlap without a stall was excused:\n%s", r.Summary())
 	}
 }
+
+// TestCheck_D4_EveryCategoryCountedApart: one role overlaps after a pause,
+// one after a restart without persistence, one after a Sentinel failover,
+// and one with no fault at all; each lands in its own category with its
+// own count and longest overlap, and the summary lists every category.
+func TestCheck_D4_EveryCategoryCountedApart(t *testing.T) {
+	incs, exits := stoppedOK("r0.1", "r1.1", "r2.1")
+	var recs []Record
+	// role p: r0.1 paused 500..2000 finishes its slice 30ms after; r1.1 leads from 1600.
+	recs = append(recs, cont("r0.1", "p", 1, 0, 500)...)
+	recs = append(recs, work("r0.1", "p", 1, 500, 2030))
+	recs = append(recs, cont("r1.1", "p", 1, 1600, 8000)...)
+	// role s: restart 3000..3050; r2.1 from 3100 while r1.1 works to 3104.
+	recs = append(recs, cont("r1.1", "s", 1, 0, 3104)...)
+	recs = append(recs, cont("r2.1", "s", 1, 3100, 8000)...)
+	// role f: Sentinel failover 5000..5050; r1.1 from 5100 while r2.1 works to 5140.
+	recs = append(recs, cont("r2.1", "f", 1, 0, 5140)...)
+	recs = append(recs, cont("r1.1", "f", 1, 5100, 8000)...)
+	// role u: r1.1 and r2.1 overlap 60ms long after every fault.
+	recs = append(recs, cont("r1.1", "u", 2, 0, 7060)...)
+	recs = append(recs, cont("r2.1", "u", 1, 7000, 8000)...)
+	h := History{Roles: []string{"f", "p", "s", "u"}, Records: append(recs, exits...), Incarnations: incs, From: at(0), To: at(8000),
+		Faults: []Fault{
+			pause(500, 2000),
+			{Seq: 2, Kind: FaultRedisRestart, Target: -1, Start: at(3000), Heal: at(3050), LostState: true, Unavailable: true},
+			{Seq: 3, Kind: FaultSentinelFailover, Target: -1, Start: at(5000), Heal: at(5050), LostState: true, Unavailable: true},
+		}}
+	r := Check(h, Limits{Lease: time.Second, RetryInterval: 250 * time.Millisecond, ExpiryRace: 12 * time.Millisecond})
+	got := map[Category]CategoryStats{}
+	for _, w := range r.Windows() {
+		got[w.Category] = w
+	}
+	if len(got) != len(Categories) {
+		t.Fatalf("Windows lists %d categories, want %d", len(got), len(Categories))
+	}
+	want := map[Category]CategoryStats{
+		CategoryPaused:      {CategoryPaused, 1, 430 * time.Millisecond}, // 1600..2030
+		CategoryStateLoss:   {CategoryStateLoss, 1, 4 * time.Millisecond},
+		CategoryFailover:    {CategoryFailover, 1, 40 * time.Millisecond},
+		CategoryLateExpiry:  {CategoryLateExpiry, 0, 0},
+		CategoryStalled:     {CategoryStalled, 0, 0},
+		CategoryUnexplained: {CategoryUnexplained, 1, 60 * time.Millisecond},
+	}
+	for c, w := range want {
+		if got[c] != w {
+			t.Errorf("%s = %+v, want %+v", c, got[c], w)
+		}
+	}
+	if r.OK() {
+		t.Error("an unexplained overlap passed")
+	}
+	sum := r.Summary()
+	for _, c := range Categories {
+		if !strings.Contains(sum, string(c)+" ") {
+			t.Errorf("summary lacks category %s:\n%s", c, sum)
+		}
+	}
+}
+
+// TestCheck_D4_FailoverOverlapIsNotStateLoss: an overlap after a Sentinel
+// master kill is a failover, not a restart.
+func TestCheck_D4_FailoverOverlapIsNotStateLoss(t *testing.T) {
+	h := history(cont("r0.1", "a", 1, 0, 1140), cont("r1.1", "a", 1, 1100, 3000))
+	h.Faults = []Fault{{Seq: 1, Kind: FaultSentinelKillMaster, Target: -1, Start: at(1000), Heal: at(1050), LostState: true, Unavailable: true}}
+	r := Check(h, testLimits)
+	var fo, sl CategoryStats
+	for _, w := range r.Windows() {
+		switch w.Category {
+		case CategoryFailover:
+			fo = w
+		case CategoryStateLoss:
+			sl = w
+		}
+	}
+	if fo.Count != 1 || fo.MaxOverlap != 40*time.Millisecond || sl.Count != 0 {
+		t.Fatalf("failover %+v, state loss %+v; want one failover of 40ms", fo, sl)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,30 @@ type Config struct {
 	ExpiryRace time.Duration
 	// Log receives the fault log as it happens. Default io.Discard.
 	Log io.Writer
+	// Quarantine runs the replicas' providers with
+	// redislock.Options.Quarantine (locking.redis.quarantine).
+	Quarantine bool
+	// MinReplicas runs them with redislock.Options.MinReplicas
+	// (locking.redis.min_replicas).
+	MinReplicas int
+}
+
+// CheckFaultKinds reports an error naming the first of cfg.Faults that
+// cfg's backend cannot inject (standalone, Cluster or Sentinel kinds).
+func CheckFaultKinds(cfg Config) error {
+	known := StandaloneFaults
+	switch {
+	case cfg.Cluster:
+		known = ClusterFaults
+	case cfg.Sentinel:
+		known = sentinelKinds
+	}
+	for _, k := range cfg.Faults {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("chaos: fault kind %q is not one of %v", k, known)
+		}
+	}
+	return nil
 }
 
 // DefaultConfig returns the defaults.
@@ -539,7 +564,7 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		f.Heal = time.Now()
 	case FaultFailover, FaultKillMaster:
 		err = r.clusterFault(ctx, &f)
-	case FaultSentinelFailover, FaultSentinelKillMaster:
+	case FaultSentinelFailover, FaultSentinelKillMaster, FaultSentinelLagKillMaster:
 		err = r.sentinelFault(ctx, &f)
 	default:
 		return f, fmt.Errorf("unknown fault kind %q", kind)

@@ -82,6 +82,12 @@ func (f *fleet) start(i int) (string, error) {
 	if f.cfg.Sentinel {
 		args = append(args, "-sentinel", SentinelMaster)
 	}
+	if f.cfg.Quarantine {
+		args = append(args, "-quarantine")
+	}
+	if f.cfg.MinReplicas > 0 {
+		args = append(args, "-min-replicas", strconv.Itoa(f.cfg.MinReplicas))
+	}
 	logf, err := os.OpenFile(filepath.Join(f.dir, fmt.Sprintf("r%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("chaos: replica log: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,10 +23,23 @@ const (
 	// the replica; the old master comes back empty and is turned into a
 	// replica.
 	FaultSentinelKillMaster FaultKind = "sentinel-kill-master"
+	// FaultSentinelLagKillMaster stops the replica (SIGSTOP) for one
+	// lease, so the leaders' renewals and acquisitions meanwhile reach the
+	// master only, then kills the master and resumes the replica, which
+	// the sentinels promote: it has lost everything written while it was
+	// stopped. With locking.redis.min_replicas 1 nothing written then was
+	// acknowledged, so no term relies on it. Healed when the set is whole
+	// again (the old master back as a replica, in sync). Not drawn by
+	// default: choose it with -faults.
+	FaultSentinelLagKillMaster FaultKind = "sentinel-lag-kill-master"
 )
 
 // SentinelFaults are the fault kinds of a run over Sentinel.
 var SentinelFaults = []FaultKind{FaultSentinelFailover, FaultSentinelKillMaster, FaultKill, FaultPause}
+
+// sentinelKinds are every kind a Sentinel run can inject, the opt-in
+// FaultSentinelLagKillMaster included.
+var sentinelKinds = append([]FaultKind{FaultSentinelLagKillMaster}, SentinelFaults...)
 
 // SentinelMaster is the master name the sentinels monitor.
 const SentinelMaster = "chaos"
@@ -183,6 +197,34 @@ func (r *run) sentinelFault(ctx context.Context, f *Fault) error {
 			if err := node.Restart(); err != nil {
 				r.logf("chaos: restart %s: %v", old, err)
 			}
+		}()
+	case FaultSentinelLagKillMaster:
+		r.stats.KilledMasters++
+		var replica *RedisServer
+		for _, n := range r.sentinel.data {
+			if n.Addr() != old {
+				replica = n
+			}
+		}
+		if err := replica.Signal(syscall.SIGSTOP); err != nil {
+			return fmt.Errorf("SIGSTOP replica: %w", err)
+		}
+		time.Sleep(r.cfg.Lease) // renewals and acquisitions reach the master only
+		node := r.sentinel.node(old)
+		node.Kill()
+		if err := replica.Signal(syscall.SIGCONT); err != nil {
+			return fmt.Errorf("SIGCONT replica: %w", err)
+		}
+		defer func() {
+			if err := node.Restart(); err != nil {
+				r.logf("chaos: restart %s: %v", old, err)
+			}
+			// Nobody can lead with min_replicas until the old master
+			// serves as a replica again: that is the heal.
+			if err := r.sentinel.waitReady(ctx, 60*time.Second); err != nil {
+				r.logf("chaos: %v", err)
+			}
+			f.Heal = time.Now()
 		}()
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -153,7 +153,7 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 	m.fence = max(m.fence+1, uint64(max(now.UnixMicro(), 0)))
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	p.wrote(now)
-	p.publish(r.Key, locking.Event{Kind: locking.EventAcquired, Owner: r.Owner})
+	p.publish(r.Key, locking.Event{Kind: locking.EventAcquired, Owner: r.Owner, Fence: m.fence})
 	return locking.AcquireResult{Acquired: true, Fence: m.fence}, nil
 }
 

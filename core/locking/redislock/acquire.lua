@@ -16,6 +16,18 @@
 -- when held (pttl -1: no expiry; the highest priority among the live
 -- participants, 0 when none); {2, stored} when the stored fence is not a
 -- number below 2^53 (nothing is written then).
+--
+-- Quarantine after state loss (Q3): ARGV[10] '0' off; '1' on; '2' on and
+-- the caller saw this key's meta hash before. ARGV[11] is the server run
+-- id the caller last saw for this key ('' none). The server lost the
+-- key's state when its 'fence' and 'q' are gone although the caller saw
+-- the meta hash or the server has been up for less than a lease (a
+-- restart without persistence), or when the run id changed
+-- (a restart or a failover) and no quarantine was set for this run id
+-- yet. Then the meta field 'q' = 'UNTIL_MS:RUNID' is set to now + the
+-- lease, and until UNTIL a free key is refused: {0, wait, '', top}. The
+-- field is kept (with the hash) so one loss quarantines once. With
+-- quarantine on, every reply ends with the server's run id.
 local t = redis.call('TIME')
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ms = math.floor(us / 1000)
@@ -26,6 +38,24 @@ local prio = tonumber(ARGV[8] or '0')
 -- One read of the meta hash serves everything below: the caller's own
 -- record (its first registration time), the live participants' top
 -- priority, the expired ones, the stored fence and the B2 'free' mark.
+local quarantine = ARGV[10] or '0'
+local rid, young = '', false
+if quarantine ~= '0' then
+  local info = redis.call('INFO', 'server')
+  rid = string.match(info, 'run_id:(%x+)') or ''
+  -- A server up for less than a lease (whole seconds, rounded up) knows
+  -- nothing of what it held before it started: a key without a meta hash
+  -- may have been held there.
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)') or '0')
+  young = up * 1000 < tonumber(ARGV[2]) + 1000
+end
+local function reply(r)
+  if quarantine ~= '0' then
+    r[#r + 1] = rid
+  end
+  return r
+end
+
 local meta = {}
 local all
 if registering then
@@ -39,6 +69,13 @@ else
   all = {}
   if meta['fence'] then
     all = {'fence', meta['fence']}
+  end
+  if quarantine ~= '0' then
+    meta['q'] = redis.call('HGET', KEYS[2], 'q') or nil
+    if meta['q'] then
+      all[#all + 1] = 'q'
+      all[#all + 1] = meta['q']
+    end
   end
 end
 local since, top, others, expired = ms, nil, false, {}
@@ -76,7 +113,26 @@ if held then
       redis.call('PEXPIRE', KEYS[2], ARGV[5])
     end
   end
-  return {0, redis.call('PTTL', KEYS[1]), held, top or 0}
+  return reply({0, redis.call('PTTL', KEYS[1]), held, top or 0})
+end
+
+-- Q3: a free key after the server lost its state waits one lease.
+if quarantine ~= '0' then
+  local until_ms, qrid = string.match(meta['q'] or '', '^(%d+):(%x*)$')
+  until_ms = tonumber(until_ms)
+  local lostData = (quarantine == '2' or young) and not meta['fence'] and not meta['q']
+  local newServer = ARGV[11] ~= '' and ARGV[11] ~= rid and qrid ~= rid
+  if lostData or newServer then
+    until_ms = ms + tonumber(ARGV[2])
+    redis.call('HSET', KEYS[2], 'q', string.format('%.0f:%s', until_ms, rid))
+    if #all == 0 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[5])
+      all = {'q', ''}
+    end
+  end
+  if until_ms and ms < until_ms then
+    return reply({0, until_ms - ms, '', top or 0})
+  end
 end
 
 -- B2: a higher-priority live participant gets the first chance at a free
@@ -91,7 +147,7 @@ if wait > 0 and registering and others and top > prio then
     redis.call('HSET', KEYS[2], self, record)
   end
   if ms < seen + wait then
-    return {0, seen + wait - ms, '', top}
+    return reply({0, seen + wait - ms, '', top})
   end
 end
 
@@ -100,7 +156,7 @@ local fence = us
 if stored then
   local n = tonumber(stored)
   if not string.match(stored, '^%d+$') or #stored > 16 or n >= 9007199254740991 then
-    return {2, stored}
+    return reply({2, stored})
   end
   if n + 1 > fence then
     fence = n + 1
@@ -129,11 +185,14 @@ if #all == 0 then
 end
 -- Announce the holder to the role's watchers (P2); a plain lock user
 -- (not registering) has none.
+-- The message carries the fence, so a holder that hears it late can tell
+-- an older acquisition from a newer one (Q1).
 if registering then
+  local msg = 'acquired@' .. string.format('%.0f', fence) .. ':' .. ARGV[3]
   if ARGV[6] == 'k' then
-    redis.call(ARGV[7], KEYS[1] .. ':released', 'acquired:' .. ARGV[3])
+    redis.call(ARGV[7], KEYS[1] .. ':released', msg)
   elseif ARGV[6] == 'w' then
-    redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', 'acquired:' .. ARGV[3])
+    redis.call(ARGV[7], '{' .. KEYS[1] .. '}:released', msg)
   end
 end
-return {1, fence}
+return reply({1, fence})

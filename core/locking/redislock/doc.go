@@ -16,7 +16,7 @@
 // with raw go-redis calls).
 //
 //   - Acquire (AcquireWith): when the key is free, SET key value PX ttl,
-//     the fence written to the key's meta hash, and an "acquired:OWNER"
+//     the fence written to the key's meta hash, and an "acquired@FENCE:OWNER"
 //     message on the key's channel; when it is held, the holder's value
 //     (and so its owner identity, P2) and PTTL, reported by
 //     locking.HeldError. Either way the owner is registered as a
@@ -100,7 +100,8 @@
 //
 // The scripts publish on the channel key + ":released" (PUBLISH; on Redis
 // Cluster SPUBLISH, sharded pub/sub, to a channel in the key's slot): the
-// acquire script "acquired:OWNER" on success, the release script
+// acquire script "acquired@FENCE:OWNER" on success (earlier versions
+// "acquired:OWNER", read as an acquisition without a fence), the release script
 // "released", and RequestResign "resign:OWNER" ("resign:" for whoever
 // holds the key). Releases of earlier versions carry an empty message and
 // count as releases; unknown messages are ignored. Watch wakes on releases
@@ -133,12 +134,47 @@
 // notifications: a ring may place a key and its channel on different
 // shards.
 //
+// # Quarantine after state loss (Q3)
+//
+// NewWithOptions with Options.Quarantine makes the acquire and extend
+// scripts notice that the server lost a key's state: its meta hash no
+// longer has a fence although this provider saw it, the server has been up
+// for less than the lease asked and has no record of the key, or the
+// server's run id (read in the script with INFO server) differs from the
+// one this provider last saw with the key. The first script that notices
+// stores "q" = "UNTIL_MS:RUNID" in the meta hash, now + the lease by the
+// server's clock; until then every acquisition of the key is refused with
+// the time left as the holder's remaining TTL (no holder value), so
+// electors sleep until it ends. One loss quarantines once: the field stays
+// with the hash. No extra round trip; the scripts then return the run id
+// as a last element, which the provider keeps per key.
+//
+// Choose it when an effect that checks no fence must never run twice at
+// once and one lease without a leader after a Redis restart or failover is
+// acceptable. Without it the old leader learns of the loss at its next
+// contact (at once when its notification subscription comes back: package
+// leadership, Q1), which leaves a window of milliseconds when it can reach
+// the server, and up to its lease when it cannot.
+//
+// # Replica acknowledgement (Q2)
+//
+// With Options.MinReplicas N, AcquireWith and ExtendWith send their script
+// and WAIT N ReplicaAckTimeout in one pipeline: one connection (on Cluster
+// the master of the key), one round trip. An acquisition fewer than N
+// replicas acknowledged is deleted again (compare-and-delete, no release
+// message) and fails with an AckError (errors.Is ErrNotAcknowledged); an
+// extension that too few acknowledged fails the same way, although the
+// primary extended the key, so the caller keeps its earlier deadline. A
+// refusal needs no acknowledgement. ReplicasConnected reads the number of
+// connected replicas (INFO replication) for a check at start.
+//
 // # What a lease does not promise
 //
 // Redis replicates asynchronously: after a failover the new primary may not
-// know a lease the old one granted, and two holders may overlap. The fence
-// tells them apart (the successor's is larger) where a store checks it;
-// see package locking.
+// know a lease the old one granted, and two holders may overlap, unless
+// MinReplicas makes every lease wait for a replica. The fence tells them
+// apart (the successor's is larger) where a store checks it; see package
+// locking.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package redislock

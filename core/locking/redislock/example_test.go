@@ -76,3 +76,23 @@ func ExampleNew_hashTags() {
 	// Output:
 	// {billing}:lock:invoices
 }
+
+// Options for the edges of the lease tier: quarantine after the server
+// lost its data, and replica acknowledgement for failovers. A negative
+// value is an error naming the field.
+func ExampleNewWithOptions() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer client.Close()
+	_, err := redislock.NewWithOptions(client, redislock.Options{MinReplicas: -1})
+	fmt.Println(err)
+	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: true, MinReplicas: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer provider.Close()
+	fmt.Println("min replicas:", provider.MinReplicas())
+	// Output:
+	// redislock: Options.MinReplicas -1 must not be negative
+	// min replicas: 1
+}

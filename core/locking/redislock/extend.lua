@@ -8,6 +8,37 @@
 -- above ARGV[6] registered at least ARGV[2] milliseconds ago (B2: the
 -- holder should hand over); live the number of live participants, the
 -- caller included (0 when it registers none).
+--
+-- Quarantine (Q3, see acquire.lua): ARGV[7] '0' off, '1' on, '2' on and
+-- the caller saw the meta hash before; ARGV[8] the run id it last saw. A
+-- renewal refused because the server lost the key's state sets the
+-- quarantine, so candidates wait one lease too. With quarantine on the
+-- reply ends with the server's run id.
+local quarantine = ARGV[7] or '0'
+local rid = ''
+if quarantine ~= '0' then
+  rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+end
+local function reply(code, live)
+  if quarantine == '0' then
+    return {code, live}
+  end
+  if code == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
+    local m = redis.call('HMGET', KEYS[2], 'fence', 'q')
+    local _, qrid = string.match(m[2] or '', '^(%d+):(%x*)$')
+    local lostData = quarantine == '2' and not m[1] and not m[2]
+    local newServer = ARGV[8] ~= '' and ARGV[8] ~= rid and qrid ~= rid
+    if lostData or newServer then
+      local t = redis.call('TIME')
+      local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      redis.call('HSET', KEYS[2], 'q', string.format('%.0f:%s', ms + tonumber(ARGV[2]), rid))
+      if redis.call('PTTL', KEYS[2]) < 0 then
+        redis.call('PEXPIRE', KEYS[2], ARGV[5])
+      end
+    end
+  end
+  return {code, live, rid}
+end
 if ARGV[4] ~= '0' then
   local t = redis.call('TIME')
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -39,15 +70,15 @@ if ARGV[4] ~= '0' then
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-    return {0, live}
+    return reply(0, live)
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if preempt then
-    return {2, live}
+    return reply(2, live)
   end
-  return {1, live}
+  return reply(1, live)
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return {redis.call('PEXPIRE', KEYS[1], ARGV[2]), 0}
+  return reply(redis.call('PEXPIRE', KEYS[1], ARGV[2]), 0)
 end
-return {0, 0}
+return reply(0, 0)

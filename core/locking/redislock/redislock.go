@@ -100,6 +100,199 @@ type Provider struct {
 	mu     sync.Mutex
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
+
+	quarantine  bool          // Options.Quarantine (Q3)
+	minReplicas int           // Options.MinReplicas (Q2)
+	ackTimeout  time.Duration // Options.ReplicaAckTimeout (Q2)
+	seenMu      sync.Mutex
+	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
+}
+
+// Options are a Provider's optional behaviours; the zero value is the
+// behaviour of New.
+type Options struct {
+	// Quarantine (Q3; config locking.redis.quarantine) refuses every
+	// acquisition of a key for one lease (the TTL asked) after the server
+	// lost the key's state: its meta hash (the fence) is gone although
+	// this provider saw it, or the server's run id changed since this
+	// provider last saw it (a restart, with or without persistence, or a
+	// failover). A holder the loss could not reach (partitioned, paused,
+	// not yet told) has seen its lease run out by then, so two holders
+	// never overlap, at the price of one lease without a holder after each
+	// loss. The check runs inside the acquire and extend scripts: no extra
+	// round trip (the scripts read the run id and uptime with INFO
+	// server). A provider that never saw the key (a process started after
+	// the loss) still finds it quarantined when another provider noticed
+	// the loss first, or when the server has been up for less than a lease
+	// and has no meta hash for the key: so the first acquisition of a key
+	// on a server started less than a lease ago waits a lease too.
+	// Default false.
+	Quarantine bool
+
+	// MinReplicas (Q2; config locking.redis.min_replicas): when positive,
+	// an acquisition or an extension counts only once that many replicas
+	// acknowledged it: the script and a WAIT run in one pipeline, on one
+	// connection, in one round trip. An acquisition that too few
+	// replicas acknowledged is deleted again (compare-and-delete, without
+	// a release notification, so candidates are not woken into the same
+	// refusal) and reported as an AckError; an extension is reported as an
+	// AckError, so an elector keeps its earlier deadline and retries (the
+	// server's lease was extended, which only delays the next holder). A
+	// promoted replica then knows every lease a holder relies on. Default
+	// 0: no wait.
+	MinReplicas int
+	// ReplicaAckTimeout bounds the WAIT. Default (0) 100ms; it must stay
+	// well below the lease, since an acquisition or renewal takes that
+	// long when a replica lags.
+	ReplicaAckTimeout time.Duration
+}
+
+// DefaultReplicaAckTimeout is the WAIT timeout when
+// Options.ReplicaAckTimeout is zero.
+const DefaultReplicaAckTimeout = 100 * time.Millisecond
+
+// ErrNotAcknowledged matches an AckError.
+var ErrNotAcknowledged = errors.New("redislock: not acknowledged by enough replicas")
+
+// AckError reports an acquisition or extension that fewer replicas than
+// Options.MinReplicas acknowledged within Options.ReplicaAckTimeout.
+type AckError struct {
+	Op        string // "acquire" or "extend"
+	Key       string
+	Want, Got int
+	Timeout   time.Duration
+}
+
+func (e *AckError) Error() string {
+	return fmt.Sprintf("redislock: %s %q: %d of %d replicas acknowledged within %v", e.Op, e.Key, e.Got, e.Want, e.Timeout)
+}
+
+// Is makes errors.Is(err, ErrNotAcknowledged) hold.
+func (e *AckError) Is(target error) bool { return target == ErrNotAcknowledged }
+
+// NewWithOptions is New with options. It returns an error naming the field
+// and the value for a negative MinReplicas or ReplicaAckTimeout.
+func NewWithOptions(c redis.UniversalClient, o Options) (*Provider, error) {
+	if o.MinReplicas < 0 {
+		return nil, fmt.Errorf("redislock: Options.MinReplicas %d must not be negative", o.MinReplicas)
+	}
+	if o.ReplicaAckTimeout < 0 {
+		return nil, fmt.Errorf("redislock: Options.ReplicaAckTimeout %v must not be negative", o.ReplicaAckTimeout)
+	}
+	p := New(c)
+	p.quarantine = o.Quarantine
+	p.minReplicas = o.MinReplicas
+	p.ackTimeout = o.ReplicaAckTimeout
+	if p.ackTimeout == 0 {
+		p.ackTimeout = DefaultReplicaAckTimeout
+	}
+	return p, nil
+}
+
+// runAcked runs s like run, followed by WAIT MinReplicas in the same
+// pipeline (one connection; on Cluster the master of key), and returns the
+// script's reply and the number of replicas that acknowledged.
+func (p *Provider) runAcked(ctx context.Context, key string, s script, args []any) (*redis.Cmd, int, error) {
+	for _, sha := range []bool{true, false} {
+		var pipe redis.Pipeliner
+		if cc, ok := p.c.(*redis.ClusterClient); ok {
+			m, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				return nil, 0, err
+			}
+			pipe = m.Pipeline()
+		} else {
+			pipe = p.c.Pipeline()
+		}
+		args[0], args[1] = "evalsha", s.sha
+		if !sha {
+			args[0], args[1] = "eval", s.src
+		}
+		cmd := pipe.Do(ctx, args...)
+		wait := pipe.Do(ctx, "wait", p.minReplicas, max(p.ackTimeout.Milliseconds(), 1))
+		_, _ = pipe.Exec(ctx)
+		if err := cmd.Err(); err != nil {
+			if sha && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				continue
+			}
+			return cmd, 0, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return cmd, 0, err
+		}
+		return cmd, int(n), nil
+	}
+	return nil, 0, errors.New("redislock: the server refused the script after EVAL")
+}
+
+// ReplicasConnected reports how many replicas the server key lives on has
+// connected now (INFO replication, one round trip; on Cluster the master
+// of key), for a check at start against Options.MinReplicas.
+func (p *Provider) ReplicasConnected(ctx context.Context, key string) (int, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	var c redis.Cmdable = p.c
+	if cc, ok := p.c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return 0, opError("replicas", ctx, err)
+		}
+		c = m
+	}
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, opError("replicas", ctx, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("redislock: replicas: connected_slaves %q: %w", v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+// MinReplicas is Options.MinReplicas.
+func (p *Provider) MinReplicas() int { return p.minReplicas }
+
+// quarantineArgs are the script arguments of Q3 for key: the mode ('0'
+// off, '1' on, '2' on and the meta hash was seen) and the run id last
+// seen with it.
+func (p *Provider) quarantineArgs(key string) (mode, rid string) {
+	if !p.quarantine {
+		return "0", ""
+	}
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	rid, ok := p.seen[key]
+	if !ok {
+		return "1", ""
+	}
+	return "2", rid
+}
+
+// sawServer records that key's meta hash exists on the server with run id
+// rid (every reply with quarantine on: after it the hash exists).
+func (p *Provider) sawServer(key string, reply []any) []any {
+	if !p.quarantine || len(reply) == 0 {
+		return reply
+	}
+	rid, ok := reply[len(reply)-1].(string)
+	if !ok {
+		return reply
+	}
+	p.seenMu.Lock()
+	if p.seen == nil {
+		p.seen = make(map[string]string)
+	}
+	p.seen[key] = rid
+	p.seenMu.Unlock()
+	return reply[:len(reply)-1]
 }
 
 var (
@@ -179,7 +372,7 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 // AcquireWith implements locking.ProviderAcquirer in one script (see
 // acquire.lua): when the key is free it stores the value with PX ttl,
 // issues the fence max(last fence + 1, server TIME in microseconds) into
-// the key's meta hash, and publishes "acquired:OWNER" on the key's event
+// the key's meta hash, and publishes "acquired@FENCE:OWNER" on the key's event
 // channel; when the key is held it reports the holder's value and PTTL.
 // Either way it registers the participant.
 //
@@ -201,20 +394,47 @@ func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (l
 	if err := ctxErr(ctx); err != nil {
 		return res, opError("acquire", ctx, err)
 	}
-	reply, err := p.run(ctx, p.s.acquire, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds()}).Slice()
+	qmode, qrid := p.quarantineArgs(r.Key)
+	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	var cmd *redis.Cmd
+	acked := 0
+	if p.minReplicas > 0 {
+		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.acquire, args)
+		if cmd == nil {
+			return res, opError("acquire", ctx, err)
+		}
+	} else {
+		cmd = p.run(ctx, p.s.acquire, args)
+	}
+	if err == nil {
+		err = cmd.Err()
+	}
+	reply, rerr := cmd.Slice()
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
 		}
 		return res, opError("acquire", ctx, err)
 	}
+	reply = p.sawServer(r.Key, reply)
 	kind, _ := replyInt(reply, 0)
 	switch {
 	case kind == acquiredReply && len(reply) == 2:
 		f, ok := replyInt(reply, 1)
 		if !ok || f <= 0 {
 			break
+		}
+		if acked < p.minReplicas {
+			// Q2: a failover could lose this lease. Take it back without
+			// a notification (candidates would only meet the same wait).
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			_ = p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, "", p.publish}).Err()
+			return res, &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
@@ -358,15 +578,61 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	if err := ctxErr(ctx); err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	reply, err := p.run(ctx, p.s.extend, []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}).Int64Slice()
+	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}
+	if p.quarantine || p.minReplicas > 0 {
+		return p.extendChecked(ctx, r, args)
+	}
+	{
+		reply, err := p.run(ctx, p.s.extend, args).Int64Slice()
+		if err != nil {
+			return locking.ExtendResult{}, opError("extend", ctx, err)
+		}
+		if len(reply) != 2 {
+			return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
+		}
+		return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
+	}
+}
+
+// extendChecked is ExtendWith with quarantine (Q3) or replica
+// acknowledgement (Q2).
+func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, args []any) (locking.ExtendResult, error) {
+	qmode, qrid := p.quarantineArgs(r.Key)
+	if p.quarantine {
+		args = append(args, qmode, qrid)
+	}
+	var cmd *redis.Cmd
+	var err error
+	acked := 0
+	if p.minReplicas > 0 {
+		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.extend, args)
+		if cmd == nil {
+			return locking.ExtendResult{}, opError("extend", ctx, err)
+		}
+	} else {
+		cmd = p.run(ctx, p.s.extend, args)
+	}
+	if err == nil {
+		err = cmd.Err()
+	}
+	reply, rerr := cmd.Slice()
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	if len(reply) != 2 {
+	reply = p.sawServer(r.Key, reply)
+	code, ok1 := replyInt(reply, 0)
+	live, ok2 := replyInt(reply, 1)
+	if len(reply) != 2 || !ok1 || !ok2 {
 		return locking.ExtendResult{}, fmt.Errorf("redislock: extend: unexpected reply %v", reply)
 	}
-	return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
+	if code >= 1 && acked < p.minReplicas {
+		return locking.ExtendResult{}, &AckError{Op: "extend", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
+	}
+	return locking.ExtendResult{Extended: code >= 1, Preempt: code == 2, Participants: int(live)}, nil
 }
 
 // Release implements locking.Provider: DEL when key still stores value,

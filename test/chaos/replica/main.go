@@ -50,20 +50,22 @@ import (
 )
 
 type config struct {
-	replica   int
-	identity  string
-	addrs     string
-	cluster   bool
-	sentinel  string
-	roles     int
-	lease     time.Duration
-	renew     time.Duration
-	retry     time.Duration
-	slice     time.Duration
-	out       string
-	namespace string
-	effects   string
-	verbose   bool
+	replica     int
+	identity    string
+	addrs       string
+	cluster     bool
+	sentinel    string
+	roles       int
+	lease       time.Duration
+	renew       time.Duration
+	retry       time.Duration
+	slice       time.Duration
+	out         string
+	namespace   string
+	effects     string
+	verbose     bool
+	quarantine  bool
+	minReplicas int
 }
 
 func main() {
@@ -82,6 +84,8 @@ func main() {
 	flag.StringVar(&c.namespace, "namespace", "chaos", "lock namespace")
 	flag.StringVar(&c.effects, "effects", "", "address of the effects store (redis-server) for the fenced effects")
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
+	flag.IntVar(&c.minReplicas, "min-replicas", 0, "replicas that must acknowledge an acquisition or renewal (redislock.Options.MinReplicas)")
+	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
@@ -162,7 +166,10 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	provider := redislock.New(client)
+	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine, MinReplicas: c.minReplicas})
+	if err != nil {
+		return err
+	}
 	lo := locking.DefaultOptions()
 	lo.Namespace = c.namespace
 	lock, err := locking.New(provider, lo)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +37,9 @@ func main() {
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "run over a Redis Cluster (3 masters + 3 replicas) with failovers")
 	flag.BoolVar(&cfg.Sentinel, "sentinel", false, "run over Sentinel (master, replica, 3 sentinels) with failovers")
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
+	flag.IntVar(&cfg.MinReplicas, "min-replicas", 0, "run the replicas with locking.redis.min_replicas")
+	flag.BoolVar(&cfg.Quarantine, "quarantine", false, "run the replicas with locking.redis.quarantine")
+	faults := flag.String("faults", "", "comma-separated fault kinds to draw from (default: every kind of the backend), e.g. redis-restart")
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
 	flag.Parse()
 	if *recheck != "" {
@@ -49,6 +53,15 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *faults != "" {
+		for _, k := range strings.Split(*faults, ",") {
+			cfg.Faults = append(cfg.Faults, chaos.FaultKind(strings.TrimSpace(k)))
+		}
+		if err := chaos.CheckFaultKinds(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()

@@ -1,0 +1,398 @@
+package leadership_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
+)
+
+// lockServer models one lock server over memlock that can restart without
+// its data, as a Redis without persistence does: the keys, fences and
+// subscriptions of the old server are gone. Each process reaches it
+// through a serverView.
+type lockServer struct {
+	t     *testing.T
+	mu    sync.Mutex
+	cur   *locking.DistributedLock
+	epoch int
+	views []*serverView
+}
+
+func newLockServer(t *testing.T) *lockServer {
+	s := &lockServer{t: t}
+	s.cur = s.fresh()
+	return s
+}
+
+func (s *lockServer) fresh() *locking.DistributedLock {
+	l, err := locking.New(memlock.New(), locking.DefaultOptions())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return l
+}
+
+// silently is a reconnect delay for view: the view's subscriptions move to
+// a restarted server without a word, modelling a loss of state its
+// subscriber was not told about.
+const silently = time.Duration(-1)
+
+// view returns a process's view of the server; its subscriptions come back
+// reconnect after a restart.
+func (s *lockServer) view(reconnect time.Duration) *serverView {
+	v := &serverView{s: s, reconnect: reconnect}
+	s.mu.Lock()
+	s.views = append(s.views, v)
+	s.mu.Unlock()
+	return v
+}
+
+// restart replaces the server with an empty one. Every subscription drops
+// (EventUnsubscribed) and comes back after its view's reconnect delay
+// (EventSubscribed), unless the view moves silently.
+func (s *lockServer) restart() {
+	s.mu.Lock()
+	s.cur = s.fresh()
+	s.epoch++
+	views := append([]*serverView(nil), s.views...)
+	s.mu.Unlock()
+	for _, v := range views {
+		v.moved()
+	}
+}
+
+func (s *lockServer) now() (*locking.DistributedLock, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur, s.epoch
+}
+
+// serverView is one process's client of a lockServer: a locking.Lock
+// with owned acquisitions and event callbacks.
+type serverView struct {
+	s         *lockServer
+	reconnect time.Duration
+
+	mu   sync.Mutex
+	subs []*viewSub
+}
+
+type viewSub struct {
+	key     string
+	fn      func(locking.Event)
+	stop    func()
+	swallow bool // drop the next EventSubscribed (a silent move)
+	gone    bool
+}
+
+func (v *serverView) Coordinated() bool { return true }
+
+func (v *serverView) TryAcquire(ctx context.Context, key string, d time.Duration) (locking.Lease, error) {
+	return v.TryAcquireAs(ctx, key, d, "")
+}
+
+func (v *serverView) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (locking.Lease, error) {
+	cur, epoch := v.s.now()
+	l, err := cur.TryAcquireAs(ctx, key, d, owner)
+	if err != nil {
+		return nil, err
+	}
+	return &viewLease{Lease: l, s: v.s, epoch: epoch}, nil
+}
+
+func (v *serverView) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+	sub := &viewSub{key: key}
+	sub.fn = func(ev locking.Event) {
+		v.mu.Lock()
+		drop := sub.gone || (sub.swallow && ev.Kind == locking.EventSubscribed)
+		if sub.swallow && ev.Kind == locking.EventSubscribed {
+			sub.swallow = false
+		}
+		v.mu.Unlock()
+		if !drop {
+			fn(ev)
+		}
+	}
+	v.mu.Lock()
+	v.subs = append(v.subs, sub)
+	v.mu.Unlock()
+	cur, _ := v.s.now()
+	stop := cur.WatchEventsFunc(key, sub.fn)
+	v.mu.Lock()
+	sub.stop = stop
+	v.mu.Unlock()
+	return func() {
+		v.mu.Lock()
+		sub.gone = true
+		stop := sub.stop
+		v.mu.Unlock()
+		stop()
+	}
+}
+
+// moved re-subscribes every subscription of v on the server's new epoch.
+func (v *serverView) moved() {
+	silent := v.reconnect == silently
+	v.mu.Lock()
+	subs := append([]*viewSub(nil), v.subs...)
+	v.mu.Unlock()
+	for _, sub := range subs {
+		v.mu.Lock()
+		old, gone := sub.stop, sub.gone
+		sub.swallow = silent
+		v.mu.Unlock()
+		if gone {
+			continue
+		}
+		old()
+		if !silent {
+			sub.fn(locking.Event{Kind: locking.EventUnsubscribed})
+		}
+		resubscribe := func() {
+			cur, _ := v.s.now()
+			stop := cur.WatchEventsFunc(sub.key, sub.fn)
+			v.mu.Lock()
+			sub.stop = stop
+			v.mu.Unlock()
+		}
+		if silent || v.reconnect <= 0 {
+			resubscribe()
+		} else {
+			time.AfterFunc(v.reconnect, resubscribe)
+		}
+	}
+}
+
+// inject delivers ev to v's subscribers of key, as if the server sent it.
+func (v *serverView) inject(key string, ev locking.Event) {
+	v.mu.Lock()
+	subs := append([]*viewSub(nil), v.subs...)
+	v.mu.Unlock()
+	for _, sub := range subs {
+		if sub.key == key {
+			sub.fn(ev)
+		}
+	}
+}
+
+// viewLease is a lease of one server epoch: after a restart the server
+// no longer knows it.
+type viewLease struct {
+	locking.Lease
+	s     *lockServer
+	epoch int
+}
+
+func (l *viewLease) Fence() uint64 { return l.Lease.(locking.Fenced).Fence() }
+
+func (l *viewLease) Extend(ctx context.Context, d time.Duration) error {
+	if _, epoch := l.s.now(); epoch != l.epoch {
+		return locking.ErrLeaseLost
+	}
+	return l.Lease.Extend(ctx, d)
+}
+
+func (l *viewLease) Release(ctx context.Context) error {
+	if _, epoch := l.s.now(); epoch != l.epoch {
+		return nil
+	}
+	return l.Lease.Release(ctx)
+}
+
+// leaders counts the electors that lead now.
+func leaders(es ...*leadership.Elector) int {
+	n := 0
+	for _, e := range es {
+		if e.IsLeader() {
+			n++
+		}
+	}
+	return n
+}
+
+// TestElector_Q1_ResubscribedLeaderVerifiesAtOnce: a restart without
+// persistence drops the leader's subscription; when it comes back (10ms
+// later) the leader renews at once, is refused by the empty server, and
+// takes the role again, instead of leading on a lease the server forgot
+// until its next renewal (5s at the defaults).
+func TestElector_Q1_ResubscribedLeaderVerifiesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", srv.view(10*time.Millisecond), o, leadership.WithIdentity("a"))
+		changes := subscribe(a)
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		if !a.IsLeader() {
+			t.Fatal("a does not lead")
+		}
+		oldFence := a.Fence()
+		time.Sleep(time.Second) // renewals are due at 5s, 10s, ...
+		srv.restart()
+		synctest.Wait()
+		if !a.IsLeader() || a.Term() != 1 {
+			t.Fatalf("before the subscription came back: leader %v term %d, want still term 1", a.IsLeader(), a.Term())
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if !a.IsLeader() || a.Term() != 2 || a.Fence() <= oldFence {
+			t.Fatalf("10ms after the restart: leader %v term %d fence %d (was %d), want term 2 with a larger fence", a.IsLeader(), a.Term(), a.Fence(), oldFence)
+		}
+		got := changes.reasons()
+		want := []leadership.Reason{leadership.Acquired, leadership.Refused, leadership.Acquired}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("changes %v, want %v", got, want)
+		}
+	})
+}
+
+// TestElector_Q1_AcquisitionByAnotherOwnerEndsTheTermAtOnce: the server
+// lost its state without the leader's subscription dropping; a candidate
+// takes the free role at its next attempt, and the leader ends its term
+// at the very instant it hears of it, like a refused renewal.
+func TestElector_Q1_AcquisitionByAnotherOwnerEndsTheTermAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		a := mustElector(t, "r", srv.view(silently), o, leadership.WithIdentity("a"))
+		b := mustElector(t, "r", srv.view(time.Hour), o, leadership.WithIdentity("b"))
+		aChanges := subscribe(a)
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		if !a.IsLeader() || b.IsLeader() {
+			t.Fatal("a should lead, b follow")
+		}
+		aToken := a.Token()
+		srv.restart()
+		// b retries at most one RetryInterval later; a renews at 5s only.
+		deadline := time.Now().Add(o.RetryInterval + time.Millisecond)
+		for !b.IsLeader() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if n := leaders(a, b); n > 1 {
+				t.Fatalf("two leaders at %v", time.Now())
+			}
+		}
+		if !b.IsLeader() {
+			t.Fatal("b did not take the role the server forgot")
+		}
+		took := time.Now()
+		if a.IsLeader() || aToken.Err() == nil {
+			t.Fatal("a still leads after b's acquisition was announced")
+		}
+		if !errors.Is(context.Cause(aToken), leadership.ErrNotLeader) {
+			t.Fatalf("a's token cause %v", context.Cause(aToken))
+		}
+		all := aChanges.all()
+		last := all[len(all)-1]
+		if last.IsLeader || last.Reason != leadership.Refused || !last.At.Equal(took) {
+			t.Fatalf("a's last change %+v, want a loss (refused) at %v", last, took)
+		}
+		// a contended again at once and learned that b holds the role.
+		if id, ok := a.Leader(); !ok || id != "b" {
+			t.Fatalf("a observes leader %q %v, want b", id, ok)
+		}
+	})
+}
+
+// TestElector_Q1_LateOrOwnAcquisitionNoticeKeepsTheTerm: an announcement
+// with a smaller fence (an earlier acquisition delivered late) or with the
+// term's own fence does not end the term.
+func TestElector_Q1_LateOrOwnAcquisitionNoticeKeepsTheTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		v := srv.view(0)
+		a := mustElector(t, "r", v, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		f := a.Fence()
+		if f == 0 {
+			t.Fatal("no fence")
+		}
+		v.inject(a.LockKey(), locking.Event{Kind: locking.EventAcquired, Owner: "b", Fence: f - 1})
+		v.inject(a.LockKey(), locking.Event{Kind: locking.EventAcquired, Owner: "a", Fence: f})
+		synctest.Wait()
+		if !a.IsLeader() || a.Term() != 1 {
+			t.Fatalf("leader %v term %d after a late and an own notice, want term 1", a.IsLeader(), a.Term())
+		}
+		v.inject(a.LockKey(), locking.Event{Kind: locking.EventAcquired, Owner: "b", Fence: f + 1})
+		if a.IsLeader() {
+			// The loop takes the event on its own goroutine; at the next
+			// quiet instant it has.
+			synctest.Wait()
+		}
+		if a.IsLeader() && a.Term() == 1 {
+			t.Fatal("a larger fence did not end the term")
+		}
+	})
+}
+
+// TestElector_Q1_UnfencedNoticeGivesTheLeaseBack: over a lock whose events
+// carry no fence, an acquisition by another owner ends the term too; the
+// lease is given back first, so when the notice was a late one this
+// instance takes the role again at once instead of being refused by its
+// own lease for up to a lease.
+func TestElector_Q1_UnfencedNoticeGivesTheLeaseBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		v := srv.view(0)
+		a := mustElector(t, "r", v, leadership.DefaultOptions(), leadership.WithIdentity("a"))
+		changes := subscribe(a)
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		v.inject(a.LockKey(), locking.Event{Kind: locking.EventAcquired, Owner: "b"}) // no fence
+		synctest.Wait()
+		if !a.IsLeader() || a.Term() != 2 {
+			t.Fatalf("leader %v term %d, want term 2 at once", a.IsLeader(), a.Term())
+		}
+		got := changes.reasons()
+		if len(got) != 3 || got[1] != leadership.Refused {
+			t.Fatalf("changes %v, want acquired, refused, acquired", got)
+		}
+	})
+}
+
+// TestElector_Q1_RestartWithTwoReplicasLeavesNoOverlap: a leader and a
+// candidate whose subscriptions come back 5ms and 5ms after a restart: at
+// no instant do both lead, and one of them leads again within a few
+// milliseconds.
+func TestElector_Q1_RestartWithTwoReplicasLeavesNoOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		a := mustElector(t, "r", srv.view(5*time.Millisecond), o, leadership.WithIdentity("a"))
+		b := mustElector(t, "r", srv.view(5*time.Millisecond), o, leadership.WithIdentity("b"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		time.Sleep(700 * time.Millisecond)
+		srv.restart()
+		for range 3000 {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if leaders(a, b) > 1 {
+				t.Fatalf("two leaders at %v", time.Now())
+			}
+		}
+		if leaders(a, b) != 1 {
+			t.Fatal("nobody leads after the restart")
+		}
+	})
+}
