@@ -221,7 +221,7 @@ func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Dur
 	}
 	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}
 	var pttl time.Duration
-	if register && l.participants != nil {
+	if register {
 		pttl = participantTTL(ttl)
 	}
 	r, err := l.p.Acquire(ctx, AcquireRequest{
@@ -414,7 +414,7 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
 	var pttl time.Duration
-	if s.register && s.l.participants != nil {
+	if s.register {
 		pttl = participantTTL(ttl)
 	}
 	r, err := s.l.p.Extend(ctx, ExtendRequest{

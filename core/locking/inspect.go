@@ -52,12 +52,15 @@ func (l *DistributedLock) RequestResign(ctx context.Context, key, owner string) 
 // deregister, oldest first, read in one round trip (with the leader marked
 // when the provider is also an Inspector). When some stored records do not
 // parse, the others are returned together with an error matching
-// ErrBadRecord that names the key. A disabled lock, or a provider without
-// participants, yields ErrNotSupported.
+// ErrBadRecord that names the key. A disabled lock has none; a provider
+// without participants yields ErrNotSupported.
 func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Participant, error) {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return nil, err
+	}
+	if l.o.Disabled {
+		return nil, nil
 	}
 	if l.participants == nil {
 		return nil, fmt.Errorf("locking: participants %q: %w", key, ErrNotSupported)
@@ -86,12 +89,15 @@ func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Parti
 
 // Deregister implements ParticipantRegistry: owner stops being a
 // participant of key at once (the elector's Stop). It does not touch a
-// lease owner holds. A disabled lock, or a provider without participants,
-// yields ErrNotSupported: there is nothing to deregister.
+// lease owner holds. A disabled lock does nothing; a provider without
+// participants yields ErrNotSupported.
 func (l *DistributedLock) Deregister(ctx context.Context, key, owner string) error {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return err
+	}
+	if l.o.Disabled {
+		return nil
 	}
 	if l.participants == nil {
 		return fmt.Errorf("locking: deregister %q: %w", key, ErrNotSupported)

@@ -55,12 +55,17 @@ type AcquireRequest struct {
 	// TTL is the lease's time to live; always positive.
 	TTL time.Duration
 	// Owner is the identity embedded in Value. A provider with a
-	// Subscriber capability announces it (EventAcquired) on success.
+	// Subscriber capability announces it (EventAcquired) on success, at
+	// least when ParticipantTTL is positive (an elector's request; a plain
+	// lock user's acquisition, with ParticipantTTL 0, need not be
+	// announced).
 	Owner string
 	// ParticipantTTL, when positive, registers Owner as a participant of
 	// Key for that long, whatever the outcome (P1), on providers that
-	// implement ParticipantRegistry (others ignore it and the next three
-	// fields). Its first registration time is kept across refreshes.
+	// implement ParticipantRegistry (others ignore it, Priority and
+	// Yield). Its first registration time is kept across refreshes.
+	// DistributedLock sets it for electors' requests (TryAcquireAs,
+	// TryAcquirePriority), whatever the provider implements.
 	ParticipantTTL time.Duration
 	// Priority is registered with the participant (B2).
 	Priority int
