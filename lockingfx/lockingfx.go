@@ -280,8 +280,8 @@ type Built struct {
 	closers []func() error
 }
 
-// Close releases what Build opened: the Redis provider's subscriptions and
-// the client Build created (never a client the caller passed in). It is
+// Close releases what Build opened: the lock (which closes its provider,
+// ending the Redis subscriptions) and the client Build created (never a client the caller passed in). It is
 // safe to call more than once.
 func (b *Built) Close() error {
 	var errs []error
@@ -324,7 +324,6 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 			return nil, err
 		}
 		b.Provider = rp
-		b.closers = append(b.closers, rp.Close)
 	}
 	l, err := locking.New(b.Provider, cfg.Options())
 	if err != nil {
@@ -332,6 +331,9 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 		return nil, err
 	}
 	b.Lock = l
+	// The lock owns its provider (L10): closing it ends the provider's
+	// subscriptions, before the client closes.
+	b.closers = append(b.closers, l.Close)
 	return b, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 func newRelease(g *globals, sio stdio) *cobra.Command {
@@ -92,7 +94,7 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 		e.markForced(ctx, pkey, before.Fence)
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
-		released, err := e.provider.Release(rctx, pkey, value)
+		released, err := e.provider.Release(rctx, locking.ReleaseRequest{Key: pkey, Value: value})
 		cancel()
 		if err != nil || !released {
 			e.unmarkForced(ctx, pkey)

@@ -122,7 +122,7 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 			live:   map[string]bool{},
 			roles:  map[string]roleKey{},
 			last:   map[string]string{},
-			merged: make(chan keyEvent, locking.EventBuffer),
+			merged: make(chan keyEvent, eventBuffer),
 			done:   make(chan struct{}),
 		}
 		defer w.close()

@@ -107,7 +107,7 @@ func (v *serverView) TryAcquireAs(ctx context.Context, key string, d time.Durati
 	return &viewLease{Lease: l, s: v.s, epoch: epoch}, nil
 }
 
-func (v *serverView) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+func (v *serverView) Subscribe(key string, fn func(locking.Event)) (func(), error) {
 	sub := &viewSub{key: key}
 	sub.fn = func(ev locking.Event) {
 		v.mu.Lock()
@@ -124,7 +124,10 @@ func (v *serverView) WatchEventsFunc(key string, fn func(locking.Event)) func() 
 	v.subs = append(v.subs, sub)
 	v.mu.Unlock()
 	cur, _ := v.s.now()
-	stop := cur.WatchEventsFunc(key, sub.fn)
+	stop, err := cur.Subscribe(key, sub.fn)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
 	sub.stop = stop
 	v.mu.Unlock()
@@ -134,7 +137,7 @@ func (v *serverView) WatchEventsFunc(key string, fn func(locking.Event)) func() 
 		stop := sub.stop
 		v.mu.Unlock()
 		stop()
-	}
+	}, nil
 }
 
 // moved re-subscribes every subscription of v on the server's new epoch.
@@ -157,7 +160,11 @@ func (v *serverView) moved() {
 		}
 		resubscribe := func() {
 			cur, _ := v.s.now()
-			stop := cur.WatchEventsFunc(sub.key, sub.fn)
+			stop, err := cur.Subscribe(sub.key, sub.fn)
+			if err != nil {
+				v.s.t.Errorf("resubscribe %q: %v", sub.key, err)
+				return
+			}
 			v.mu.Lock()
 			sub.stop = stop
 			v.mu.Unlock()

@@ -31,7 +31,7 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 	defer plain.Close()
 
 	// A server up for less than a lease: the first acquisition waits.
-	r, err := a.AcquireWith(ctx, req("va:1", "a"))
+	r, err := a.Acquire(ctx, req("va:1", "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,24 +39,24 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 		t.Fatalf("on a young server: %+v, want refused for up to a lease", r)
 	}
 	time.Sleep(r.Remaining + 10*time.Millisecond)
-	if r, err = a.AcquireWith(ctx, req("va:1", "a")); err != nil || !r.Acquired {
+	if r, err = a.Acquire(ctx, req("va:1", "a")); err != nil || !r.Acquired {
 		t.Fatalf("after the quarantine: %+v %v, want acquired", r, err)
 	}
-	if r, err = b.AcquireWith(ctx, req("vb:1", "b")); err != nil || r.Acquired || r.HolderValue != "va:1" {
+	if r, err = b.Acquire(ctx, req("vb:1", "b")); err != nil || r.Acquired || r.HolderValue != "va:1" {
 		t.Fatalf("b while a holds: %+v %v", r, err)
 	}
-	if ok, err := a.Extend(ctx, key, "va:1", lease); err != nil || !ok {
-		t.Fatalf("extend in steady state: %v %v", ok, err)
+	if r, err := a.Extend(ctx, locking.ExtendRequest{Key: key, Value: "va:1", TTL: lease}); err != nil || !r.Extended {
+		t.Fatalf("extend in steady state: %v %v", r.Extended, err)
 	}
 
 	srv.Restart(t)
 	lost := time.Now()
 	// The holder's renewal is refused and notes the loss.
-	if ok, err := a.Extend(ctx, key, "va:1", lease); err != nil || ok {
-		t.Fatalf("extend after the restart: %v %v, want refused", ok, err)
+	if r, err := a.Extend(ctx, locking.ExtendRequest{Key: key, Value: "va:1", TTL: lease}); err != nil || r.Extended {
+		t.Fatalf("extend after the restart: %v %v, want refused", r.Extended, err)
 	}
 	for _, p := range []*redislock.Provider{a, b} {
-		r, err := p.AcquireWith(ctx, req("v:2", "x"))
+		r, err := p.Acquire(ctx, req("v:2", "x"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,12 +68,12 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 	// stored on the server.
 	c := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
 	defer c.Close()
-	r, err = c.AcquireWith(ctx, req("vc:2", "c"))
+	r, err = c.Acquire(ctx, req("vc:2", "c"))
 	if err != nil || r.Acquired {
 		t.Fatalf("a provider that never saw the key: %+v %v, want refused", r, err)
 	}
 	time.Sleep(r.Remaining + 10*time.Millisecond)
-	r, err = b.AcquireWith(ctx, req("vb:2", "b"))
+	r, err = b.Acquire(ctx, req("vb:2", "b"))
 	if err != nil || !r.Acquired {
 		t.Fatalf("a lease after the loss: %+v %v, want acquired", r, err)
 	}
@@ -81,19 +81,19 @@ func TestQuarantine_Q3_RestartWithoutPersistence(t *testing.T) {
 		t.Fatalf("acquired %v after the loss, want at least the lease %v", waited, lease)
 	}
 	// The loss quarantines once: after release the key is free at once.
-	if ok, err := b.Release(ctx, key, "vb:2"); err != nil || !ok {
+	if ok, err := b.Release(ctx, locking.ReleaseRequest{Key: key, Value: "vb:2"}); err != nil || !ok {
 		t.Fatalf("release: %v %v", ok, err)
 	}
-	if r, err = a.AcquireWith(ctx, req("va:3", "a")); err != nil || !r.Acquired {
+	if r, err = a.Acquire(ctx, req("va:3", "a")); err != nil || !r.Acquired {
 		t.Fatalf("after a release: %+v %v, want acquired", r, err)
 	}
 
 	// Without quarantine a restart frees the key at once.
-	if _, err := plain.AcquireWith(ctx, locking.AcquireRequest{Key: "ns:lock:plain", Value: "p:1", TTL: lease, Owner: "p", ParticipantTTL: 2 * lease}); err != nil {
+	if _, err := plain.Acquire(ctx, locking.AcquireRequest{Key: "ns:lock:plain", Value: "p:1", TTL: lease, Owner: "p", ParticipantTTL: 2 * lease}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Restart(t)
-	if r, err = plain.AcquireWith(ctx, locking.AcquireRequest{Key: "ns:lock:plain", Value: "p:2", TTL: lease, Owner: "p", ParticipantTTL: 2 * lease}); err != nil || !r.Acquired {
+	if r, err = plain.Acquire(ctx, locking.AcquireRequest{Key: "ns:lock:plain", Value: "p:2", TTL: lease, Owner: "p", ParticipantTTL: 2 * lease}); err != nil || !r.Acquired {
 		t.Fatalf("without quarantine: %+v %v, want acquired at once", r, err)
 	}
 }
@@ -105,10 +105,10 @@ func TestQuarantine_Q3_OffLeavesRepliesAlone(t *testing.T) {
 	ctx := context.Background()
 	p := redislock.New(srv.Client(t))
 	defer p.Close()
-	if r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: "k", Value: "v", TTL: time.Second, Owner: "o", ParticipantTTL: time.Second}); err != nil || !r.Acquired {
+	if r, err := p.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "v", TTL: time.Second, Owner: "o", ParticipantTTL: time.Second}); err != nil || !r.Acquired {
 		t.Fatalf("%+v %v", r, err)
 	}
-	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: "k", Value: "w", TTL: time.Second, Owner: "o2", ParticipantTTL: time.Second})
+	r, err := p.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "w", TTL: time.Second, Owner: "o2", ParticipantTTL: time.Second})
 	if err != nil || r.Acquired || r.HolderValue != "v" {
 		t.Fatalf("%+v %v", r, err)
 	}

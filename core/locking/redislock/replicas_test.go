@@ -60,22 +60,22 @@ func TestReplicas_Q2_AcquireAndExtendCountOnlyWhenAcknowledged(t *testing.T) {
 	if n, err := p.ReplicasConnected(ctx, "k1"); err != nil || n != 1 {
 		t.Fatalf("ReplicasConnected = %d, %v; want 1", n, err)
 	}
-	r, err := p.AcquireWith(ctx, acquireReq("k1", "v1"))
+	r, err := p.Acquire(ctx, acquireReq("k1", "v1"))
 	if err != nil || !r.Acquired {
 		t.Fatalf("acknowledged acquisition: %+v %v", r, err)
 	}
 	if v, err := replica.Client(t).Get(ctx, "k1").Result(); err != nil || v != "v1" {
 		t.Fatalf("replica has k1 = %q %v; WAIT returned before it had it", v, err)
 	}
-	if ok, err := p.Extend(ctx, "k1", "v1", 5*time.Second); err != nil || !ok {
-		t.Fatalf("acknowledged extension: %v %v", ok, err)
+	if r, err := p.Extend(ctx, locking.ExtendRequest{Key: "k1", Value: "v1", TTL: 5 * time.Second}); err != nil || !r.Extended {
+		t.Fatalf("acknowledged extension: %v %v", r.Extended, err)
 	}
 
 	if err := replica.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = replica.Signal(syscall.SIGCONT) }()
-	_, err = p.AcquireWith(ctx, acquireReq("k2", "v2"))
+	_, err = p.Acquire(ctx, acquireReq("k2", "v2"))
 	var ack *redislock.AckError
 	if !errors.Is(err, redislock.ErrNotAcknowledged) || !errors.As(err, &ack) || ack.Want != 1 || ack.Got != 0 || ack.Op != "acquire" {
 		t.Fatalf("acquisition with the replica stopped: %v, want an AckError 0 of 1", err)
@@ -83,15 +83,15 @@ func TestReplicas_Q2_AcquireAndExtendCountOnlyWhenAcknowledged(t *testing.T) {
 	if n, err := pc.Exists(ctx, "k2").Result(); err != nil || n != 0 {
 		t.Fatalf("the unacknowledged acquisition is still on the primary: %d %v", n, err)
 	}
-	if _, err := p.Extend(ctx, "k1", "v1", 5*time.Second); !errors.Is(err, redislock.ErrNotAcknowledged) {
+	if _, err := p.Extend(ctx, locking.ExtendRequest{Key: "k1", Value: "v1", TTL: 5 * time.Second}); !errors.Is(err, redislock.ErrNotAcknowledged) {
 		t.Fatalf("extension with the replica stopped: %v, want not acknowledged", err)
 	}
 	// A refusal needs no acknowledgement.
-	if r, err := p.AcquireWith(ctx, acquireReq("k1", "other")); err != nil || r.Acquired || r.HolderValue != "v1" {
+	if r, err := p.Acquire(ctx, acquireReq("k1", "other")); err != nil || r.Acquired || r.HolderValue != "v1" {
 		t.Fatalf("refusal with the replica stopped: %+v %v", r, err)
 	}
 	// Without the option the primary alone grants it.
-	if r, err := plain.AcquireWith(ctx, acquireReq("k3", "v3")); err != nil || !r.Acquired {
+	if r, err := plain.Acquire(ctx, acquireReq("k3", "v3")); err != nil || !r.Acquired {
 		t.Fatalf("without min replicas: %+v %v", r, err)
 	}
 
@@ -100,7 +100,7 @@ func TestReplicas_Q2_AcquireAndExtendCountOnlyWhenAcknowledged(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := p.AcquireWith(ctx, acquireReq("k2", "v2"))
+		r, err := p.Acquire(ctx, acquireReq("k2", "v2"))
 		if err == nil && r.Acquired {
 			break
 		}
@@ -122,8 +122,8 @@ func TestReplicas_Q2_MoreThanTheServerHasIsNeverAcknowledged(t *testing.T) {
 	if n, err := p.ReplicasConnected(ctx, "k"); err != nil || n != 0 {
 		t.Fatalf("ReplicasConnected = %d, %v; want 0", n, err)
 	}
-	if _, err := p.AcquireWith(ctx, acquireReq("k", "v")); !errors.Is(err, redislock.ErrNotAcknowledged) {
-		t.Fatalf("AcquireWith = %v, want not acknowledged", err)
+	if _, err := p.Acquire(ctx, acquireReq("k", "v")); !errors.Is(err, redislock.ErrNotAcknowledged) {
+		t.Fatalf("Acquire = %v, want not acknowledged", err)
 	}
 }
 
@@ -165,22 +165,22 @@ func BenchmarkReplicaAck_Q2(b *testing.B) {
 		name := "min_replicas=" + strconv.Itoa(min)
 		b.Run(name+"/acquire", func(b *testing.B) {
 			for b.Loop() {
-				r, err := p.AcquireWith(ctx, acquireReq("bench", "v"))
+				r, err := p.Acquire(ctx, acquireReq("bench", "v"))
 				if err != nil || !r.Acquired {
 					b.Fatalf("%+v %v", r, err)
 				}
-				if _, err := p.Release(ctx, "bench", "v"); err != nil {
+				if _, err := p.Release(ctx, locking.ReleaseRequest{Key: "bench", Value: "v"}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(name+"/renew", func(b *testing.B) {
-			if r, err := p.AcquireWith(ctx, acquireReq("bench-renew"+name, "v")); err != nil || !r.Acquired {
+			if r, err := p.Acquire(ctx, acquireReq("bench-renew"+name, "v")); err != nil || !r.Acquired {
 				b.Fatalf("%+v %v", r, err)
 			}
 			for b.Loop() {
-				if ok, err := p.Extend(ctx, "bench-renew"+name, "v", 5*time.Second); err != nil || !ok {
-					b.Fatalf("%v %v", ok, err)
+				if r, err := p.Extend(ctx, locking.ExtendRequest{Key: "bench-renew" + name, Value: "v", TTL: 5 * time.Second}); err != nil || !r.Extended {
+					b.Fatalf("%v %v", r.Extended, err)
 				}
 			}
 		})
