@@ -151,7 +151,7 @@ func New(p LockParams) (LockResult, error) {
 	b, err := Build(cfg, p.Client)
 	if err != nil {
 		if reflect.ValueOf(cfg).IsZero() {
-			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add config.Module or config.Supply): %w", err)
+			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add configfx.Module or configfx.Supply): %w", err)
 		}
 		return LockResult{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/policy"
 )
 
 // instrumentationScope is the OpenTelemetry scope of this package's meter
@@ -17,7 +18,7 @@ const instrumentationScope = "github.com/hostloom/hostloom/core/scheduling"
 
 // DefaultMisfireWindow is how old a slot nobody started may be for a new
 // leader to still run it (WithMisfireWindow).
-const DefaultMisfireWindow = time.Minute
+const DefaultMisfireWindow = policy.DefaultMisfireWindow
 
 // Option configures a Scheduler.
 type Option interface {
