@@ -34,16 +34,23 @@ func (p *ProviderName) UnmarshalText(text []byte) error {
 		*p = s
 		return nil
 	}
-	return notOneOf(string(text), reflect.TypeFor[ProviderName]())
+	return notOneOfNames(string(text), providerNames)
 }
+
+// providerNames are the values of locking.provider.
+var providerNames = []string{string(ProviderMemory), string(ProviderRedis), string(ProviderDisabled)}
 
 // enumNames lists the values of an enum setting in config spelling, for
 // Keys and for errors; nil when t is not an enum. The core enums accept
 // other spellings too (DropOldest, Lead); config accepts exactly these.
+//
+// reflect: it is keyed by type because mapstructure hands decode hooks a
+// reflect.Type, and typeAt resolves a key to one; the core enums are types
+// of other packages, which cannot gain a method for config's spelling.
 func enumNames(t reflect.Type) []string {
 	switch t {
 	case reflect.TypeFor[ProviderName]():
-		return []string{string(ProviderMemory), string(ProviderRedis), string(ProviderDisabled)}
+		return providerNames
 	case reflect.TypeFor[leadership.WhenUncoordinated]():
 		return []string{leadership.Follow.String(), leadership.Lead.String()}
 	case reflect.TypeFor[leadership.FullMode]():
