@@ -42,7 +42,7 @@ func (c *Config) validate() []*FieldError {
 // Validate checks the section alone, as Config.Validate does: the
 // provider is chosen (G6), the locking.Options checks, and for provider
 // redis the client settings. Every problem is a *FieldError; they are
-// joined. lockingfx.Build calls it.
+// joined. lockbuild.Build calls it.
 func (l LockingConfig) Validate() error {
 	errs := l.validate(l.src)
 	out := make([]error, len(errs))
