@@ -8,7 +8,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
-	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/policy"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -324,7 +324,8 @@ func (c LeaderChannelConfig) Options() leadership.ChannelOptions {
 }
 
 // SchedulingConfig is the scheduling section: settings of the schedulers
-// built from config (scheduling.Option values).
+// built from config (schedulingfx.SchedulerOptions turns it into
+// scheduling.Option values).
 type SchedulingConfig struct {
 	// Location is the time zone of cron expressions that name none.
 	// Default UTC, so replicas in different zones agree on every slot.
@@ -341,16 +342,6 @@ type SchedulingConfig struct {
 	Jobs map[string]JobOverrides `koanf:"jobs" mapkey:"job"`
 
 	src sources
-}
-
-// Options returns the scheduling options the section describes, without
-// the slot store (the composition supplies the lock).
-func (s SchedulingConfig) Options() ([]scheduling.Option, error) {
-	loc, err := s.Location.Load()
-	if err != nil {
-		return nil, err
-	}
-	return []scheduling.Option{scheduling.WithLocation(loc), scheduling.WithMisfireWindow(s.MisfireWindow)}, nil
 }
 
 // Defaults returns the configuration used for every key no source sets:
@@ -393,7 +384,7 @@ func Defaults() *Config {
 		},
 		Scheduling: SchedulingConfig{
 			Location:      "UTC",
-			MisfireWindow: scheduling.DefaultMisfireWindow,
+			MisfireWindow: policy.DefaultMisfireWindow,
 			SlotStore:     true,
 		},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/scheduling"
 )
 
 func TestConverters_DefaultsMatchCore(t *testing.T) {
@@ -16,9 +17,8 @@ func TestConverters_DefaultsMatchCore(t *testing.T) {
 	if got, want := c.LeaderChannel.Options(), leadership.DefaultChannelOptions(); got != want {
 		t.Errorf("LeaderChannel.Options = %+v, want leadership.DefaultChannelOptions() %+v", got, want)
 	}
-	opts, err := c.Scheduling.Options()
-	if err != nil || len(opts) != 2 {
-		t.Errorf("Scheduling.Options = %v, %v", opts, err)
+	if loc, err := c.Scheduling.Location.Load(); err != nil || loc != time.UTC || c.Scheduling.MisfireWindow != scheduling.DefaultMisfireWindow {
+		t.Errorf("Scheduling: location %v (%v), misfire window %v", loc, err, c.Scheduling.MisfireWindow)
 	}
 }
 

@@ -13,6 +13,12 @@ import (
 	"github.com/knadh/koanf/v2"
 )
 
+// Reflection in this file: mapstructure's decode hooks receive and return
+// reflect.Types, and its errors name a field by its path and carry the raw
+// value but not the target type; typeAt resolves the path against
+// Config's koanf tags to say what was expected (a duration with a unit, an
+// enum's names) and to keep a secret's value out of the message. Neither
+// koanf nor mapstructure offers a lookup from a path to a field.
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	secretType   = reflect.TypeFor[Secret]()
@@ -22,9 +28,10 @@ var (
 // decode unmarshals the merged sources in k into cfg with koanf's
 // Unmarshal (mapstructure): durations through StringToTimeDurationHookFunc,
 // enums and time zones through TextUnmarshallerHookFunc, unknown keys
-// refused by ErrorUnused, names matched exactly (mapstructure matches
-// case-insensitively by default, which would accept Lease for lease).
-// It returns one *FieldError per problem, each naming its source.
+// from mapstructure's Metadata.Unused (see unusedKeys), names matched
+// exactly (mapstructure matches case-insensitively by default, which would
+// accept Lease for lease). It returns one *FieldError per problem, each
+// naming its source.
 func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
@@ -32,16 +39,51 @@ func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.TextUnmarshallerHookFunc(),
 		),
-		ErrorUnused:          true,
 		IgnoreUntaggedFields: true,
-		MatchName:            func(mapKey, fieldName string) bool { return mapKey == fieldName },
+		MatchName:            exactName,
 	}
 	errs := nullLeaves(k, src)
+	for _, u := range unusedKeys(k) {
+		key, _ := splitName(u)
+		errs = append(errs, unknownKeys(k, src, key)...)
+	}
 	err := k.UnmarshalWithConf("", cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
 	walkDecodeErrors(err, func(name string, inner error) {
-		errs = append(errs, fieldErrors(k, src, name, inner)...)
+		errs = append(errs, fieldErrors(k, src, name, inner))
 	})
 	return errs
+}
+
+// exactName matches a key to a field's koanf tag exactly.
+func exactName(mapKey, fieldName string) bool { return mapKey == fieldName }
+
+// unusedKeys returns the keys of k that name no Config field, as
+// mapstructure's decoder metadata lists them (leadership.roles[billing].leese).
+// mapstructure records a struct's unused keys only when every field of
+// that struct decoded, so this pass decodes into a throwaway Config with
+// every value replaced by its type's zero value: no value can fail, and
+// the list is complete even where a bad value sits beside an unknown key.
+func unusedKeys(k *koanf.Koanf) []string {
+	md := &mapstructure.Metadata{}
+	dc := &mapstructure.DecoderConfig{
+		DecodeHook: func(_, to reflect.Type, data any) (any, error) {
+			// reflect: mapstructure hands hooks reflect.Types; a
+			// section (struct, map) or pointer is decoded further, any
+			// other target takes its zero value.
+			if to.Kind() == reflect.Pointer || isSection(to) {
+				return data, nil
+			}
+			return reflect.Zero(to).Interface(), nil
+		},
+		IgnoreUntaggedFields: true,
+		MatchName:            exactName,
+		Metadata:             md,
+	}
+	// Every value decodes (zero), so the error can only be a section
+	// written as a value, which the real decode reports.
+	_ = k.UnmarshalWithConf("", &Config{}, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
+	slices.Sort(md.Unused)
+	return md.Unused
 }
 
 // nullLeaves reports the keys written with no value (`namespace:`).
@@ -86,23 +128,11 @@ func walkDecodeErrors(err error, fn func(name string, inner error)) {
 	}
 }
 
-// unusedPrefix begins mapstructure's ErrorUnused message. mapstructure
-// reports unknown keys only as text ("has invalid keys: a, b"), so this
-// is the one place that reads its wording.
-const unusedPrefix = "has invalid keys: "
-
 // fieldErrors turns one mapstructure error at field name into
-// FieldErrors: the dotted key, what is wrong with the value (never a
+// a FieldError: the dotted key, what is wrong with the value (never a
 // secret's value) and its source.
-func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) []*FieldError {
+func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) *FieldError {
 	key, item := splitName(name)
-	if list, ok := strings.CutPrefix(inner.Error(), unusedPrefix); ok {
-		var errs []*FieldError
-		for _, u := range strings.Split(list, ", ") {
-			errs = append(errs, unknownKeys(k, src, join(key, u))...)
-		}
-		return errs
-	}
 	t, _ := typeAt(key)
 	raw := k.Get(key)
 	prefix := ""
@@ -115,7 +145,7 @@ func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) []*Field
 			t = t.Elem()
 		}
 	}
-	return []*FieldError{{Key: key, Source: src.of(key), Reason: prefix + reason(t, raw, inner)}}
+	return &FieldError{Key: key, Source: src.of(key), Reason: prefix + reason(t, raw, inner)}
 }
 
 // unknownKeys reports key, which names nothing in Config, as the leaf
@@ -181,7 +211,8 @@ func expected(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// strictScalars is the one decode hook of our own. It does what
+// strictScalars is the one decode hook of our own (its reflect.Types are
+// mapstructure's DecodeHookFuncType signature). It does what
 // mapstructure does too loosely, or not at all, for values read from YAML
 // and from environment variables (always strings); WeaklyTypedInput would
 // cover the strings but also turn true into 1, "" into 0 and 1.5 into 1,
@@ -251,11 +282,16 @@ func strictScalars(from, to reflect.Type, data any) (any, error) {
 }
 
 // notOneOf is the error for a value outside an enum.
-func notOneOf(s string, t reflect.Type) error {
-	return fmt.Errorf("%q is not one of %s", s, strings.Join(enumNames(t), ", "))
+func notOneOf(s string, t reflect.Type) error { return notOneOfNames(s, enumNames(t)) }
+
+// notOneOfNames is the error for a value outside names.
+func notOneOfNames(s string, names []string) error {
+	return fmt.Errorf("%q is not one of %s", s, strings.Join(names, ", "))
 }
 
-// splitName turns mapstructure's field name into the dotted key:
+// splitName turns mapstructure's field name into the dotted key (reflect:
+// typeAt tells a list index from a map key, which mapstructure writes
+// alike):
 // leadership.roles[billing].lease is leadership.roles.billing.lease; for
 // an item of a list (locking.redis.addrs[1]) it also returns the index,
 // else -1.
@@ -280,16 +316,11 @@ func splitName(name string) (key string, item int) {
 	}
 }
 
-// join joins dotted key parts; the root is "".
-func join(parent, child string) string {
-	if parent == "" {
-		return child
-	}
-	return parent + "." + child
-}
-
 // typeAt returns the type of the Config field at the dotted key (a map
 // level takes any name), pointers removed.
+//
+// reflect: see the comment on durationType; mapstructure's errors carry
+// no target type.
 func typeAt(key string) (reflect.Type, bool) {
 	t := reflect.TypeFor[Config]()
 	if key == "" {

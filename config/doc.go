@@ -57,11 +57,12 @@
 //
 // # fx
 //
-// Module(path) loads the configuration when the app is built and provides
-// *Config and each section (LockingConfig, LeadershipConfig,
-// LeaderChannelConfig, SchedulingConfig); Supply provides one built by
-// hand. lockingfx needs the locking section; leadershipfx and schedulingfx
-// use Defaults for a section the graph lacks.
+// Package config imports no fx: configfx.Module(path) loads the
+// configuration when the app is built and provides *Config and each
+// section (LockingConfig, LeadershipConfig, LeaderChannelConfig,
+// SchedulingConfig); configfx.Supply provides one built by hand.
+// lockingfx needs the locking section; leadershipfx and schedulingfx use
+// Defaults for a section the graph lacks.
 //
 // # Reference
 //

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/policy"
 )
 
 // ProviderName selects the lock backend: locking.provider.
@@ -34,29 +34,36 @@ func (p *ProviderName) UnmarshalText(text []byte) error {
 		*p = s
 		return nil
 	}
-	return notOneOf(string(text), reflect.TypeFor[ProviderName]())
+	return notOneOfNames(string(text), providerNames)
 }
+
+// providerNames are the values of locking.provider.
+var providerNames = []string{string(ProviderMemory), string(ProviderRedis), string(ProviderDisabled)}
 
 // enumNames lists the values of an enum setting in config spelling, for
 // Keys and for errors; nil when t is not an enum. The core enums accept
 // other spellings too (DropOldest, Lead); config accepts exactly these.
+//
+// reflect: it is keyed by type because mapstructure hands decode hooks a
+// reflect.Type, and typeAt resolves a key to one; the core enums are types
+// of other packages, which cannot gain a method for config's spelling.
 func enumNames(t reflect.Type) []string {
 	switch t {
 	case reflect.TypeFor[ProviderName]():
-		return []string{string(ProviderMemory), string(ProviderRedis), string(ProviderDisabled)}
+		return providerNames
 	case reflect.TypeFor[leadership.WhenUncoordinated]():
 		return []string{leadership.Follow.String(), leadership.Lead.String()}
 	case reflect.TypeFor[leadership.FullMode]():
 		return []string{leadership.Wait.String(), leadership.DropWrite.String(), leadership.DropNewest.String(), leadership.DropOldest.String()}
-	case reflect.TypeFor[scheduling.OverlapPolicy]():
-		return []string{scheduling.OverlapSkip.String(), scheduling.OverlapBufferOne.String(), scheduling.OverlapCancelPrevious.String()}
-	case reflect.TypeFor[scheduling.CatchUpPolicy]():
-		return []string{scheduling.CatchUpLatest.String(), scheduling.CatchUpAll.String(), scheduling.CatchUpNone.String()}
+	case reflect.TypeFor[policy.OverlapPolicy]():
+		return []string{policy.OverlapSkip.String(), policy.OverlapBufferOne.String(), policy.OverlapCancelPrevious.String()}
+	case reflect.TypeFor[policy.CatchUpPolicy]():
+		return []string{policy.CatchUpLatest.String(), policy.CatchUpAll.String(), policy.CatchUpNone.String()}
 	}
 	return nil
 }
 
-// TimeZone is a time zone name for scheduling.location: "UTC", "Local",
+// TimeZone is a time zone name for policy.location: "UTC", "Local",
 // or an IANA name such as "Europe/Paris". It is checked when loaded; ""
 // means UTC.
 type TimeZone string
@@ -77,7 +84,7 @@ func (z TimeZone) Load() (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(string(z))
 	if err != nil {
-		return nil, fmt.Errorf("config: scheduling.location %q: %w", string(z), err)
+		return nil, fmt.Errorf("config: policy.location %q: %w", string(z), err)
 	}
 	return loc, nil
 }

@@ -57,7 +57,7 @@ func FuzzLoad(f *testing.F) {
 					t.Fatalf("role %q accepted by Load, refused by the core: %v", role, verr)
 				}
 			}
-			if _, verr := c.Scheduling.Options(); verr != nil {
+			if _, verr := c.Scheduling.Location.Load(); verr != nil {
 				t.Fatalf("scheduling accepted by Load, refused: %v", verr)
 			}
 			return

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/policy"
 )
 
 // JobOverrides are scheduling.jobs.<job>: settings of a job the
@@ -11,10 +11,10 @@ import (
 type JobOverrides struct {
 	// CatchUp replaces the job's catch-up policy (S8): latest, all or
 	// none.
-	CatchUp *scheduling.CatchUpPolicy `koanf:"catch_up" default:"code"`
+	CatchUp *policy.CatchUpPolicy `koanf:"catch_up" default:"code"`
 	// Overlap replaces the job's overlap policy (S7): skip, buffer_one or
 	// cancel_previous.
-	Overlap *scheduling.OverlapPolicy `koanf:"overlap" default:"code"`
+	Overlap *policy.OverlapPolicy `koanf:"overlap" default:"code"`
 	// Paused, when set, pauses (true) or resumes (false) the job through
 	// the slot store when its scheduler starts (S10).
 	Paused *bool `koanf:"paused" default:"code"`
@@ -29,22 +29,6 @@ func (s SchedulingConfig) Source(key string) string { return s.src.of(key) }
 func (s SchedulingConfig) Job(name string) (o JobOverrides, ok bool) {
 	o, ok = s.Jobs[name]
 	return o, ok
-}
-
-// Apply returns j with the overrides of scheduling.jobs.<j.Name> applied
-// (catch_up, overlap; paused is applied by the scheduler's start).
-func (s SchedulingConfig) Apply(j scheduling.Job) scheduling.Job {
-	o, ok := s.Jobs[j.Name]
-	if !ok {
-		return j
-	}
-	if o.CatchUp != nil {
-		j.CatchUp = *o.CatchUp
-	}
-	if o.Overlap != nil {
-		j.Overlap = *o.Overlap
-	}
-	return j
 }
 
 // CheckJobs reports every scheduling.jobs.<name> key that names none of

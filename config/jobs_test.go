@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/schedulingfx"
 )
 
 func TestSchedulingJobs_DecodeFromFileAndEnv(t *testing.T) {
@@ -24,7 +25,7 @@ func TestSchedulingJobs_DecodeFromFileAndEnv(t *testing.T) {
 	if !ok || rep.Overlap == nil || *rep.Overlap != scheduling.OverlapCancelPrevious || rep.CatchUp != nil || rep.Paused != nil {
 		t.Fatalf("reports = %+v", rep)
 	}
-	j := c.Scheduling.Apply(scheduling.Job{Name: "invoices", CatchUp: scheduling.CatchUpNone, Recover: true})
+	j := schedulingfx.ApplyOverrides(c.Scheduling, scheduling.Job{Name: "invoices", CatchUp: scheduling.CatchUpNone, Recover: true})
 	if j.CatchUp != scheduling.CatchUpAll || j.Overlap != scheduling.OverlapBufferOne || !j.Recover {
 		t.Fatalf("Apply = %+v", j)
 	}

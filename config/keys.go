@@ -32,6 +32,12 @@ func Keys() []Key {
 	return out
 }
 
+// walkKeys appends the keys of the struct v to out.
+//
+// reflect: Keys documents every key, with its type and default, from the
+// Config type's koanf tags and the values of Defaults. koanf lists only
+// the keys a source set (Keys, All) and mapstructure decodes into structs
+// without describing them, so neither can list a key nobody set.
 func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
 	t := v.Type()
 	for i := range t.NumField() {

@@ -13,6 +13,7 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -134,7 +135,7 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	same := func(name string) func(string) string { return func(string) string { return name } }
 	for _, l := range s.layers {
 		name := "yaml " + l.name
-		k, err := loadYAML(bytesProvider(l.data))
+		k, err := loadYAML(rawbytes.Provider(l.data))
 		if err != nil {
 			fileErrs = append(fileErrs, fmt.Errorf("config: %s: %w", name, err))
 			continue
@@ -230,17 +231,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// bytesProvider is a koanf.Provider over an in-memory document.
-type bytesProvider []byte
-
-// ReadBytes returns the document.
-func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
-
-// Read is not supported: the document is parsed by koanf's YAML parser.
-func (b bytesProvider) Read() (map[string]any, error) {
-	return nil, errors.New("config: bytes provider reads bytes only")
 }
 
 // loadYAML parses one YAML source into its own koanf instance.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
@@ -72,7 +73,7 @@ func (c *Config) ackTimeoutErrors() []*FieldError {
 // Validate checks the section alone, as Config.Validate does: the
 // provider is chosen (G6), the locking.Options checks, and for provider
 // redis the client settings. Every problem is a *FieldError; they are
-// joined. lockingfx.Build calls it.
+// joined. lockbuild.Build calls it.
 func (l LockingConfig) Validate() error {
 	errs := l.validate(l.src)
 	out := make([]error, len(errs))
@@ -84,14 +85,14 @@ func (l LockingConfig) Validate() error {
 
 func (l LockingConfig) validate(src sources) []*FieldError {
 	var errs []*FieldError
-	providers := enumNames(reflect.TypeFor[ProviderName]())
+	providers := providerNames
 	switch p := l.Provider; {
 	case p == "":
 		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
 			"is not set: choose %s (memory coordinates this process only)", strings.Join(providers, ", "))})
 	case !slices.Contains(providers, string(p)):
 		errs = append(errs, &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
-			Reason: notOneOf(string(p), reflect.TypeFor[ProviderName]()).Error()})
+			Reason: notOneOfNames(string(p), providers).Error()})
 	}
 	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
 	errs = append(errs, coreErrors(src, "locking", reflect.TypeFor[LockingConfig](), l.Options().Validate(), sectionKey)...)
@@ -169,6 +170,10 @@ func (l LeadershipConfig) validate(src sources) []*FieldError {
 		reported[e.Reason] = true
 	}
 	for _, r := range sortedKeys(l.Roles) {
+		// reflect: whether the role overrides an option is whether its
+		// pointer field is set; the option is known by its config name
+		// (from a core message), and a configuration built in code has
+		// no source record to ask instead.
 		o := reflect.ValueOf(l.Roles[r])
 		// The role's own key is checked when its elector is built (K4, K5);
 		// here its timing, policy and format.
@@ -194,6 +199,10 @@ func (l LeadershipConfig) validate(src sources) []*FieldError {
 // value came from (a role's override, or the section-wide key the role
 // inherits). The error names the first option whose value the scope sets
 // itself, and the sources of every option the message names.
+//
+// reflect: t is the section's type; a word of a core message is an option
+// when it is one of t's koanf tags (fieldByKey). The core packages do not
+// know config's key names, and koanf only knows the keys a source set.
 func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(opt string) (name, from string)) []*FieldError {
 	if err == nil {
 		return nil
@@ -281,7 +290,8 @@ func (c LeaderChannelConfig) validate(src sources) []*FieldError {
 	if c.Capacity <= 0 {
 		errs = append(errs, src.fieldError("leader_channel.capacity", "%d must be positive", c.Capacity))
 	}
-	if names := enumNames(reflect.TypeOf(c.FullMode)); !slices.Contains(names, c.FullMode.String()) {
+	// reflect: enumNames is keyed by type (see there).
+	if names := enumNames(reflect.TypeFor[leadership.FullMode]()); !slices.Contains(names, c.FullMode.String()) {
 		errs = append(errs, src.fieldError("leader_channel.full_mode", "%d is not one of %s", int(c.FullMode), strings.Join(names, ", ")))
 	}
 	if c.DropReportInterval < 0 {

@@ -3,7 +3,7 @@
 // it, all roles in parallel.
 //
 //	fx.New(
-//		config.Module("app.yaml"),
+//		configfx.Module("app.yaml"),
 //		lockingfx.Module,
 //		leadershipfx.Role("billing"),
 //		leadershipfx.Role("reports"),
@@ -29,7 +29,7 @@
 // it, the shortest form works as well:
 //
 //	fx.New(
-//		config.Module("app.yaml"),
+//		configfx.Module("app.yaml"),
 //		lockingfx.Module,
 //		leadershipfx.Role("billing"),
 //		schedulingfx.Job("billing", "invoices", "*/5 * * * *", runInvoices),

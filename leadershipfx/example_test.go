@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
@@ -16,7 +17,7 @@ func ExampleRole() {
 	var billing leadership.Leadership
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
@@ -39,7 +40,7 @@ func ExampleRole() {
 func ExampleRole_leaseOverMaxLease() {
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=memory",
 			"HOSTLOOM_LEADERSHIP__LEASE=10m",
 			"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=1m",
@@ -60,7 +61,7 @@ func ExampleRoles_Go() {
 	events := make(chan string, 2)
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Invoke(func(r *leadershipfx.Roles) error {

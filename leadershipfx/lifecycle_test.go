@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
@@ -231,9 +232,9 @@ func TestErrors_O4_ConfigAndLockFirst(t *testing.T) {
 	}{
 		{"bad value", []fx.Option{env("HOSTLOOM_LEADERSHIP__LEASE=banana")},
 			"config: leadership.lease: ", "HOSTLOOM_LEADERSHIP__LEASE"},
-		{"no provider", []fx.Option{config.Module("", config.WithEnviron(nil))},
+		{"no provider", []fx.Option{configfx.Module("", config.WithEnviron(nil))},
 			"config: locking.provider: is not set", "locking.provider"},
-		{"supplied config without provider", []fx.Option{config.Supply(config.Defaults())},
+		{"supplied config without provider", []fx.Option{configfx.Supply(config.Defaults())},
 			"config: locking.provider: is not set", "locking.provider"},
 		{"no config", nil, "lockingfx: the graph has no config.LockingConfig", "locking.provider"},
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/leadershipfx"
@@ -32,10 +33,10 @@ const memoryProvider = "HOSTLOOM_LOCKING__PROVIDER=memory"
 func env(vars ...string) fx.Option {
 	for _, v := range vars {
 		if strings.HasPrefix(v, "HOSTLOOM_LOCKING__PROVIDER=") {
-			return config.Module("", config.WithEnviron(vars))
+			return configfx.Module("", config.WithEnviron(vars))
 		}
 	}
-	return config.Module("", config.WithEnviron(append([]string{memoryProvider}, vars...)))
+	return configfx.Module("", config.WithEnviron(append([]string{memoryProvider}, vars...)))
 }
 
 // twoRoles is what the F1 tests populate: the roles billing and reports.

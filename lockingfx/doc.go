@@ -2,7 +2,7 @@
 //
 //	fx.New(
 //		fx.Provide(zap.NewProduction),
-//		config.Module("app.yaml"), // must set locking.provider
+//		configfx.Module("app.yaml"), // must set locking.provider
 //		lockingfx.Module,
 //		leadershipfx.Role("billing"),
 //	)

@@ -12,9 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/internal/fxhooks"
 )
@@ -115,6 +115,10 @@ type LockParams struct {
 	// client New built, and that client's go-redis log at Debug. Optional:
 	// without it New logs nothing.
 	Logger *zap.Logger `optional:"true"`
+
+	// Providers are the providers of other modules (WithProvider), by
+	// locking.provider name.
+	Providers []NamedProvider `group:"hostloom.lock_providers"`
 }
 
 // LockResult is what New provides.
@@ -131,8 +135,8 @@ type LockResult struct {
 	Provider locking.Provider
 }
 
-// New builds the lock with Build and closes what Build opened when the app
-// stops.
+// New builds the lock with lockbuild.Build and closes what it opened when
+// the app stops.
 //
 // With provider memory it logs HostLoomLockMemory once at Warn: that lock
 // coordinates the electors of this process only (G6).
@@ -148,10 +152,14 @@ type LockResult struct {
 // the electors apply their outage policy until the server answers.
 func New(p LockParams) (LockResult, error) {
 	cfg := p.Config
-	b, err := Build(cfg, p.Client)
+	opts := []lockbuild.Option{lockbuild.WithRedisClient(p.Client)}
+	for _, np := range p.Providers {
+		opts = append(opts, lockbuild.WithProvider(np.Name, np.Build))
+	}
+	b, err := lockbuild.Build(cfg, opts...)
 	if err != nil {
 		if reflect.ValueOf(cfg).IsZero() {
-			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add config.Module or config.Supply): %w", err)
+			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add configfx.Module or configfx.Supply): %w", err)
 		}
 		return LockResult{}, err
 	}
@@ -264,77 +272,39 @@ func authReply(err error) string {
 	return err.Error()
 }
 
-// Built is what Build returns.
-type Built struct {
-	// Kind is the provider in use: memory, redis, or disabled (also when
-	// Config.Enabled is false).
-	Kind config.ProviderName
-	// Lock is the lock over Provider.
-	Lock *locking.DistributedLock
-	// Provider is nil when coordination is disabled.
-	Provider locking.Provider
-	// Client is the Redis client in use (the caller's or one Build
-	// created), nil for other providers.
-	Client redis.UniversalClient
-	// closers run in reverse order by Close.
-	closers []func() error
-}
+// Built is what Build returns (lockbuild.Built).
+type Built = lockbuild.Built
 
-// Close releases what Build opened: the lock (which closes its provider,
-// ending the Redis subscriptions) and the client Build created (never a client the caller passed in). It is
-// safe to call more than once.
-func (b *Built) Close() error {
-	var errs []error
-	for i := len(b.closers) - 1; i >= 0; i-- {
-		errs = append(errs, b.closers[i]())
-	}
-	b.closers = nil
-	return errors.Join(errs...)
-}
-
-// Build builds the lock cfg describes, without fx: memlock for provider
-// memory, redislock over client (or, when client is nil, over a client
-// built from cfg.Redis) for provider redis, and a lock that grants everyone
-// for provider disabled or enabled false (L4). It validates cfg first
-// (cfg.Validate): a configuration without a provider is an error naming
-// locking.provider and the choices (G6). It contacts no server.
+// Build builds the lock cfg describes, without fx, over client when it is
+// not nil: lockbuild.Build(cfg, lockbuild.WithRedisClient(client)).
+//
+// Deprecated: use lockbuild.Build, which lives in a package without fx
+// and takes the providers of other modules (lockbuild.WithProvider).
 func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	var opts []lockbuild.Option
+	if client != nil {
+		opts = append(opts, lockbuild.WithRedisClient(client))
 	}
-	b := &Built{Kind: cfg.Provider}
-	switch {
-	case !cfg.Coordinated():
-		b.Kind = config.ProviderDisabled
-	case cfg.Provider == config.ProviderMemory:
-		b.Provider = memlock.New()
-	case cfg.Provider == config.ProviderRedis:
-		if client == nil {
-			c, err := cfg.Redis.NewClient()
-			if err != nil {
-				return nil, err
-			}
-			client = c
-			b.closers = append(b.closers, c.Close)
-		}
-		b.Client = client
-		rp, err := redislock.NewWithOptions(client, cfg.Redis.ProviderOptions())
-		if err != nil {
-			_ = b.Close()
-			return nil, err
-		}
-		b.Provider = rp
-	}
-	l, err := locking.New(b.Provider, cfg.Options())
-	if err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	b.Lock = l
-	// The lock owns its provider (L10): closing it ends the provider's
-	// subscriptions, before the client closes.
-	b.closers = append(b.closers, l.Close)
-	return b, nil
+	return lockbuild.Build(cfg, opts...)
+}
+
+// ProviderGroup is the fx value group of the lockbuild.Provider values New
+// passes to lockbuild.Build (see WithProvider).
+const ProviderGroup = "hostloom.lock_providers"
+
+// WithProvider adds to the graph the provider of another module for
+// locking.provider name (lockbuild.WithProvider): New builds the lock with
+// build when the configuration names it. A module with a backend of its
+// own (PostgreSQL, say) exports an fx option built with it.
+func WithProvider(name config.ProviderName, build lockbuild.ProviderFunc) fx.Option {
+	return fx.Supply(fx.Annotated{Group: ProviderGroup, Target: NamedProvider{Name: name, Build: build}})
+}
+
+// NamedProvider is one value of ProviderGroup: a lockbuild.ProviderFunc
+// and the locking.provider name it serves.
+type NamedProvider struct {
+	Name  config.ProviderName
+	Build lockbuild.ProviderFunc
 }
 
 // RedisLogger writes go-redis's internal log (dial failures, pool and

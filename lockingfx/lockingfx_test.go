@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
@@ -40,9 +41,9 @@ func TestModule_G6_NoProviderFailsStart(t *testing.T) {
 	}{
 		{"no configuration in the graph", nil,
 			[]string{"lockingfx: the graph has no config.LockingConfig", "config: locking.provider: is not set: choose memory, redis, disabled"}},
-		{"configuration without provider", []fx.Option{config.Supply(config.Defaults())},
+		{"configuration without provider", []fx.Option{configfx.Supply(config.Defaults())},
 			[]string{"config: locking.provider: is not set: choose memory, redis, disabled"}},
-		{"loaded configuration without provider", []fx.Option{config.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=20s"}))},
+		{"loaded configuration without provider", []fx.Option{configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=20s"}))},
 			[]string{"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +68,7 @@ func TestModule_G6_MemoryWhenChosenWarnsOnce(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	var got provided
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		fx.Supply(zap.New(core)),
 		fx.Populate(&got),
@@ -108,7 +109,7 @@ func TestModule_L4_DisabledGrantsEveryone(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got provided
-			fxtest.New(t, config.Module("", config.WithEnviron(tt.env)), lockingfx.Module, fx.Populate(&got)).RequireStart().RequireStop()
+			fxtest.New(t, configfx.Module("", config.WithEnviron(tt.env)), lockingfx.Module, fx.Populate(&got)).RequireStart().RequireStop()
 			if got.Lock.Coordinated() || got.Provider != nil {
 				t.Fatalf("coordinated=%t provider=%v, want a lock that grants everyone", got.Lock.Coordinated(), got.Provider)
 			}
@@ -127,7 +128,7 @@ func TestModule_RedisBuildsAndClosesItsClient(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	var got provided
 	app := fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__NAMESPACE=billing",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
@@ -169,7 +170,7 @@ func TestModule_RedisUsesAndKeepsTheAppClient(t *testing.T) {
 	c := srv.Client(t)
 	var got provided
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=redis"})), // no addrs: the app's client is used
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=redis"})), // no addrs: the app's client is used
 		lockingfx.Module,
 		fx.Supply(fx.Annotate(c, fx.As(new(redis.UniversalClient)))),
 		fx.Populate(&got),
@@ -195,7 +196,7 @@ func TestModule_E7_UnreachableRedisDoesNotStopTheApp(t *testing.T) {
 	ln.Close() // nothing listens there now
 	var got provided
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + addr,
 			"HOSTLOOM_LOCKING__REDIS__DIAL_TIMEOUT=200ms",
@@ -239,7 +240,7 @@ func TestBuild_BadConfigNamesTheKey(t *testing.T) {
 func TestModule_F3_LogRedactsPassword(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=127.0.0.1:1",
 			"HOSTLOOM_LOCKING__REDIS__PASSWORD=hunter2-secret",
@@ -287,7 +288,7 @@ func TestModule_O4_AuthErrorIsAConfigurationError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			core, logs := observer.New(zapcore.InfoLevel)
 			app := fx.New(fx.NopLogger,
-				config.Module("", config.WithEnviron(append([]string{
+				configfx.Module("", config.WithEnviron(append([]string{
 					"HOSTLOOM_LOCKING__PROVIDER=redis",
 					"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
 				}, tt.env...))),
@@ -337,7 +338,7 @@ func TestModule_O4_NoAuthIsAConfigurationError(t *testing.T) {
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
 	app := fx.New(fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
 		})),
@@ -365,7 +366,7 @@ func TestModule_O4_RightCredentialsStart(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	var got provided
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
 			"HOSTLOOM_LOCKING__REDIS__USERNAME=app",
@@ -389,7 +390,7 @@ func TestModule_O5_GoRedisLogGoesToZapAtDebug(t *testing.T) {
 	ln.Close() // no sentinel listens there
 	core, logs := observer.New(zapcore.DebugLevel)
 	fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + addr,
 			"HOSTLOOM_LOCKING__REDIS__MASTER_NAME=mymaster",
@@ -440,7 +441,7 @@ func TestRedisLogger_O5_Printf(t *testing.T) {
 func TestModule_B1_BalanceOverMemoryWarns(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	app := fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__BALANCE=true"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__BALANCE=true"})),
 		fx.Supply(zap.New(core)),
 		lockingfx.Module,
 		fx.Invoke(func(*leadership.BalanceGroup) {}),
@@ -458,7 +459,7 @@ func TestModule_Q2_MinReplicasAboveTheServersWarnsAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	app := fxtest.New(t,
-		config.Module("", config.WithEnviron([]string{
+		configfx.Module("", config.WithEnviron([]string{
 			"HOSTLOOM_LOCKING__PROVIDER=redis",
 			"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
 			"HOSTLOOM_LOCKING__REDIS__MIN_REPLICAS=2",

@@ -3,7 +3,7 @@
 // only on that role's leader.
 //
 //	fx.New(
-//		config.Module("app.yaml"),
+//		configfx.Module("app.yaml"),
 //		lockingfx.Module,
 //		leadershipfx.Role("billing"),
 //		schedulingfx.Module,

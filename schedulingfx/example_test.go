@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -16,7 +17,7 @@ func ExampleJob() {
 	ran := make(chan string, 1)
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		// Every second, on the leader of "billing" only.
@@ -43,7 +44,7 @@ func ExampleJob() {
 func ExampleJob_roleWithoutElector() {
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		lockingfx.Module,
 		schedulingfx.Job("payroll", "pay", "@hourly", func(context.Context) error { return nil }),
 		schedulingfx.Module,

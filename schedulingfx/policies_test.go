@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
@@ -21,7 +22,7 @@ import (
 
 // withEnv is a config module over the memory lock and vars.
 func withEnv(vars ...string) fx.Option {
-	return config.Module("", config.WithEnviron(append([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}, vars...)))
+	return configfx.Module("", config.WithEnviron(append([]string{"HOSTLOOM_LOCKING__PROVIDER=memory"}, vars...)))
 }
 
 // TestJob_S7_OverlapFromCodeAndConfig: a run of 2m30s on a job due every
@@ -76,7 +77,7 @@ func TestJob_S7_OverlapFromCodeAndConfig(t *testing.T) {
 // disabled lock (no slot store) fx.New fails naming the job.
 func TestJob_S9_RecoverNeedsAJobStore(t *testing.T) {
 	err := fx.New(fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=disabled"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=disabled"})),
 		lockingfx.Module, leadershipfx.Role("billing"),
 		schedulingfx.Job("billing", "invoices", "@hourly", func(context.Context) error { return nil }, schedulingfx.Recover()),
 	).Err()
@@ -164,7 +165,7 @@ func TestJob_ConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		for _, withModules := range []bool{false, true} {
 			t.Run(tt.name+map[bool]string{false: "/no modules", true: "/modules"}[withModules], func(t *testing.T) {
-				opts := []fx.Option{fx.NopLogger, config.Module("", config.WithEnviron(tt.env)), lockingfx.Module,
+				opts := []fx.Option{fx.NopLogger, configfx.Module("", config.WithEnviron(tt.env)), lockingfx.Module,
 					leadershipfx.Role("billing"), leadershipfx.Role("reports"),
 					schedulingfx.Job("billing", "invoices", "@hourly", noop), schedulingfx.Job("reports", "reports", "@daily", noop)}
 				if withModules {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/scheduling"
 	"github.com/hostloom/hostloom/internal/redistest"
@@ -44,7 +45,7 @@ func TestShutdown_O2_StuckJobOverRedis(t *testing.T) {
 			return nil
 		}
 		return fxtest.New(t,
-			config.Module("", config.WithEnviron([]string{
+			configfx.Module("", config.WithEnviron([]string{
 				"HOSTLOOM_LOCKING__PROVIDER=redis",
 				"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
 				"HOSTLOOM_LEADERSHIP__IDENTITY=" + id,

@@ -338,7 +338,7 @@ func baseOptions(cfg config.SchedulingConfig, lock *locking.DistributedLock, log
 	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Scheduling
 	}
-	base, err := cfg.Options()
+	base, err := SchedulerOptions(cfg)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -381,7 +381,7 @@ func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.S
 		if js.err != nil {
 			continue
 		}
-		if err := s.Add(w.track(cfg.Apply(js.Job))); err != nil {
+		if err := s.Add(w.track(ApplyOverrides(cfg, js.Job))); err != nil {
 			errs = append(errs, fmt.Errorf("schedulingfx: role %q: %w", role, err))
 			continue
 		}
@@ -553,4 +553,33 @@ func (w *roleWork) Running() []leadershipfx.Activity {
 	}
 	slices.SortFunc(out, func(a, b leadershipfx.Activity) int { return a.Since.Compare(b.Since) })
 	return out
+}
+
+// SchedulerOptions returns the scheduling options cfg describes (time zone
+// of cron expressions, misfire window), without the slot store (the
+// composition supplies the lock). It lives here rather than in package
+// config so that loading configuration links no scheduler.
+func SchedulerOptions(cfg config.SchedulingConfig) ([]scheduling.Option, error) {
+	loc, err := cfg.Location.Load()
+	if err != nil {
+		return nil, err
+	}
+	return []scheduling.Option{scheduling.WithLocation(loc), scheduling.WithMisfireWindow(cfg.MisfireWindow)}, nil
+}
+
+// ApplyOverrides returns j with the overrides of scheduling.jobs.<j.Name>
+// in cfg applied (catch_up, overlap; paused is applied by the scheduler's
+// start).
+func ApplyOverrides(cfg config.SchedulingConfig, j scheduling.Job) scheduling.Job {
+	o, ok := cfg.Job(j.Name)
+	if !ok {
+		return j
+	}
+	if o.CatchUp != nil {
+		j.CatchUp = *o.CatchUp
+	}
+	if o.Overlap != nil {
+		j.Overlap = *o.Overlap
+	}
+	return j
 }

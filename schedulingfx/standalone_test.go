@@ -23,7 +23,7 @@ func TestJob_S1_WithoutModules(t *testing.T) {
 	testOnlyTheLeaderRuns(t)
 }
 
-// TestJob_DesignSnippet_WithoutModules: config.Module, lockingfx.Module,
+// TestJob_DesignSnippet_WithoutModules: configfx.Module, lockingfx.Module,
 // a role and two of its jobs (one declared before the role), as in the
 // DESIGN snippet: one scheduler for the role, both jobs run.
 func TestJob_DesignSnippet_WithoutModules(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/hostloom/hostloom/core/scheduling/policy"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
@@ -17,7 +18,7 @@ const instrumentationScope = "github.com/hostloom/hostloom/core/scheduling"
 
 // DefaultMisfireWindow is how old a slot nobody started may be for a new
 // leader to still run it (WithMisfireWindow).
-const DefaultMisfireWindow = time.Minute
+const DefaultMisfireWindow = policy.DefaultMisfireWindow
 
 // Option configures a Scheduler.
 type Option interface {

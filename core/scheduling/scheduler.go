@@ -253,10 +253,10 @@ func (s *Scheduler) validate(j *Job) error {
 	if e, ok := j.Schedule.(every); ok && s.set.store != nil && e.d < time.Millisecond {
 		return fmt.Errorf("scheduling: job %q: interval %v is below the slot store's 1ms resolution", j.Name, e.d)
 	}
-	if !j.Overlap.valid() {
+	if !j.Overlap.Valid() {
 		return fmt.Errorf("scheduling: job %q: unknown Overlap policy %d", j.Name, int(j.Overlap))
 	}
-	if !j.CatchUp.valid() {
+	if !j.CatchUp.Valid() {
 		return fmt.Errorf("scheduling: job %q: unknown CatchUp policy %d", j.Name, int(j.CatchUp))
 	}
 	if j.Recover && s.js == nil {

@@ -5,6 +5,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -32,7 +33,7 @@ func graph(s settings, log *zap.Logger) fx.Option {
 	return fx.Options(
 		fx.Supply(log, listenAddr(s.httpAddr)),
 		leadershipfx.ZapEventLogger(),
-		config.Module(s.configPath, cfgOpts...),
+		configfx.Module(s.configPath, cfgOpts...),
 		fx.Provide(newMetrics),
 		lockingfx.Module,
 		leadershipfx.Role(roleBilling),

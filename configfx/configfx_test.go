@@ -1,11 +1,14 @@
-package config_test
+package configfx_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/configfx"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 )
@@ -20,7 +23,7 @@ func TestModule_ProvidesSections(t *testing.T) {
 		sc config.SchedulingConfig
 	)
 	fxtest.New(t,
-		config.Module(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__NAMESPACE=ns"})),
+		configfx.Module(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__NAMESPACE=ns"})),
 		fx.Populate(&c, &ld, &lc, &lk, &sc),
 	).RequireStart().RequireStop()
 	if ld.Lease != 20*time.Second || lc.Capacity != 7 || lk.Namespace != "ns" || c.Leadership.Lease != ld.Lease || sc.Location != "UTC" {
@@ -31,7 +34,7 @@ func TestModule_ProvidesSections(t *testing.T) {
 func TestModule_LoadErrorFailsTheApp(t *testing.T) {
 	app := fx.New(
 		fx.NopLogger,
-		config.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana", "HOSTLOOM_LOCKING__PROVIDER=memory"})),
+		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana", "HOSTLOOM_LOCKING__PROVIDER=memory"})),
 		fx.Invoke(func(config.LeadershipConfig) {}),
 	)
 	err := app.Err()
@@ -44,8 +47,18 @@ func TestSupply(t *testing.T) {
 	in := config.Defaults()
 	in.Locking.Namespace = "supplied"
 	var lk config.LockingConfig
-	fxtest.New(t, config.Supply(in), fx.Populate(&lk)).RequireStart().RequireStop()
+	fxtest.New(t, configfx.Supply(in), fx.Populate(&lk)).RequireStart().RequireStop()
 	if lk.Namespace != "supplied" {
 		t.Fatalf("namespace %q", lk.Namespace)
 	}
+}
+
+// writeFile writes a YAML file into a fresh temporary directory.
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,0 +1,17 @@
+// Package configfx is the fx glue of package config: Module loads the
+// configuration (YAML file + HOSTLOOM_* environment) when the app is built
+// and provides *config.Config and each of its sections; Supply provides a
+// configuration loaded or built by hand.
+//
+//	fx.New(
+//		configfx.Module("app.yaml"), // first: a configuration error is the first one reported
+//		lockingfx.Module,
+//		leadershipfx.Role("billing"),
+//		leadershipfx.Module,
+//	)
+//
+// Package config itself imports no fx, so a program that only loads
+// configuration (a command line, a test) links neither fx nor dig.
+//
+// Rule ids (O4, A3, …) are explained in docs/rules.md.
+package configfx
