@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	fencingpg "github.com/hostloom/hostloom/examples/fencing-postgres"
-	"github.com/hostloom/hostloom/examples/fencing-postgres/internal/pgtest"
+	"github.com/hostloom/hostloom/internal/pgtest"
 )
 
 // server is the private PostgreSQL server of the test run; startErr says why
