@@ -51,7 +51,6 @@ CREATE TABLE IF NOT EXISTS {S} (
 const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev
 FROM {L} l, {P} p, {S} s WHERE false`
 
-
 // register upserts the caller as a participant ($4 owner, $5 participant
 // ttl µs, $6 priority) when $5 > 0, keeping its first registration time
 // while its record is live (P1).
@@ -245,8 +244,8 @@ FROM st`
 // tables holds the quoted names a provider's statements use.
 type tables struct {
 	lease, participants, state string // quoted, schema-qualified when set
-	name                           string // the unquoted lease table name (LISTEN channel)
-	qualified                      string // schema.table as written, for messages and payloads
+	name                       string // the unquoted lease table name (LISTEN channel)
+	qualified                  string // schema.table as written, for messages and payloads
 }
 
 func newTables(schema, table string) tables {

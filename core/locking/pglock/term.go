@@ -48,7 +48,9 @@ func (e *TermError) Error() string {
 }
 
 // Is makes errors.Is hold for ErrTermEnded and fencing.ErrStale.
-func (e *TermError) Is(target error) bool { return target == ErrTermEnded || target == fencing.ErrStale }
+func (e *TermError) Is(target error) bool {
+	return target == ErrTermEnded || target == fencing.ErrStale
+}
 
 // CheckTerm verifies, inside the caller's transaction tx, that the lease
 // of providerKey (an elector's Describe(e).ProviderKey, or
