@@ -10,9 +10,9 @@
 //
 // # Tables
 //
-// Three tables, created with CREATE TABLE IF NOT EXISTS by the first
+// Five tables, created with CREATE TABLE IF NOT EXISTS by the first
 // operation (Options.Table, default hostloom_locks, and the same name with
-// _participants and _state), or by the SQL of Schema for teams that manage
+// _participants, _state, _jobs and _job_runs), or by the SQL of Schema for teams that manage
 // their schema (Options.ExternalSchema). The first operation also checks
 // that the tables have the columns this version uses, and names the table
 // when they do not.
@@ -89,9 +89,11 @@
 // a lease and its fence (the fence then comes from the new primary's
 // clock); use synchronous replication if that matters.
 //
-// # Not yet
+// # Job slots
 //
-// Job slots (the scheduler's recovery, pause and history, S9–S11) are not
-// implemented: the scheduler keeps at most once per slot through the state
-// table.
+// The scheduler's job records (S9–S11: claims, completion, recovery, pause,
+// history) follow redislock's semantics exactly, in two more tables. A
+// claim, a completion and a pause are one transaction each (the job's row
+// locked FOR UPDATE, decided on, written back in one batch), the others
+// one statement; holds and expiries are measured on the server's clock.
 package pglock

@@ -19,6 +19,8 @@ const MaxTableLength = 63 - len(participantsSuffix)
 const (
 	participantsSuffix = "_participants"
 	stateSuffix        = "_state"
+	jobsSuffix         = "_jobs"
+	runsSuffix         = "_job_runs"
 )
 
 // ErrInvalidOptions is matched by the error of New for an invalid Options
@@ -30,8 +32,9 @@ var ErrInvalidOptions = errors.New("pglock: invalid options")
 type Options struct {
 	// Table is the lease table's name (default DefaultTable): letters,
 	// digits and underscores, not starting with a digit, at most
-	// MaxTableLength bytes. Participants and state live in two more tables
-	// named Table+"_participants" and Table+"_state". The name is also the
+	// MaxTableLength bytes. Participants, state and job records live in four
+	// more tables named Table+"_participants", "_state", "_jobs" and
+	// "_job_runs". The name is also the
 	// channel of LISTEN/NOTIFY. It is quoted as an SQL identifier, so case
 	// matters ("Locks" and "locks" are two tables).
 	Table string

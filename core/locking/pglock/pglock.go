@@ -50,6 +50,7 @@ type Provider struct {
 type statements struct {
 	schema, probe, acquire, extend, release, get, advance, state, resign,
 	inspect, deregister, keys, checkTerm string
+	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory string
 }
 
 var (
@@ -63,6 +64,7 @@ var (
 	_ locking.ProviderEventFuncs   = (*Provider)(nil)
 	_ locking.ProviderParticipants = (*Provider)(nil)
 	_ locking.ProviderInspector    = (*Provider)(nil)
+	_ locking.ProviderJobs         = (*Provider)(nil)
 )
 
 // New returns a provider over pool with options o. It does not talk to the
@@ -95,6 +97,14 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		deregister: t.expand(deregisterSQL),
 		keys:       t.expand(keysSQL),
 		checkTerm:  t.expand(checkTermSQL),
+
+		jobCreate:    t.expand(jobCreateSQL),
+		jobLock:      t.expand(jobLockSQL),
+		jobWrite:     t.expand(jobWriteSQL),
+		jobClearRuns: t.expand(jobClearRunsSQL),
+		jobRecord:    t.expand(jobRecordSQL),
+		jobStatus:    t.expand(jobStatusSQL),
+		jobHistory:   t.expand(jobHistorySQL),
 	}}
 	p.l = newListener(p)
 	return p, nil
@@ -143,8 +153,9 @@ func (p *Provider) prepare(ctx context.Context) error {
 		}
 	}
 	if _, err := p.pool.Exec(ctx, p.sql.probe, execMode); err != nil {
-		return fmt.Errorf("pglock: tables %s (and %s, %s) do not match this version's columns or cannot be read (see pglock.Schema): %w",
-			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix, classify(err))
+		return fmt.Errorf("pglock: tables %s (and %s, %s, %s, %s) do not match this version's columns or cannot be read (see pglock.Schema): %w",
+			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix,
+			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, classify(err))
 	}
 	p.ready = true
 	return nil

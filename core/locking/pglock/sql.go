@@ -44,12 +44,31 @@ CREATE TABLE IF NOT EXISTS {S} (
     key   text   PRIMARY KEY,
     value bigint NOT NULL,
     prev  bigint
+);
+CREATE TABLE IF NOT EXISTS {J} (
+    key        text        PRIMARY KEY,
+    slot       bigint,
+    open       bigint,
+    run        boolean     NOT NULL DEFAULT false,
+    att        integer     NOT NULL DEFAULT 0,
+    term       text,
+    until_ms   bigint      NOT NULL DEFAULT 0,
+    paused     boolean     NOT NULL DEFAULT false,
+    seq        bigint      NOT NULL DEFAULT 0,
+    expires_at timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {H} (
+    key    text    NOT NULL,
+    idx    integer NOT NULL,
+    record text    NOT NULL,
+    PRIMARY KEY (key, idx)
 );`
 
 // probeSQL selects every column the statements use, from no row: it fails
 // when a table or a column is missing or the role may not read them.
-const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev
-FROM {L} l, {P} p, {S} s WHERE false`
+const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev,
+    j.slot, j.open, j.run, j.att, j.term, j.until_ms, j.paused, j.seq, j.expires_at, h.idx, h.record
+FROM {L} l, {P} p, {S} s, {J} j, {H} h WHERE false`
 
 // register upserts the caller as a participant ($4 owner, $5 participant
 // ttl µs, $6 priority) when $5 > 0, keeping its first registration time
@@ -244,6 +263,7 @@ FROM st`
 // tables holds the quoted names a provider's statements use.
 type tables struct {
 	lease, participants, state string // quoted, schema-qualified when set
+	jobs, runs                 string // quoted job tables
 	name                       string // the unquoted lease table name (LISTEN channel)
 	qualified                  string // schema.table as written, for messages and payloads
 }
@@ -263,6 +283,8 @@ func newTables(schema, table string) tables {
 		lease:        ident(table),
 		participants: ident(table + participantsSuffix),
 		state:        ident(table + stateSuffix),
+		jobs:         ident(table + jobsSuffix),
+		runs:         ident(table + runsSuffix),
 		name:         table,
 		qualified:    q,
 	}
@@ -272,7 +294,7 @@ func newTables(schema, table string) tables {
 func (t tables) expand(sql string) string {
 	return strings.NewReplacer(
 		"{Lname}", "'"+t.qualified+"'", // an identifier ([A-Za-z0-9_.]), safe in quotes
-		"{L}", t.lease, "{P}", t.participants, "{S}", t.state,
+		"{L}", t.lease, "{P}", t.participants, "{S}", t.state, "{J}", t.jobs, "{H}", t.runs,
 	).Replace(sql)
 }
 
