@@ -70,10 +70,10 @@ func (l LockingConfig) Coordinated() bool {
 }
 
 // Options returns the locking.Options the section describes. Provider
-// disabled yields Enabled false.
+// disabled, or enabled false, yields Disabled true.
 func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
-		Enabled:      l.Coordinated(),
+		Disabled:     !l.Coordinated(),
 		Namespace:    l.Namespace,
 		UseHashTags:  l.UseHashTags,
 		MaxKeyLength: l.MaxKeyLength,
@@ -341,7 +341,7 @@ func Defaults() *Config {
 	co := leadership.DefaultChannelOptions()
 	return &Config{
 		Locking: LockingConfig{
-			Enabled:      lo.Enabled,
+			Enabled:      !lo.Disabled,
 			Namespace:    lo.Namespace,
 			UseHashTags:  lo.UseHashTags,
 			MaxKeyLength: lo.MaxKeyLength,

@@ -198,7 +198,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Enabled || !reflect.DeepEqual(c.Locking.Redis, wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
+	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
 		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
 		t.Errorf("locking options %+v, want %+v", got, want)
 	}
@@ -425,7 +425,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "negative durations",
 			yaml: "locking:\n  max_lease: -1s\nscheduling:\n  misfire_window: -1m\n",
-			want: []string{"config: locking.max_lease: max_lease -1s must be positive (file ", "config: scheduling.misfire_window: -1m0s must not be negative (file "},
+			want: []string{"config: locking.max_lease: max_lease -1s must not be negative (file ", "config: scheduling.misfire_window: -1m0s must not be negative (file "},
 		},
 		{
 			name: "O4 negative lease names key and variable",

@@ -43,7 +43,7 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		t.Errorf("LeaderChannel.Options = %+v", ch)
 	}
 	lo := c.Locking.Options()
-	if !lo.Enabled || lo.Namespace != "billing" || !lo.UseHashTags || lo.MaxKeyLength != 256 || lo.MaxLease != time.Minute || lo.MaxHold != 30*time.Minute {
+	if lo.Disabled || lo.Namespace != "billing" || !lo.UseHashTags || lo.MaxKeyLength != 256 || lo.MaxLease != time.Minute || lo.MaxHold != 30*time.Minute {
 		t.Errorf("Locking.Options = %+v", lo)
 	}
 	for _, tt := range []struct {
@@ -52,8 +52,8 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		want     bool
 	}{{true, config.ProviderMemory, true}, {true, config.ProviderRedis, true}, {true, config.ProviderDisabled, false}, {false, config.ProviderMemory, false}} {
 		l := config.LockingConfig{Enabled: tt.enabled, Provider: tt.provider}
-		if l.Options().Enabled != tt.want || l.Coordinated() != tt.want {
-			t.Errorf("enabled=%t provider=%s: Options().Enabled=%t, want %t (L4)", tt.enabled, tt.provider, l.Options().Enabled, tt.want)
+		if l.Options().Disabled == tt.want || l.Coordinated() != tt.want {
+			t.Errorf("enabled=%t provider=%s: Options().Disabled=%t, want %t (L4)", tt.enabled, tt.provider, l.Options().Disabled, !tt.want)
 		}
 	}
 	for _, m := range []leadership.FullMode{leadership.Wait, leadership.DropWrite, leadership.DropNewest, leadership.DropOldest} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,6 +171,8 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 		if pre, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pre, " ") {
 			msg = rest
 		}
+		msg = strings.TrimPrefix(msg, "invalid options: ")
+		msg = configSpelling(msg, t)
 		var opts []string
 		for _, w := range strings.Fields(msg) {
 			w = strings.TrimRight(w, ":,;")
@@ -197,6 +200,27 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: msg})
 	}
 	return out
+}
+
+// goField matches a Go field of a core Options type as core errors name
+// it (Options.RenewInterval).
+var goField = regexp.MustCompile(`\bOptions\.([A-Z][A-Za-z0-9]*)`)
+
+// configSpelling rewrites the Go field names in a core error message
+// (Options.MaxLease) as the keys of t that hold them (max_lease), so the
+// message speaks the configuration's words. A field t does not have is
+// left as it is.
+func configSpelling(msg string, t reflect.Type) string {
+	return goField.ReplaceAllStringFunc(msg, func(m string) string {
+		f, ok := t.FieldByName(m[len("Options."):])
+		if !ok {
+			return m
+		}
+		if key := f.Tag.Get("koanf"); key != "" {
+			return key
+		}
+		return m
+	})
 }
 
 // describe names the sources of keys: the first key's source, then each

@@ -271,7 +271,7 @@ func checkJobs(cfg config.SchedulingConfig, specs []JobSpec) error {
 // jobStore reports whether the schedulers get a slot store that keeps job
 // records (S9–S11).
 func jobStore(cfg config.SchedulingConfig, lock *locking.DistributedLock) bool {
-	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.SupportsJobs()
+	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.Capabilities().JobSlots
 }
 
 // Params are New's dependencies.

@@ -38,9 +38,10 @@ func (e *env) request(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, e.timeout)
 }
 
-// close releases the subscriptions and the client.
+// close releases the subscriptions (closing the lock closes its
+// provider) and the client.
 func (e *env) close() {
-	_ = e.provider.Close()
+	_ = e.lock.Close()
 	_ = e.client.Close()
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // runJSON is one run record (S11).
@@ -270,7 +270,7 @@ func globEscape(s string) string {
 var errNoSuchJob = errors.New("no such job")
 
 // knownJob checks that the store keeps records for job of role.
-func (e *env) knownJob(ctx context.Context, role, job string) (locking.JobStatus, error) {
+func (e *env) knownJob(ctx context.Context, role, job string) (slotstore.JobStatus, error) {
 	rctx, cancel := e.request(ctx)
 	defer cancel()
 	st, err := e.lock.JobStatus(rctx, scheduling.JobKey(role, job))
@@ -302,13 +302,13 @@ recoveries, S9) and the outcome. The store keeps the last 100 runs per job.`,
 			return history(cmd.Context(), g, sio, args[0], args[1], limit)
 		}),
 	}
-	c.Flags().IntVarP(&limit, "limit", "n", 20, fmt.Sprintf("how many runs, 1..%d", locking.JobHistoryLen))
+	c.Flags().IntVarP(&limit, "limit", "n", 20, fmt.Sprintf("how many runs, 1..%d", slotstore.JobHistoryLen))
 	return c
 }
 
 func history(ctx context.Context, g *globals, sio stdio, role, job string, limit int) error {
-	if limit < 1 || limit > locking.JobHistoryLen {
-		return badUsage("--limit %d must be in 1..%d", limit, locking.JobHistoryLen)
+	if limit < 1 || limit > slotstore.JobHistoryLen {
+		return badUsage("--limit %d must be in 1..%d", limit, slotstore.JobHistoryLen)
 	}
 	return withEnv(ctx, g, sio, func(e *env) error {
 		if _, err := e.knownJob(ctx, role, job); err != nil {

@@ -148,7 +148,7 @@ func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, iden
 	t.Helper()
 	o := locking.DefaultOptions()
 	o.Namespace = namespace
-	lock, p, err := redislock.NewLock(c, o)
+	lock, err := redislock.NewLock(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, iden
 		if err := e.Stop(ctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
 			t.Errorf("stop %s: %v", identity, err)
 		}
-		_ = p.Close()
+		_ = lock.Close()
 		_ = c.Close()
 	})
 	return r

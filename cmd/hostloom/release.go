@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 func newRelease(g *globals, sio stdio) *cobra.Command {
@@ -88,7 +90,7 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 		defer stop()
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
-		released, err := e.provider.Release(rctx, pkey, value)
+		released, err := e.provider.Release(rctx, locking.ReleaseRequest{Key: pkey, Value: value})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("release %q: %w", role, err)

@@ -65,6 +65,9 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 		if !before.Held {
 			return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
 		}
+		if !e.lock.Capabilities().Resign {
+			return fmt.Errorf("role %q: resign is not supported by this lock (its provider cannot send resign requests to the leader)", role)
+		}
 		events, stop, _ := e.subscribe(ctx, rk.key)
 		defer stop()
 		start := time.Now()
@@ -120,28 +123,57 @@ func withRole(ctx context.Context, g *globals, sio stdio, role string, wait time
 	})
 }
 
+// eventBuffer is how many events a subscription holds for its reader; a
+// reader further behind loses ordinary events, never the subscription
+// state (see sendEvent).
+const eventBuffer = 16
+
 // subscribe watches key's events and waits, up to the request timeout,
 // until the subscription is live, so nothing published after it returns
-// is missed; live reports whether it is. Without events the channel is nil
-// and callers poll.
+// is missed; live reports whether it is. Without events (a lock whose
+// provider publishes none) the channel is nil and callers poll.
 func (e *env) subscribe(ctx context.Context, key string) (events <-chan locking.Event, stop func(), live bool) {
-	events, stop = e.lock.WatchEvents(key)
-	if events == nil {
-		return nil, stop, false
+	ch := make(chan locking.Event, eventBuffer)
+	stop, err := e.lock.Subscribe(key, func(ev locking.Event) { sendEvent(ch, ev) })
+	if err != nil {
+		return nil, func() {}, false
 	}
 	t := time.NewTimer(e.timeout)
 	defer t.Stop()
 	for {
 		select {
-		case ev := <-events:
+		case ev := <-ch:
 			if ev.Kind == locking.EventSubscribed {
-				return events, stop, true
+				return ch, stop, true
 			}
 		case <-t.C:
-			return events, stop, false
+			return ch, stop, false
 		case <-ctx.Done():
-			return events, stop, false
+			return ch, stop, false
 		}
+	}
+}
+
+// sendEvent delivers ev on ch without blocking (it runs on the provider's
+// delivery goroutine): an ordinary event is dropped when ch is full; a
+// subscription state event takes the place of the oldest pending event
+// instead, so the reader always learns that something may be missing.
+func sendEvent(ch chan locking.Event, ev locking.Event) {
+	select {
+	case ch <- ev:
+		return
+	default:
+	}
+	if ev.Kind != locking.EventSubscribed && ev.Kind != locking.EventUnsubscribed {
+		return
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- ev:
+	default:
 	}
 }
 

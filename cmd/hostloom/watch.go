@@ -116,7 +116,7 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 			state:  map[string]locking.KeyState{},
 			live:   map[string]bool{},
 			roles:  map[string]roleKey{},
-			merged: make(chan keyEvent, locking.EventBuffer),
+			merged: make(chan keyEvent, eventBuffer),
 			done:   make(chan struct{}),
 		}
 		defer w.close()

@@ -26,12 +26,12 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	lock, provider, err := redislock.NewLock(client, locking.DefaultOptions())
+	lock, err := redislock.NewLock(client, locking.DefaultOptions())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer provider.Close()
+	defer lock.Close()
 
 	ctx := context.Background()
 	lease, err := lock.TryAcquire(ctx, "daily-report", 30*time.Second)

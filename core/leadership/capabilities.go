@@ -9,16 +9,18 @@ import (
 
 // capabilities are the optional interfaces of a lock, resolved once when
 // an elector (or a composition check) is built, so that nothing else asks
-// the lock what it can do.
+// the lock what it can do (L9). A lock that reports its capabilities
+// (locking.CapabilityReporter: a *locking.DistributedLock, whose method
+// set is the same whatever its provider can do) is believed over its
+// method set: a capability it says is absent is left nil, so the elector
+// polls instead of subscribing, does not deregister, and so on.
 type capabilities struct {
 	maxLease     time.Duration // 0: the lock reports no cap (locking.Limits)
 	maxKeyLength int           // 0: the lock reports no limit (locking.Limits)
 	providerKey  interface{ ProviderKey(string) (string, error) }
 	owned        locking.OwnedLock           // stores the identity with the lease
 	prioritized  locking.PriorityLock        // registers a priority too (B2)
-	watcher      locking.Watcher             // release notifications (L7)
-	eventFuncs   locking.EventFuncWatcher    // the same, delivered by callback: no goroutine per watch
-	events       locking.EventWatcher        // releases, acquisitions, resign requests (P2, O1)
+	events       locking.Subscriber          // releases, acquisitions, resign requests (L7, P2, O1)
 	holders      locking.HolderLookup        // who holds a key (L7)
 	participants locking.ParticipantRegistry // who contends for a key (P1)
 }
@@ -32,11 +34,21 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	c.providerKey, _ = lock.(interface{ ProviderKey(string) (string, error) })
 	c.owned, _ = lock.(locking.OwnedLock)
 	c.prioritized, _ = lock.(locking.PriorityLock)
-	c.watcher, _ = lock.(locking.Watcher)
-	c.eventFuncs, _ = lock.(locking.EventFuncWatcher)
-	c.events, _ = lock.(locking.EventWatcher)
+	c.events, _ = lock.(locking.Subscriber)
 	c.holders, _ = lock.(locking.HolderLookup)
 	c.participants, _ = lock.(locking.ParticipantRegistry)
+	if r, ok := lock.(locking.CapabilityReporter); ok {
+		has := r.Capabilities()
+		if !has.Events {
+			c.events = nil
+		}
+		if !has.Inspect {
+			c.holders = nil
+		}
+		if !has.Participants {
+			c.participants = nil
+		}
+	}
 	return c
 }
 

@@ -102,8 +102,10 @@ type loop struct {
 	stopped     bool // Stop has replied: later outcomes are only cleaned up
 
 	stopWatch     func()
-	live          bool // the event subscription is live (P3)
-	subscriptions int  // EventSubscribed seen so far
+	watchCancel   context.CancelFunc // ends a subscription attempt (and its retry wait)
+	watchFailures int                // subscription attempts failed in a row
+	live          bool               // the event subscription is live (P3)
+	subscriptions int                // EventSubscribed seen so far
 	announced     string
 	topPriority   int  // the highest participant priority the last refusal reported (B2)
 	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
@@ -163,7 +165,7 @@ func (l *loop) handle(m message) {
 		if !e.coordinated && e.opts.WhenUncoordinated == Follow {
 			l.due = never // E9: never leads; only Stop ends the wait
 		} else {
-			l.watch()
+			l.watch(0)
 		}
 	case msgTimer:
 	case msgOutcome:
@@ -700,16 +702,28 @@ func (l *loop) stop(req request) {
 		l.step.cancel()
 	}
 	if e.caps.participants != nil && e.coordinated {
+		// Deregistration only speeds up what expiry does anyway (the
+		// registration lapses within two leases, P1): a failure, for
+		// example during an outage, is logged and does not fail Stop, and
+		// a lock that has no registry to deregister from is not an error.
 		ctx, cancel := context.WithCancel(req.ctx)
-		l.start(&call{op: opDeregister, sent: time.Now(), done: l.collect}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
-			if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil {
-				return fmt.Errorf("leadership: deregister role %q: %w", e.role, err)
-			}
-			return nil
+		l.start(&call{op: opDeregister, sent: time.Now(), done: l.deregistered}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+			return e.caps.participants.Deregister(ctx, e.key, e.identity)
 		})
+	}
+	if l.watchCancel != nil {
+		l.watchCancel()
 	}
 	l.unwatch(l.stopWatch)
 	l.stopWatch = nil
+}
+
+// deregistered logs a failed deregistration (see stop); it never fails
+// Stop.
+func (l *loop) deregistered(err error) {
+	if err != nil && !errors.Is(err, locking.ErrNotSupported) {
+		l.e.log.Warn("LeadershipDeregisterFailed", zap.Error(err))
+	}
 }
 
 // collect keeps an error for Stop's reply.
@@ -747,58 +761,64 @@ func (l *loop) afterStop(m message) {
 	}
 }
 
-// watch subscribes to the lock's notifications (L7, P2) on a goroutine of
-// its own: subscribing is network I/O. Events reach the machine through
-// post: from the lock's own delivery goroutine when the lock calls back
-// (locking.EventFuncWatcher), else from a small forwarding goroutine.
-func (l *loop) watch() {
+// watch subscribes to the lock's events (L7, P2) on a goroutine of its
+// own, after waiting delay: subscribing may be network I/O. Events reach
+// the machine through post, from the lock's own delivery goroutine. A lock
+// without events is polled on the candidate cadence instead (E1). A
+// subscription that fails (an error, a panic, no stop function) is logged
+// as a fault and tried again one RetryInterval later, until Stop.
+func (l *loop) watch(delay time.Duration) {
 	e := l.e
-	if e.caps.eventFuncs == nil && e.caps.events == nil && e.caps.watcher == nil {
+	if e.caps.events == nil {
 		return
 	}
 	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: ev}) }
-	l.start(&call{op: opWatch, sent: time.Now()}, context.Background(), func() {}, func(_ context.Context, o *outcome) error {
-		switch {
-		case e.caps.eventFuncs != nil:
-			o.stopWatch = e.caps.eventFuncs.WatchEventsFunc(e.key, postEvent)
-		case e.caps.events != nil:
-			ch, stop := e.caps.events.WatchEvents(e.key)
-			o.stopWatch = forward(ch, stop, postEvent)
-		default:
-			ch, stop := e.caps.watcher.Watch(e.key)
-			o.stopWatch = forward(ch, stop, func(struct{}) { postEvent(locking.Event{Kind: locking.EventReleased}) })
+	ctx, cancel := context.WithCancel(context.Background())
+	l.watchCancel = cancel
+	l.start(&call{op: opWatch, sent: time.Now()}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
+		stop, err := e.caps.events.Subscribe(e.key, postEvent)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: subscribe: %w", errLockFault, err)
+		case stop == nil:
+			return fmt.Errorf("%w: subscribe returned no stop function", errLockFault)
+		}
+		o.stopWatch = stop
 		return nil
 	})
 }
 
-// forward hands every value of ch to fn until the returned function is
-// called, which also calls stop.
-func forward[T any](ch <-chan T, stop func(), fn func(T)) func() {
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case v := <-ch:
-				fn(v)
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		if stop != nil {
-			stop()
-		}
-	}
-}
-
-// watching takes the subscription a watch call made.
+// watching takes the subscription a watch call made, or schedules the
+// next attempt after a failed one.
 func (l *loop) watching(o outcome) {
+	l.watchCancel = nil
 	if o.err != nil {
-		l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
+		if errors.Is(o.err, context.Canceled) {
+			return
+		}
+		// The first failure of a streak is a fault; its retries are
+		// logged at Debug, like every other retry.
+		l.watchFailures++
+		if l.watchFailures == 1 {
+			l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
+		} else {
+			l.e.log.Debug("LeadershipSubscribeRetry", zap.Int("failures", l.watchFailures), zap.Error(o.err))
+		}
+		l.watch(l.e.opts.RetryInterval)
 		return
+	}
+	if l.watchFailures > 0 {
+		l.e.log.Info("LeadershipSubscribed", zap.Int("failures", l.watchFailures))
+		l.watchFailures = 0
 	}
 	l.stopWatch = o.stopWatch
 }

@@ -190,7 +190,7 @@ type lateSubscriptionLock struct {
 	delay time.Duration
 }
 
-func (l *lateSubscriptionLock) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+func (l *lateSubscriptionLock) Subscribe(key string, fn func(locking.Event)) (func(), error) {
 	var mu sync.Mutex
 	var stop func()
 	stopped := false
@@ -198,7 +198,7 @@ func (l *lateSubscriptionLock) WatchEventsFunc(key string, fn func(locking.Event
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			stop = l.DistributedLock.WatchEventsFunc(key, fn)
+			stop, _ = l.DistributedLock.Subscribe(key, fn)
 		}
 	})
 	return func() {
@@ -209,7 +209,7 @@ func (l *lateSubscriptionLock) WatchEventsFunc(key string, fn func(locking.Event
 		if stop != nil {
 			stop()
 		}
-	}
+	}, nil
 }
 
 func TestElector_P3_B1_ReleaseBeforeTheFirstSubscriptionIsNotMissed(t *testing.T) {

@@ -645,7 +645,7 @@ func TestElector_E8_ResignHandsOver(t *testing.T) {
 
 func TestElector_E9_UncoordinatedFollow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lock := memLock(t, func(o *locking.Options) { o.Enabled = false })
+		lock := memLock(t, func(o *locking.Options) { o.Disabled = true })
 		fl := leadershiptest.NewFaultLock(lock)
 		log, logs := observed()
 		e := mustElector(t, "r", fl, fastOpts(), leadership.WithLogger(log))
@@ -674,7 +674,7 @@ func TestElector_E9_UncoordinatedFollow(t *testing.T) {
 
 func TestElector_E9_UncoordinatedLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lock := memLock(t, func(o *locking.Options) { o.Enabled = false })
+		lock := memLock(t, func(o *locking.Options) { o.Disabled = true })
 		log, logs := observed()
 		o := fastOpts()
 		o.WhenUncoordinated = leadership.Lead
@@ -1282,15 +1282,22 @@ func (plainRefusal) TryAcquire(context.Context, string, time.Duration) (locking.
 	return nil, fmt.Errorf("custom backend: %w", locking.ErrNotAcquired)
 }
 
-// panicWatch is a lock whose Watch panics.
-type panicWatch struct{ locking.Lock }
+// panicWatch is a lock whose Subscribe panics; it counts the attempts.
+type panicWatch struct {
+	locking.Lock
+	calls *atomic.Int32
+}
 
-func (panicWatch) Watch(string) (<-chan struct{}, func()) { panic("watch bug") }
+func (p panicWatch) Subscribe(string, func(locking.Event)) (func(), error) {
+	p.calls.Add(1)
+	panic("subscribe bug")
+}
 
 func TestElector_E1_PlainRefusalAndBrokenWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log, logs := observed()
-		e := mustElector(t, "r", panicWatch{plainRefusal{memLock(t)}}, fastOpts(), leadership.WithLogger(log))
+		var calls atomic.Int32
+		e := mustElector(t, "r", panicWatch{plainRefusal{memLock(t)}, &calls}, fastOpts(), leadership.WithLogger(log))
 		mustStart(t, e)
 		defer mustStop(t, e)
 		time.Sleep(5 * time.Second)
@@ -1299,7 +1306,15 @@ func TestElector_E1_PlainRefusalAndBrokenWatch(t *testing.T) {
 			t.Fatalf("refusals in 5s = %d, want 3 (0s, 2s, 4s)", n)
 		}
 		if n := countLogs(logs, zapcore.ErrorLevel, "LeadershipLoopFaulted"); n != 1 {
-			t.Fatalf("a panicking Watch must be logged once as a fault, got %d", n)
+			t.Fatalf("a panicking Subscribe must be logged once as a fault, got %d", n)
+		}
+		// L9 bad input: the subscription is tried again every
+		// RetryInterval (0s, 2s, 4s), the retries logged at Debug.
+		if n := calls.Load(); n != 3 {
+			t.Fatalf("Subscribe attempts in 5s = %d, want 3 (0s, 2s, 4s)", n)
+		}
+		if n := countLogs(logs, zapcore.DebugLevel, "LeadershipSubscribeRetry"); n != 2 {
+			t.Fatalf("subscription retries logged = %d, want 2", n)
 		}
 	})
 }

@@ -37,8 +37,23 @@ type Held struct {
 // ctx's error when ctx ends first. Errors other than a held key (invalid
 // key or lease, provider failures) are returned at once.
 func (l *DistributedLock) Acquire(ctx context.Context, key string, lease time.Duration) (*Held, error) {
-	released, stopWatch := l.Watch(key)
-	defer stopWatch()
+	// Released wakes the wait at once when the provider publishes events;
+	// without them (or when subscribing fails) the loop polls.
+	var released chan struct{}
+	if l.events != nil && !l.o.Disabled {
+		ch := make(chan struct{}, 1)
+		if stop, err := l.Subscribe(key, func(e Event) {
+			if e.Kind == EventReleased {
+				select {
+				case ch <- struct{}{}:
+				default: // coalesced
+				}
+			}
+		}); err == nil {
+			defer stop()
+			released = ch
+		}
+	}
 	for {
 		ls, err := l.TryAcquire(ctx, key, lease)
 		if err == nil {
@@ -105,7 +120,7 @@ func (h *Held) extend(granted, maxHold time.Duration) {
 				case <-t.C:
 				}
 			}
-			h.end(fmt.Errorf("locking: %q: %w (held past max_hold %v)", h.lease.Key(), ErrLeaseLost, maxHold))
+			h.end(fmt.Errorf("locking: %q: %w (held past Options.MaxHold %v)", h.lease.Key(), ErrLeaseLost, maxHold))
 			return
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

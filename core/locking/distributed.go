@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // tokenBytes is the size of the random owner token (L3): 128 bits.
@@ -25,26 +28,51 @@ type DistributedLock struct {
 	prefix string // provider key prefix, e.g. "billing:lock:"
 	state  string // state key prefix, e.g. "billing:state:"
 	owner  string // default owner identity
+
+	// The provider's optional capabilities, found once by New (L9); nil
+	// when it lacks one or the lock is disabled.
+	caps         Capabilities
+	events       Subscriber
+	resign       ResignRequester
+	participants ParticipantRegistry
+	inspector    Inspector
+	jobs         slotstore.Jobs
+	closer       io.Closer
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
-	_ Lock         = (*DistributedLock)(nil)
-	_ OwnedLock    = (*DistributedLock)(nil)
-	_ Watcher      = (*DistributedLock)(nil)
-	_ HolderLookup = (*DistributedLock)(nil)
-	_ Limits       = (*DistributedLock)(nil)
-	_ StateStore   = (*DistributedLock)(nil)
+	_ Lock                = (*DistributedLock)(nil)
+	_ OwnedLock           = (*DistributedLock)(nil)
+	_ PriorityLock        = (*DistributedLock)(nil)
+	_ Subscriber          = (*DistributedLock)(nil)
+	_ ResignRequester     = (*DistributedLock)(nil)
+	_ ParticipantRegistry = (*DistributedLock)(nil)
+	_ HolderLookup        = (*DistributedLock)(nil)
+	_ Limits              = (*DistributedLock)(nil)
+	_ CapabilityReporter  = (*DistributedLock)(nil)
+	_ io.Closer           = (*DistributedLock)(nil)
 )
 
-// New returns a DistributedLock over p. It returns an error naming the
-// option and value for invalid options, and for a nil provider unless the
-// lock is disabled (o.Enabled false), which never calls the provider.
+// New returns a DistributedLock over p. Fields of o left zero take their
+// documented defaults (L10); a value that is set and invalid is an error
+// naming the field and the value, matching ErrInvalidOptions. A nil p is
+// an error unless the lock is disabled (o.Disabled), which never calls
+// the provider.
+//
+// New finds p's optional capabilities once (Subscriber, ResignRequester,
+// ParticipantRegistry, Inspector, slotstore.Jobs, io.Closer) and reports
+// them through Capabilities; the lock's methods for a capability p lacks
+// return ErrNotSupported (L9). The lock owns p: Close closes it.
 func New(p Provider, o Options) (*DistributedLock, error) {
+	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if p == nil && o.Enabled {
-		return nil, errors.New("locking: nil provider (set enabled=false for a lock that grants everyone)")
+	if p == nil && !o.Disabled {
+		return nil, fmt.Errorf("%w: nil provider (set Options.Disabled for a lock that grants everyone)", ErrInvalidOptions)
 	}
 	ns := o.Namespace
 	if o.UseHashTags {
@@ -53,13 +81,52 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 	if ns != "" {
 		ns += ":"
 	}
-	return &DistributedLock{
+	l := &DistributedLock{
 		p:      p,
 		o:      o,
 		prefix: ns + "lock:",
 		state:  ns + "state:",
 		owner:  DefaultOwner(),
-	}, nil
+	}
+	l.closer, _ = p.(io.Closer)
+	if o.Disabled {
+		return l, nil
+	}
+	l.events, _ = p.(Subscriber)
+	l.participants, _ = p.(ParticipantRegistry)
+	l.inspector, _ = p.(Inspector)
+	l.jobs, _ = p.(slotstore.Jobs)
+	if r, ok := p.(ResignRequester); ok && l.events != nil {
+		l.resign = r
+	}
+	l.caps = Capabilities{
+		Events:       l.events != nil,
+		Participants: l.participants != nil,
+		Inspect:      l.inspector != nil,
+		Resign:       l.resign != nil,
+		JobSlots:     l.jobs != nil,
+	}
+	return l, nil
+}
+
+// Capabilities reports what the lock's provider can do beyond the
+// required methods, as New found it (L9). A disabled lock has none.
+func (l *DistributedLock) Capabilities() Capabilities { return l.caps }
+
+// Provider returns the provider the lock was built over (nil for a
+// disabled lock built without one).
+func (l *DistributedLock) Provider() Provider { return l.p }
+
+// Close closes the provider when it implements io.Closer (redislock ends
+// its subscriptions; it does not close the Redis client it was given).
+// It is idempotent: later calls return the first call's error.
+func (l *DistributedLock) Close() error {
+	l.closeOnce.Do(func() {
+		if l.closer != nil {
+			l.closeErr = l.closer.Close()
+		}
+	})
+	return l.closeErr
 }
 
 // DefaultOwner is the owner identity stored with leases when the caller
@@ -75,8 +142,9 @@ func DefaultOwner() string {
 // Options returns the options the lock was built with.
 func (l *DistributedLock) Options() Options { return l.o }
 
-// Coordinated reports whether the lock is enabled (L4).
-func (l *DistributedLock) Coordinated() bool { return l.o.Enabled }
+// Coordinated reports whether the lock coordinates: false when it is
+// disabled (L4).
+func (l *DistributedLock) Coordinated() bool { return !l.o.Disabled }
 
 // MaxKeyLength is the longest consumer key accepted, in bytes (L1).
 func (l *DistributedLock) MaxKeyLength() int { return l.o.MaxKeyLength }
@@ -122,7 +190,7 @@ func (l *DistributedLock) TryAcquireAs(ctx context.Context, key string, d time.D
 // participant registered for a full lease. With yield positive, a free key
 // waits up to yield for a live participant with a higher priority before
 // this caller may take it; meanwhile it is refused with *HeldError whose
-// Owner is "". Providers without ProviderAcquirer ignore both.
+// Owner is "". Providers without ParticipantRegistry ignore both.
 func (l *DistributedLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (Lease, error) {
 	return l.tryAcquire(ctx, key, d, owner, priority, yield, true)
 }
@@ -144,7 +212,7 @@ func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Dur
 	if owner == "" {
 		owner = l.owner
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return &placeholder{key: key, granted: ttl, owner: owner}, nil
 	}
 	value, err := newValue(owner)
@@ -152,36 +220,26 @@ func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Dur
 		return nil, err
 	}
 	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}
-	if a, ok := l.p.(ProviderAcquirer); ok {
-		var pttl time.Duration
-		if register {
-			pttl = participantTTL(ttl)
-		}
-		r, err := a.AcquireWith(ctx, AcquireRequest{
-			Key: pkey, Value: value, TTL: ttl,
-			Owner: owner, ParticipantTTL: pttl, Priority: priority, Yield: yield,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
-		}
-		if !r.Acquired {
-			h := &HeldError{Key: key, Remaining: r.Remaining, TopPriority: r.TopPriority}
-			if r.HolderValue != "" {
-				h.Owner = ownerOf(r.HolderValue)
-			}
-			return nil, h
-		}
-		if r.Fence != 0 {
-			return &fencedLease{lease: ls, fence: r.Fence}, nil
-		}
-		return ls, nil
+	var pttl time.Duration
+	if register {
+		pttl = participantTTL(ttl)
 	}
-	ok, remaining, err := l.p.Acquire(ctx, pkey, value, ttl)
+	r, err := l.p.Acquire(ctx, AcquireRequest{
+		Key: pkey, Value: value, TTL: ttl,
+		Owner: owner, ParticipantTTL: pttl, Priority: priority, Yield: yield,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("locking: acquire %q: %w", key, err)
 	}
-	if !ok {
-		return nil, &HeldError{Key: key, Remaining: remaining}
+	if !r.Acquired {
+		h := &HeldError{Key: key, Remaining: max(r.Remaining, 0), TopPriority: r.TopPriority}
+		if r.HolderValue != "" {
+			h.Owner = ownerOf(r.HolderValue)
+		}
+		return nil, h
+	}
+	if r.Fence != 0 {
+		return &fencedLease{lease: ls, fence: r.Fence}, nil
 	}
 	return ls, nil
 }
@@ -215,41 +273,55 @@ func ownerOf(value string) string {
 	return value
 }
 
-// Watch returns a channel that receives after key is released, when the
-// provider publishes releases (L7); otherwise (and for an invalid key or a
-// disabled lock) a nil channel, which never receives.
-func (l *DistributedLock) Watch(key string) (<-chan struct{}, func()) {
-	w, ok := l.p.(ProviderWatcher)
+// Subscribe implements Subscriber: fn receives key's events (releases,
+// acquisitions with the new holder's identity, resign requests, the
+// subscription's own state) until stop is called. It returns an error
+// matching ErrNotSupported when the provider publishes no events or the
+// lock is disabled, and one matching ErrInvalidKey for an invalid key.
+func (l *DistributedLock) Subscribe(key string, fn func(Event)) (func(), error) {
 	pkey, err := l.ProviderKey(key)
-	if !ok || err != nil || !l.o.Enabled {
-		return nil, func() {}
+	if err != nil {
+		return nil, err
 	}
-	return w.Watch(pkey)
+	if fn == nil {
+		return nil, fmt.Errorf("locking: subscribe %q: nil callback", key)
+	}
+	if l.events == nil {
+		return nil, fmt.Errorf("locking: subscribe %q: %w", key, ErrNotSupported)
+	}
+	stop, err := l.events.Subscribe(pkey, fn)
+	if err != nil {
+		return nil, fmt.Errorf("locking: subscribe %q: %w", key, err)
+	}
+	if stop == nil {
+		return nil, fmt.Errorf("locking: subscribe %q: the provider returned no stop function", key)
+	}
+	return stop, nil
 }
 
-// Holder reports who holds key and for how long (L7). It returns an error
-// matching ErrNotSupported when the provider cannot look holders up; a
-// disabled lock reports nobody.
+// Holder reports who holds key and for how long (L7), in one step
+// through the provider's Inspector. It returns an error matching
+// ErrNotSupported when the provider cannot inspect keys; a disabled lock
+// reports nobody.
 func (l *DistributedLock) Holder(ctx context.Context, key string) (Holder, bool, error) {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return Holder{}, false, err
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return Holder{}, false, nil
 	}
-	g, ok := l.p.(ProviderHolder)
-	if !ok {
-		return Holder{}, false, ErrNotSupported
+	if l.inspector == nil {
+		return Holder{}, false, fmt.Errorf("locking: holder %q: %w", key, ErrNotSupported)
 	}
-	value, ttl, found, err := g.Get(ctx, pkey)
-	if err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("locking: holder %q: %w", key, err)
-		}
-		return Holder{}, false, err
+	st, err := l.inspector.Inspect(ctx, pkey)
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return Holder{}, false, fmt.Errorf("locking: holder %q: %w", key, err)
 	}
-	return Holder{Owner: ownerOf(value), TTL: ttl}, true, nil
+	if !st.Held {
+		return Holder{}, false, nil
+	}
+	return Holder{Owner: ownerOf(st.Value), TTL: max(st.TTL, 0)}, true, nil
 }
 
 // stateKey validates key and returns its provider state key.
@@ -262,18 +334,17 @@ func (l *DistributedLock) stateKey(key string) (string, error) {
 
 // Advance sets the monotonic state value under key (namespaced as
 // {namespace}:state:{key}) when value is greater than the stored one (L8).
-// It returns an error matching ErrNotSupported when the provider has no
-// state API or the lock is disabled.
+// It returns an error matching ErrNotSupported when the provider keeps no
+// job slots (slotstore.Jobs) or the lock is disabled.
 func (l *DistributedLock) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	skey, err := l.stateKey(key)
 	if err != nil {
 		return false, 0, err
 	}
-	s, ok := l.p.(ProviderState)
-	if !ok || !l.o.Enabled {
-		return false, 0, ErrNotSupported
+	if l.jobs == nil {
+		return false, 0, fmt.Errorf("locking: advance %q: %w", key, ErrNotSupported)
 	}
-	adv, cur, err := s.Advance(ctx, skey, value)
+	adv, cur, err := l.jobs.Advance(ctx, skey, value)
 	if err != nil {
 		return false, 0, fmt.Errorf("locking: advance %q: %w", key, err)
 	}
@@ -286,11 +357,10 @@ func (l *DistributedLock) State(ctx context.Context, key string) (int64, bool, e
 	if err != nil {
 		return 0, false, err
 	}
-	s, ok := l.p.(ProviderState)
-	if !ok || !l.o.Enabled {
-		return 0, false, ErrNotSupported
+	if l.jobs == nil {
+		return 0, false, fmt.Errorf("locking: state %q: %w", key, ErrNotSupported)
 	}
-	v, found, err := s.State(ctx, skey)
+	v, found, err := l.jobs.State(ctx, skey)
 	if err != nil {
 		return 0, false, fmt.Errorf("locking: state %q: %w", key, err)
 	}
@@ -343,22 +413,15 @@ func (s *lease) Extend(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
-	var ok, preempt bool
-	live := 0
-	if a, isA := s.l.p.(ProviderAcquirer); isA {
-		var r ExtendResult
-		var pttl time.Duration
-		if s.register {
-			pttl = participantTTL(ttl)
-		}
-		r, err = a.ExtendWith(ctx, ExtendRequest{
-			Key: s.pkey, Value: s.value, TTL: ttl,
-			Owner: s.owner, ParticipantTTL: pttl, Priority: s.priority,
-		})
-		ok, preempt, live = r.Extended, r.Preempt, r.Participants
-	} else {
-		ok, err = s.l.p.Extend(ctx, s.pkey, s.value, ttl)
+	var pttl time.Duration
+	if s.register {
+		pttl = participantTTL(ttl)
 	}
+	r, err := s.l.p.Extend(ctx, ExtendRequest{
+		Key: s.pkey, Value: s.value, TTL: ttl,
+		Owner: s.owner, ParticipantTTL: pttl, Priority: s.priority,
+	})
+	ok, preempt, live := r.Extended, r.Preempt, max(r.Participants, 0)
 	if err != nil {
 		return fmt.Errorf("locking: extend %q: %w", s.key, err)
 	}
@@ -378,18 +441,12 @@ func (s *lease) Release(ctx context.Context) error {
 }
 
 // ReleaseTo implements HandoverLease: Release whose notification names
-// target (B1), when the provider supports it (ProviderHandover).
+// target (B1), when the provider publishes events.
 func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
-	var ok bool
-	var err error
-	if h, isH := s.l.p.(ProviderHandover); isH && target != "" {
-		ok, err = h.ReleaseTo(ctx, s.pkey, s.value, target)
-	} else {
-		ok, err = s.l.p.Release(ctx, s.pkey, s.value)
-	}
+	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target})
 	if err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}

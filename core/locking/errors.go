@@ -28,9 +28,13 @@ var (
 	// NOPERM): a configuration error, not an outage (O4).
 	ErrUnauthorized = errors.New("locking: the backend refused the credentials")
 
-	// ErrNotSupported is returned when the provider lacks an optional
-	// capability (holder lookup, state).
-	ErrNotSupported = errors.New("locking: not supported by the provider")
+	// ErrNotSupported is returned when the lock's provider lacks an
+	// optional capability (see Capabilities), or the lock is disabled.
+	ErrNotSupported = errors.New("locking: not supported by this lock")
+
+	// ErrInvalidOptions is matched by every error of Options.Validate and
+	// New for an option that is set to an invalid value.
+	ErrInvalidOptions = errors.New("locking: invalid options")
 )
 
 // HeldError is the error of a refused acquisition: Key is held by another

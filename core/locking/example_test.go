@@ -76,7 +76,7 @@ func ExampleCheckKey() {
 // A disabled lock grants everyone a placeholder and says so.
 func ExampleOptions_disabled() {
 	opts := locking.DefaultOptions()
-	opts.Enabled = false
+	opts.Disabled = true
 	lock, _ := locking.New(nil, opts)
 	_, err1 := lock.TryAcquire(context.Background(), "k", time.Second)
 	_, err2 := lock.TryAcquire(context.Background(), "k", time.Second)

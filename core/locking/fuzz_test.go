@@ -128,8 +128,8 @@ func FuzzOptionsValidate(f *testing.F) {
 	f.Add(false, "a b", true, -1, int64(-1), int64(-time.Hour))
 	f.Add(true, "{x}", true, 1, int64(1), int64(1))
 	f.Add(true, "\x00", false, 1<<62, int64(1<<62), int64(-1<<63))
-	f.Fuzz(func(t *testing.T, enabled bool, namespace string, hashTags bool, maxKeyLength int, maxLease, maxHold int64) {
-		o := locking.Options{Enabled: enabled, Namespace: namespace, UseHashTags: hashTags,
+	f.Fuzz(func(t *testing.T, disabled bool, namespace string, hashTags bool, maxKeyLength int, maxLease, maxHold int64) {
+		o := locking.Options{Disabled: disabled, Namespace: namespace, UseHashTags: hashTags,
 			MaxKeyLength: maxKeyLength, MaxLease: time.Duration(maxLease), MaxHold: time.Duration(maxHold)}
 		err := o.Validate()
 		msg := ""
@@ -142,15 +142,18 @@ func FuzzOptionsValidate(f *testing.F) {
 				t.Fatalf("Validate(%+v) = %q, want an error naming %s", o, msg, name)
 			}
 		}
-		expect(maxKeyLength <= 0, fmt.Sprintf("max_key_length %d", maxKeyLength))
-		expect(maxLease <= 0, fmt.Sprintf("max_lease %v", o.MaxLease))
-		expect(maxHold <= 0, fmt.Sprintf("max_hold %v", o.MaxHold))
+		expect(maxKeyLength < 0, fmt.Sprintf("Options.MaxKeyLength %d", maxKeyLength))
+		expect(maxLease < 0, fmt.Sprintf("Options.MaxLease %v", o.MaxLease))
+		expect(maxHold < 0, fmt.Sprintf("Options.MaxHold %v", o.MaxHold))
 		badNS := namespace != "" && !validKey(namespace, 0)
-		expect(badNS, fmt.Sprintf("namespace %q", namespace))
+		expect(badNS, fmt.Sprintf("Options.Namespace %q", namespace))
 		badTags := hashTags && (namespace == "" || strings.ContainsAny(namespace, "{}"))
-		expect(badTags && namespace == "", "use_hash_tags")
-		expect(badTags && namespace != "", fmt.Sprintf("namespace %q", namespace))
-		valid := maxKeyLength > 0 && maxLease > 0 && maxHold > 0 && !badNS && !badTags
+		expect(badTags && namespace == "", "Options.UseHashTags")
+		expect(badTags && namespace != "", fmt.Sprintf("Options.Namespace %q", namespace))
+		valid := maxKeyLength >= 0 && maxLease >= 0 && maxHold >= 0 && !badNS && !badTags
+		if err != nil && !errors.Is(err, locking.ErrInvalidOptions) {
+			t.Fatalf("Validate(%+v) = %v, does not match ErrInvalidOptions", o, err)
+		}
 		if valid != (err == nil) {
 			t.Fatalf("Validate(%+v) = %v, want valid=%v", o, err, valid)
 		}

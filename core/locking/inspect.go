@@ -9,11 +9,7 @@ import (
 	"strings"
 )
 
-var (
-	_ Fenced              = (*Held)(nil)
-	_ EventWatcher        = (*DistributedLock)(nil)
-	_ ParticipantRegistry = (*DistributedLock)(nil)
-)
+var _ Fenced = (*Held)(nil)
 
 // KeyState describes one key for operators (O1): who holds it, the last
 // fence issued for it and its participants, as read in one step.
@@ -31,47 +27,21 @@ type KeyState struct {
 	Participants []Participant
 }
 
-// WatchEvents implements EventWatcher when the provider publishes events
-// (ProviderEvents): releases, acquisitions with the new holder's identity,
-// resign requests, and the subscription's own state. For a provider
-// without events, an invalid key or a disabled lock it returns a nil
-// channel, which never receives.
-func (l *DistributedLock) WatchEvents(key string) (<-chan Event, func()) {
-	w, ok := l.p.(ProviderEvents)
-	pkey, err := l.ProviderKey(key)
-	if !ok || err != nil || !l.o.Enabled {
-		return nil, func() {}
-	}
-	return w.WatchEvents(pkey)
-}
-
-// WatchEventsFunc implements EventFuncWatcher when the provider delivers
-// by callback (ProviderEventFuncs); otherwise, and for a disabled lock or
-// an invalid key, fn is never called.
-func (l *DistributedLock) WatchEventsFunc(key string, fn func(Event)) func() {
-	w, ok := l.p.(ProviderEventFuncs)
-	pkey, err := l.ProviderKey(key)
-	if !ok || err != nil || !l.o.Enabled || fn == nil {
-		return func() {}
-	}
-	return w.WatchEventsFunc(pkey, fn)
-}
-
-// RequestResign asks owner, or whoever holds key when owner is "", to step
-// down (O1): it publishes an EventResign on key's event channel. Stepping
-// down is up to the holder (the elector releases at its next step); nothing
-// is deleted. It returns an error matching ErrNotSupported when the
-// provider publishes no events or the lock is disabled.
+// RequestResign implements ResignRequester: it asks owner, or whoever
+// holds key when owner is "", to step down (O1) by publishing an
+// EventResign to key's subscribers. Stepping down is up to the holder (the
+// elector releases at its next step); nothing is deleted. It returns an
+// error matching ErrNotSupported when the provider cannot publish resign
+// requests or publishes no events, or the lock is disabled.
 func (l *DistributedLock) RequestResign(ctx context.Context, key, owner string) error {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return err
 	}
-	w, ok := l.p.(ProviderEvents)
-	if !ok || !l.o.Enabled {
+	if l.resign == nil {
 		return fmt.Errorf("locking: resign %q: %w", key, ErrNotSupported)
 	}
-	if err := w.PublishResign(ctx, pkey, owner); err != nil {
+	if err := l.resign.RequestResign(ctx, pkey, owner); err != nil {
 		return fmt.Errorf("locking: resign %q: %w", key, err)
 	}
 	return nil
@@ -79,24 +49,24 @@ func (l *DistributedLock) RequestResign(ctx context.Context, key, owner string) 
 
 // Participants implements ParticipantRegistry: the owners that acquired or
 // extended key (TryAcquireAs, Extend) within two leases and did not
-// deregister, oldest first, read in one round trip. When some stored
-// records do not parse, the others are returned together with an error
-// matching ErrBadRecord that names the key. A disabled lock has none; a
-// provider without participants yields ErrNotSupported.
+// deregister, oldest first, read in one round trip (with the leader marked
+// when the provider is also an Inspector). When some stored records do not
+// parse, the others are returned together with an error matching
+// ErrBadRecord that names the key. A disabled lock has none; a provider
+// without participants yields ErrNotSupported.
 func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Participant, error) {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return nil, err
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return nil, nil
 	}
-	r, ok := l.p.(ProviderParticipants)
-	if !ok {
+	if l.participants == nil {
 		return nil, fmt.Errorf("locking: participants %q: %w", key, ErrNotSupported)
 	}
 	var ps []Participant
-	if in, ok := l.p.(ProviderInspector); ok {
+	if in := l.inspector; in != nil {
 		// The holder comes in the same step: mark the leader.
 		var st ProviderKeyState
 		st, err = in.Inspect(ctx, pkey)
@@ -108,7 +78,7 @@ func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Parti
 			}
 		}
 	} else {
-		ps, err = r.Participants(ctx, pkey)
+		ps, err = l.participants.Participants(ctx, pkey)
 	}
 	if err != nil {
 		err = fmt.Errorf("locking: participants %q: %w", key, err)
@@ -119,20 +89,20 @@ func (l *DistributedLock) Participants(ctx context.Context, key string) ([]Parti
 
 // Deregister implements ParticipantRegistry: owner stops being a
 // participant of key at once (the elector's Stop). It does not touch a
-// lease owner holds. A disabled lock does nothing.
+// lease owner holds. A disabled lock does nothing; a provider without
+// participants yields ErrNotSupported.
 func (l *DistributedLock) Deregister(ctx context.Context, key, owner string) error {
 	pkey, err := l.ProviderKey(key)
 	if err != nil {
 		return err
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return nil
 	}
-	r, ok := l.p.(ProviderParticipants)
-	if !ok {
+	if l.participants == nil {
 		return fmt.Errorf("locking: deregister %q: %w", key, ErrNotSupported)
 	}
-	if err := r.Deregister(ctx, pkey, owner); err != nil {
+	if err := l.participants.Deregister(ctx, pkey, owner); err != nil {
 		return fmt.Errorf("locking: deregister %q: %w", key, err)
 	}
 	return nil
@@ -148,14 +118,13 @@ func (l *DistributedLock) Inspect(ctx context.Context, key string) (KeyState, er
 	if err != nil {
 		return KeyState{}, err
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return KeyState{Key: key}, nil
 	}
-	in, ok := l.p.(ProviderInspector)
-	if !ok {
+	if l.inspector == nil {
 		return KeyState{}, fmt.Errorf("locking: inspect %q: %w", key, ErrNotSupported)
 	}
-	ps, err := in.Inspect(ctx, pkey)
+	ps, err := l.inspector.Inspect(ctx, pkey)
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return KeyState{}, fmt.Errorf("locking: inspect %q: %w", key, err)
 	}
@@ -183,14 +152,13 @@ func (l *DistributedLock) Keys(ctx context.Context, match string) ([]string, err
 			return nil, fmt.Errorf("locking: keys: pattern %q: %w", match, err)
 		}
 	}
-	if !l.o.Enabled {
+	if l.o.Disabled {
 		return nil, nil
 	}
-	in, ok := l.p.(ProviderInspector)
-	if !ok {
+	if l.inspector == nil {
 		return nil, fmt.Errorf("locking: keys: %w", ErrNotSupported)
 	}
-	pkeys, err := in.Keys(ctx, l.prefix)
+	pkeys, err := l.inspector.Keys(ctx, l.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("locking: keys: %w", err)
 	}

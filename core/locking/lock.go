@@ -68,17 +68,6 @@ type OwnedLock interface {
 	TryAcquireAs(ctx context.Context, key string, lease time.Duration, owner string) (Lease, error)
 }
 
-// Watcher is implemented by locks that can tell a waiter the moment a key is
-// released (L7). Notifications are coalesced and best effort: a waiter must
-// still retry on its own cadence, because a notification can be lost (for
-// example while the subscription reconnects).
-type Watcher interface {
-	// Watch returns a channel that receives a value (coalesced, never
-	// blocking the sender) after key is released, and a function that ends
-	// the watch. The channel is never closed.
-	Watch(key string) (released <-chan struct{}, stop func())
-}
-
 // EventKind says what an Event reports.
 type EventKind int
 
@@ -118,34 +107,13 @@ func (k EventKind) String() string {
 	}
 }
 
-// Event is a notification about one key (L7, P2).
+// Event is a notification about one key (L7, P2), delivered by a
+// Subscriber.
 type Event struct {
 	Kind EventKind
 	// Owner is the identity the event concerns (EventAcquired,
 	// EventResign); "" otherwise.
 	Owner string
-}
-
-// EventWatcher is implemented by locks that publish what happens to a key:
-// releases, acquisitions with the new holder's identity, resign requests,
-// and the state of the subscription itself. Delivery is best effort: a
-// watcher whose buffer is full loses events (never the subscription state,
-// which a reader must treat as "something may have been missed").
-type EventWatcher interface {
-	// WatchEvents returns a channel of key's events and a function that
-	// ends the watch. The channel is never closed.
-	WatchEvents(key string) (events <-chan Event, stop func())
-}
-
-// EventFuncWatcher is EventWatcher delivering by callback: fn is called
-// with each of key's events, in order, on the lock's own delivery goroutine
-// (possibly while the lock holds an internal mutex), so it must return at
-// once and must not call back into the lock. It saves the watcher a
-// goroutine per watch. The same events are lost or kept as by
-// EventWatcher.
-type EventFuncWatcher interface {
-	// WatchEventsFunc calls fn with key's events until stop is called.
-	WatchEventsFunc(key string, fn func(Event)) (stop func())
 }
 
 // Participant is one registered contender for a key (P1).
@@ -158,7 +126,7 @@ type Participant struct {
 	Priority int
 	// Leader reports that it held the key's lease when the list was read,
 	// in the same step (DistributedLock.Participants over a provider that
-	// implements ProviderInspector: redislock, memlock); false otherwise.
+	// also implements Inspector: redislock, memlock); false otherwise.
 	Leader bool
 }
 
@@ -198,17 +166,6 @@ type ParticipantCounted interface {
 	LiveParticipants() int
 }
 
-// ParticipantRegistry is implemented by locks that register every owner
-// that acquires or extends a key (TryAcquireAs, Extend) as a participant of
-// that key, without extra round trips, for two leases after its latest
-// request (P1).
-type ParticipantRegistry interface {
-	// Participants lists key's live participants, in one round trip.
-	Participants(ctx context.Context, key string) ([]Participant, error)
-	// Deregister removes owner from key's participants at once.
-	Deregister(ctx context.Context, key, owner string) error
-}
-
 // Holder describes who holds a key.
 type Holder struct {
 	// Owner is the identity stored with the lease.
@@ -230,15 +187,4 @@ type HolderLookup interface {
 type Limits interface {
 	MaxKeyLength() int
 	MaxLease() time.Duration
-}
-
-// StateStore is the small state API the scheduler uses (L8): a monotonic
-// value per key under the lock's namespace.
-type StateStore interface {
-	// Advance sets key to value when value is greater than the stored value
-	// (or nothing is stored), in one round trip. It reports whether it set
-	// the value and the value stored afterwards.
-	Advance(ctx context.Context, key string, value int64) (advanced bool, current int64, err error)
-	// State reads key's value; ok is false when nothing is stored.
-	State(ctx context.Context, key string) (value int64, ok bool, err error)
 }

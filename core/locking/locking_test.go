@@ -3,6 +3,7 @@ package locking_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,15 +40,16 @@ func TestOptions_L2_Validate(t *testing.T) {
 	}{
 		{"defaults", func(*locking.Options) {}, nil},
 		{"namespace with hash tags", func(o *locking.Options) { o.Namespace, o.UseHashTags = "billing", true }, nil},
-		{"hash tags need namespace", func(o *locking.Options) { o.UseHashTags = true }, []string{"use_hash_tags", `namespace is ""`}},
-		{"hash tags forbid braces", func(o *locking.Options) { o.Namespace, o.UseHashTags = "{x}", true }, []string{`namespace "{x}"`, "braces"}},
-		{"namespace whitespace", func(o *locking.Options) { o.Namespace = "a b" }, []string{`namespace "a b"`, "whitespace"}},
-		{"namespace control", func(o *locking.Options) { o.Namespace = "a\x01" }, []string{`namespace "a\x01"`, "control"}},
-		{"zero key length", func(o *locking.Options) { o.MaxKeyLength = 0 }, []string{"max_key_length 0"}},
-		{"negative max lease", func(o *locking.Options) { o.MaxLease = -time.Second }, []string{"max_lease -1s"}},
-		{"zero max hold", func(o *locking.Options) { o.MaxHold = 0 }, []string{"max_hold 0s"}},
-		{"all at once", func(o *locking.Options) { o.MaxKeyLength, o.MaxLease, o.MaxHold = -1, 0, 0 },
-			[]string{"max_key_length -1", "max_lease 0s", "max_hold 0s"}},
+		{"hash tags need namespace", func(o *locking.Options) { o.UseHashTags = true }, []string{"Options.UseHashTags", `Options.Namespace is ""`}},
+		{"hash tags forbid braces", func(o *locking.Options) { o.Namespace, o.UseHashTags = "{x}", true }, []string{`Options.Namespace "{x}"`, "braces"}},
+		{"namespace whitespace", func(o *locking.Options) { o.Namespace = "a b" }, []string{`Options.Namespace "a b"`, "whitespace"}},
+		{"namespace control", func(o *locking.Options) { o.Namespace = "a\x01" }, []string{`Options.Namespace "a\x01"`, "control"}},
+		{"zero key length is the default", func(o *locking.Options) { o.MaxKeyLength = 0 }, nil},
+		{"negative key length", func(o *locking.Options) { o.MaxKeyLength = -1 }, []string{"Options.MaxKeyLength -1"}},
+		{"negative max lease", func(o *locking.Options) { o.MaxLease = -time.Second }, []string{"Options.MaxLease -1s"}},
+		{"zero max hold is the default", func(o *locking.Options) { o.MaxHold = 0 }, nil},
+		{"all at once", func(o *locking.Options) { o.MaxKeyLength, o.MaxLease, o.MaxHold = -1, -1, -2 },
+			[]string{"Options.MaxKeyLength -1", "Options.MaxLease -1ns", "Options.MaxHold -2ns"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,8 +70,11 @@ func TestOptions_L2_Validate(t *testing.T) {
 					t.Errorf("Validate() = %q, want it to contain %q", err, w)
 				}
 			}
-			if _, nerr := locking.New(memlock.New(), o); nerr == nil {
-				t.Errorf("New accepted options that Validate refuses")
+			if !errors.Is(err, locking.ErrInvalidOptions) {
+				t.Errorf("Validate() = %v, want it to match ErrInvalidOptions", err)
+			}
+			if _, nerr := locking.New(memlock.New(), o); !errors.Is(nerr, locking.ErrInvalidOptions) {
+				t.Errorf("New = %v, want the options refused with ErrInvalidOptions", nerr)
 			}
 		})
 	}
@@ -80,7 +85,7 @@ func TestNew_L0_NilProvider(t *testing.T) {
 		t.Fatalf("New(nil, enabled) = %v, want nil provider error", err)
 	}
 	o := locking.DefaultOptions()
-	o.Enabled = false
+	o.Disabled = true
 	l, err := locking.New(nil, o)
 	if err != nil {
 		t.Fatalf("New(nil, disabled) = %v", err)
@@ -230,7 +235,7 @@ func TestLease_L5_CappedAtMaxLease(t *testing.T) {
 }
 
 func TestDisabled_L4_EveryoneGetsPlaceholder(t *testing.T) {
-	l, p := newLock(t, func(o *locking.Options) { o.Enabled = false })
+	l, p := newLock(t, func(o *locking.Options) { o.Disabled = true })
 	if l.Coordinated() {
 		t.Fatal("disabled lock reports Coordinated")
 	}
@@ -272,7 +277,7 @@ func TestHolder_L7(t *testing.T) {
 	})
 }
 
-func TestWatch_L7_WakesOnRelease(t *testing.T) {
+func TestSubscribe_L7_ReleaseReachesSubscriber(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, _ := newLock(t, nil)
 		ctx := context.Background()
@@ -280,20 +285,18 @@ func TestWatch_L7_WakesOnRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		released, stop := l.Watch("k")
-		defer stop()
-		select {
-		case <-released:
-			t.Fatal("notified before release")
-		default:
+		var got []locking.EventKind
+		stop, err := l.Subscribe("k", func(e locking.Event) { got = append(got, e.Kind) })
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer stop()
 		if err := ls.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-released:
-		default:
-			t.Fatal("no notification after release")
+		synctest.Wait()
+		if want := []locking.EventKind{locking.EventSubscribed, locking.EventReleased}; !slices.Equal(got, want) {
+			t.Fatalf("events = %v, want %v", got, want)
 		}
 	})
 }
@@ -390,8 +393,8 @@ func TestAcquire_L6_ExtendsUntilMaxHold(t *testing.T) {
 		}
 		// Extension stops at MaxHold; the lease then runs out.
 		<-h.Done()
-		if !errors.Is(h.Err(), locking.ErrLeaseLost) || !strings.Contains(h.Err().Error(), "max_hold 1m0s") {
-			t.Errorf("Err() = %v, want lease lost at max_hold", h.Err())
+		if !errors.Is(h.Err(), locking.ErrLeaseLost) || !strings.Contains(h.Err().Error(), "Options.MaxHold 1m0s") {
+			t.Errorf("Err() = %v, want lease lost at Options.MaxHold", h.Err())
 		}
 		if _, err := l.TryAcquire(ctx, "k", time.Second); err != nil {
 			t.Errorf("after MaxHold the key stays held: %v", err)

@@ -19,13 +19,18 @@ const (
 	DefaultMaxHold = time.Hour
 )
 
-// Options configure a DistributedLock. Start from DefaultOptions: the zero
-// value is disabled and has no limits, which Validate rejects.
+// Options configure a DistributedLock. The zero value is a valid
+// configuration: every field left zero takes the default its comment
+// names (L10), so Options{} is a coordinating lock with no namespace. A
+// field that is set to an invalid value is an error naming the field and
+// the value, matching ErrInvalidOptions.
 type Options struct {
-	// Enabled turns coordination on. When false every caller is granted a
+	// Disabled turns coordination off: every caller is granted a
 	// placeholder lease, nothing reaches the provider, and Coordinated
-	// reports false (L4). Default true.
-	Enabled bool
+	// reports false (L4). Default false (coordinated). It is the negation
+	// of the config key locking.enabled, so that the zero value
+	// coordinates.
+	Disabled bool
 
 	// Namespace prefixes every provider key: {namespace}:lock:{key}. Replicas
 	// that must exclude each other need the same namespace. Default "".
@@ -36,50 +41,71 @@ type Options struct {
 	// a nonempty namespace without braces. Default false.
 	UseHashTags bool
 
-	// MaxKeyLength bounds consumer keys, in bytes. Default 512.
+	// MaxKeyLength bounds consumer keys, in bytes. Zero means
+	// DefaultMaxKeyLength (512); negative is invalid.
 	MaxKeyLength int
 
 	// MaxLease caps every lease and extension (L5): longer requests are
-	// granted MaxLease, not refused. Default 5m.
+	// granted MaxLease, not refused. Zero means DefaultMaxLease (5m);
+	// negative is invalid.
 	MaxLease time.Duration
 
 	// MaxHold bounds automatic extension by Acquire (L6): a Held lock stops
 	// extending once it has been held this long. The elector does not use
-	// automatic extension. Default 1h.
+	// automatic extension. Zero means DefaultMaxHold (1h); negative is
+	// invalid.
 	MaxHold time.Duration
 }
 
-// DefaultOptions returns the documented defaults.
+// DefaultOptions returns the documented defaults, with every field
+// spelled out; it equals the zero Options after defaults are applied.
 func DefaultOptions() Options {
 	return Options{
-		Enabled:      true,
 		MaxKeyLength: DefaultMaxKeyLength,
 		MaxLease:     DefaultMaxLease,
 		MaxHold:      DefaultMaxHold,
 	}
 }
 
-// Validate reports every problem with o at once, each naming the option
-// and its value.
+// withDefaults returns o with its zero fields set to their defaults.
+func (o Options) withDefaults() Options {
+	if o.MaxKeyLength == 0 {
+		o.MaxKeyLength = DefaultMaxKeyLength
+	}
+	if o.MaxLease == 0 {
+		o.MaxLease = DefaultMaxLease
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = DefaultMaxHold
+	}
+	return o
+}
+
+// Validate reports every problem with o at once, each naming the Go field
+// and its value and matching ErrInvalidOptions. Zero fields are valid
+// (they take their defaults).
 func (o Options) Validate() error {
 	var errs []error
-	if o.MaxKeyLength <= 0 {
-		errs = append(errs, fmt.Errorf("locking: max_key_length %d must be positive", o.MaxKeyLength))
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
 	}
-	if o.MaxLease <= 0 {
-		errs = append(errs, fmt.Errorf("locking: max_lease %v must be positive", o.MaxLease))
+	if o.MaxKeyLength < 0 {
+		bad("Options.MaxKeyLength %d must not be negative", o.MaxKeyLength)
 	}
-	if o.MaxHold <= 0 {
-		errs = append(errs, fmt.Errorf("locking: max_hold %v must be positive", o.MaxHold))
+	if o.MaxLease < 0 {
+		bad("Options.MaxLease %v must not be negative", o.MaxLease)
+	}
+	if o.MaxHold < 0 {
+		bad("Options.MaxHold %v must not be negative", o.MaxHold)
 	}
 	if reason := badChars(o.Namespace); reason != "" {
-		errs = append(errs, fmt.Errorf("locking: namespace %q %s", o.Namespace, reason))
+		bad("Options.Namespace %q %s", o.Namespace, reason)
 	}
 	if o.UseHashTags {
 		if o.Namespace == "" {
-			errs = append(errs, errors.New(`locking: use_hash_tags requires a namespace, namespace is ""`))
+			bad(`Options.UseHashTags requires a namespace, Options.Namespace is ""`)
 		} else if strings.ContainsAny(o.Namespace, "{}") {
-			errs = append(errs, fmt.Errorf("locking: namespace %q must not contain braces with use_hash_tags", o.Namespace))
+			bad("Options.Namespace %q must not contain braces with Options.UseHashTags", o.Namespace)
 		}
 	}
 	return errors.Join(errs...)

@@ -5,69 +5,67 @@ import (
 	"time"
 )
 
-// Provider is a lock backend: the few atomic operations DistributedLock
-// builds on. Keys are provider keys (namespaced and validated by
-// DistributedLock); values are opaque ownership records that embed a random
-// token of at least 128 bits, so comparing a value proves ownership.
+// Provider is a lock backend: the three atomic operations DistributedLock
+// builds on, and all a backend must implement (L9). Everything else a
+// backend can do is an optional capability, one small interface each
+// (Subscriber, ParticipantRegistry, Inspector, ResignRequester; job slots
+// are in package core/scheduling/slotstore; io.Closer), which locking.New
+// looks for once and reports through DistributedLock.Capabilities. See
+// docs/providers.md for what each capability buys and what the elector,
+// the scheduler and the hostloom CLI do without it, and package lockingtest
+// for the conformance suite that checks a provider.
 //
-// Implementations: memlock (in process) and redislock (Redis, Valkey).
-// Every method must be one atomic step on the backend (for Redis, one round
-// trip) and safe for concurrent use.
+// Keys are provider keys (namespaced and validated by DistributedLock);
+// values are opaque ownership records that embed a random token of at
+// least 128 bits and the owner's identity, so comparing a value proves
+// ownership. Every method must be one atomic step on the backend (for
+// Redis, one round trip), must return when ctx ends, and must be safe for
+// concurrent use.
 type Provider interface {
-	// Acquire stores value under key with time to live ttl when key is
-	// absent. When key is held, acquired is false and remaining is the
-	// holder's remaining time to live (0 when unknown), learned in the same
-	// step.
-	Acquire(ctx context.Context, key, value string, ttl time.Duration) (acquired bool, remaining time.Duration, err error)
+	// Acquire stores r.Value under r.Key with time to live r.TTL when the
+	// key is free, and issues a fence (G1). When the key is held it
+	// reports, in the same step, the holder's remaining time to live and
+	// its ownership record (AcquireResult). A provider that implements
+	// ParticipantRegistry also registers r.Owner as a participant (P1);
+	// one that implements Subscriber announces a successful acquisition
+	// to the key's subscribers (EventAcquired with r.Owner).
+	Acquire(ctx context.Context, r AcquireRequest) (AcquireResult, error)
 
-	// Extend resets key's time to live to ttl when key still stores value.
-	// It reports false when the key expired or belongs to someone else.
-	Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
+	// Extend resets the key's time to live to r.TTL when the key still
+	// stores r.Value, keeping its fence. Extended is false when the key
+	// expired or belongs to someone else. A provider that implements
+	// ParticipantRegistry also refreshes r.Owner's registration and fills
+	// in ExtendResult.Preempt and ExtendResult.Participants.
+	Extend(ctx context.Context, r ExtendRequest) (ExtendResult, error)
 
-	// Release deletes key when it still stores value, and then notifies
-	// watchers of key when the provider supports it (ProviderWatcher). It
-	// reports false when the key expired or belongs to someone else.
-	Release(ctx context.Context, key, value string) (bool, error)
+	// Release deletes the key when it still stores r.Value and reports
+	// false when the key expired or belongs to someone else. A provider
+	// that implements Subscriber then publishes EventReleased to the key's
+	// subscribers, naming r.Target as the participant meant to take the
+	// key (B1) when it is set.
+	Release(ctx context.Context, r ReleaseRequest) (released bool, err error)
 }
 
-// ProviderWatcher is implemented by providers that publish releases (L7).
-// Watch takes a provider key; see Watcher for the semantics.
-type ProviderWatcher interface {
-	Watch(key string) (released <-chan struct{}, stop func())
-}
-
-// ProviderHolder is implemented by providers that can look up the value
-// stored under a key and its remaining time to live in one step.
-type ProviderHolder interface {
-	// Get returns the value stored under key and its remaining time to
-	// live; ok is false when key is absent.
-	Get(ctx context.Context, key string) (value string, ttl time.Duration, ok bool, err error)
-}
-
-// ProviderState is implemented by providers that offer the monotonic state
-// API (L8). Keys are provider keys.
-type ProviderState interface {
-	// Advance sets key to value when value is greater than the stored
-	// value or nothing is stored, atomically.
-	Advance(ctx context.Context, key string, value int64) (advanced bool, current int64, err error)
-	// State reads the value stored under key.
-	State(ctx context.Context, key string) (value int64, ok bool, err error)
-}
-
-// AcquireRequest is one acquisition attempt through a ProviderAcquirer.
+// AcquireRequest is one acquisition attempt (Provider.Acquire).
 type AcquireRequest struct {
 	// Key is the provider key to take.
 	Key string
 	// Value is the ownership record to store (see Provider).
 	Value string
-	// TTL is the lease's time to live.
+	// TTL is the lease's time to live; always positive.
 	TTL time.Duration
-	// Owner is the identity stored in Value. A successful acquisition
-	// announces it (EventAcquired) to key's event watchers.
+	// Owner is the identity embedded in Value. A provider with a
+	// Subscriber capability announces it (EventAcquired) on success, at
+	// least when ParticipantTTL is positive (an elector's request; a plain
+	// lock user's acquisition, with ParticipantTTL 0, need not be
+	// announced).
 	Owner string
 	// ParticipantTTL, when positive, registers Owner as a participant of
-	// Key for that long, whatever the outcome (P1). Its first registration
-	// time is kept across refreshes.
+	// Key for that long, whatever the outcome (P1), on providers that
+	// implement ParticipantRegistry (others ignore it, Priority and
+	// Yield). Its first registration time is kept across refreshes.
+	// DistributedLock sets it for electors' requests (TryAcquireAs,
+	// TryAcquirePriority), whatever the provider implements.
 	ParticipantTTL time.Duration
 	// Priority is registered with the participant (B2).
 	Priority int
@@ -78,37 +76,41 @@ type AcquireRequest struct {
 	Yield time.Duration
 }
 
-// AcquireResult is the outcome of ProviderAcquirer.AcquireWith.
+// AcquireResult is the outcome of Provider.Acquire.
 type AcquireResult struct {
 	// Acquired reports whether Key was taken.
 	Acquired bool
 	// Fence is the fencing token issued with the acquisition (G1): larger
-	// than every fence issued for Key before. 0 when refused.
+	// than every fence issued for Key before. 0 when refused, and 0 from a
+	// provider that issues no fences (its leases then do not implement
+	// Fenced).
 	Fence uint64
 	// Remaining is the holder's remaining time to live when refused (0
 	// when unknown).
 	Remaining time.Duration
 	// HolderValue is the ownership record the holder stored, when refused
-	// ("" when unknown). It embeds the holder's owner identity.
+	// ("" when unknown). It embeds the holder's owner identity (P2).
 	HolderValue string
 	// TopPriority is the highest priority among Key's live participants
 	// when refused (B2); 0 when none registered one.
 	TopPriority int
 }
 
-// ExtendRequest is one extension through a ProviderAcquirer.
+// ExtendRequest is one extension (Provider.Extend).
 type ExtendRequest struct {
-	// Key, Value and TTL are those of Provider.Extend.
+	// Key, Value and TTL are those of the acquisition being extended (TTL
+	// is the new time to live).
 	Key, Value string
 	TTL        time.Duration
-	// Owner, ParticipantTTL and Priority register Owner as a participant
-	// of Key, as in AcquireRequest, whatever the outcome.
+	// Owner, ParticipantTTL and Priority refresh Owner's registration as
+	// in AcquireRequest, whatever the outcome, on providers that implement
+	// ParticipantRegistry.
 	Owner          string
 	ParticipantTTL time.Duration
 	Priority       int
 }
 
-// ExtendResult is the outcome of ProviderAcquirer.ExtendWith.
+// ExtendResult is the outcome of Provider.Extend.
 type ExtendResult struct {
 	// Extended reports whether the lease was extended.
 	Extended bool
@@ -122,45 +124,76 @@ type ExtendResult struct {
 	Participants int
 }
 
-// ProviderAcquirer is implemented by providers that do more in the single
-// step of an acquisition or extension: issue a fence (G1), report the
-// holder's ownership record on refusal (P2), announce acquisitions to event
-// watchers (P2) and register participants (P1). DistributedLock uses it
-// instead of Provider.Acquire and Provider.Extend when present.
-type ProviderAcquirer interface {
-	// AcquireWith is Provider.Acquire with the additions above, in one
-	// atomic step. A fence stored for the key that is not a number is an
-	// error naming the key; nothing is written then.
-	AcquireWith(ctx context.Context, r AcquireRequest) (AcquireResult, error)
-	// ExtendWith is Provider.Extend registering the participant, in one
-	// atomic step, and looking for a higher-priority participant (B2). An
-	// extension keeps the lease's fence.
-	ExtendWith(ctx context.Context, r ExtendRequest) (ExtendResult, error)
+// ReleaseRequest is one release (Provider.Release).
+type ReleaseRequest struct {
+	// Key and Value are those of the acquisition being released.
+	Key, Value string
+	// Target, when set, is the participant the holder hands the key to
+	// (B1): the release notification names it. Providers without a
+	// Subscriber capability ignore it.
+	Target string
 }
 
-// ProviderEvents is implemented by providers that publish what happens to a
-// key (P2, O1). Keys are provider keys; see EventWatcher for the semantics.
-type ProviderEvents interface {
-	// WatchEvents returns a channel of key's events and a function that
-	// ends the watch.
-	WatchEvents(key string) (events <-chan Event, stop func())
-	// PublishResign publishes a resign request for owner ("" for whoever
-	// holds key) on key's event channel.
-	PublishResign(ctx context.Context, key, owner string) error
+// Subscriber is the events capability (L7, P2, O1): a key's releases,
+// acquisitions with the new holder's identity, resign requests and the
+// state of the subscription itself, in one callback form. It is
+// implemented by providers (provider keys) and by *DistributedLock
+// (consumer keys; ErrNotSupported when its provider lacks it).
+//
+// Without it a waiter polls: the elector tries on its RetryInterval
+// cadence and Acquire on the holder's remaining time to live.
+type Subscriber interface {
+	// Subscribe calls fn with key's events, in order, until stop is
+	// called. fn runs on the provider's delivery goroutine (possibly while
+	// it holds an internal mutex): it must return at once and must not call
+	// back into the provider. The first event, once the subscription is
+	// live, is EventSubscribed; EventUnsubscribed and another
+	// EventSubscribed follow a lost and regained subscription (events
+	// published meanwhile are lost). Delivery is best effort: a subscriber
+	// must still retry on its own cadence.
+	//
+	// Subscribe returns promptly: it may wait a short, bounded time for
+	// the backend (redislock waits up to two seconds for SUBSCRIBE), and
+	// reports the subscription live with EventSubscribed, possibly later
+	// from the background. An error means no subscription was made (closed
+	// provider, a key without a channel); stop is then nil. stop is
+	// idempotent and may do the same bounded I/O.
+	Subscribe(key string, fn func(Event)) (stop func(), err error)
 }
 
-// ProviderParticipants is implemented by providers that keep participant
-// registrations (P1). Keys are provider keys.
-type ProviderParticipants interface {
+// ResignRequester is the capability to ask a key's holder to step down
+// (O1): RequestResign publishes EventResign for owner ("" for whoever
+// holds key) to key's subscribers. Stepping down is up to the holder; nothing
+// is deleted. It is implemented by providers (provider keys) and by
+// *DistributedLock (consumer keys; ErrNotSupported unless its provider
+// has both ResignRequester and Subscriber, since a holder that cannot
+// subscribe never hears the request).
+type ResignRequester interface {
+	RequestResign(ctx context.Context, key, owner string) error
+}
+
+// ParticipantRegistry is the participants capability (P1): a provider
+// that implements it registers AcquireRequest.Owner and
+// ExtendRequest.Owner as participants of the key, in the same step, for
+// ParticipantTTL after the latest request, and honours Priority and Yield
+// (B2). It is implemented by providers (provider keys) and by
+// *DistributedLock (consumer keys; ErrNotSupported when its provider
+// lacks it).
+//
+// Without it the elector does not deregister on Stop (nothing to do, not
+// an error), Elector.Participants reports ErrNotSupported, balancing and
+// priorities have nobody to compare with.
+type ParticipantRegistry interface {
 	// Participants lists key's live participants in one step. Records that
 	// do not parse are skipped: the others are returned together with an
 	// error matching ErrBadRecord.
 	Participants(ctx context.Context, key string) ([]Participant, error)
-	// Deregister removes owner from key's participants.
+	// Deregister removes owner from key's participants at once. It does
+	// not touch a lease owner holds.
 	Deregister(ctx context.Context, key, owner string) error
 }
 
-// ProviderKeyState is what a ProviderInspector reports about a key.
+// ProviderKeyState is what an Inspector reports about a key.
 type ProviderKeyState struct {
 	// Held reports whether a lease is stored under the key.
 	Held bool
@@ -170,62 +203,48 @@ type ProviderKeyState struct {
 	TTL   time.Duration
 	// Fence is the last fence issued for the key (0 when none is stored).
 	Fence uint64
-	// Participants are the key's live participants.
+	// Participants are the key's live participants (none when the
+	// provider has no ParticipantRegistry).
 	Participants []Participant
 }
 
-// ProviderInspector is implemented by providers that can describe a key in
-// one step and list the keys they store (for operators' tools, O1).
-type ProviderInspector interface {
+// Inspector is the holder lookup and inspection capability of a provider
+// (L7, O1): who holds a key, its last fence and its participants in one
+// step, and the keys a namespace stores. DistributedLock's Holder, Inspect
+// and Keys use it; without it they report ErrNotSupported, the elector's
+// Holder does too, and the hostloom CLI cannot show roles.
+type Inspector interface {
 	// Inspect reports key's holder, fence and participants in one step.
 	// Participant records that do not parse are skipped, as in
-	// ProviderParticipants.Participants.
+	// ParticipantRegistry.Participants.
 	Inspect(ctx context.Context, key string) (ProviderKeyState, error)
 	// Keys lists the provider keys that start with prefix and have a lease,
 	// a fence or participants stored. The order is unspecified.
 	Keys(ctx context.Context, prefix string) ([]string, error)
 }
 
-// EventBuffer is the capacity of the channels the providers of this module
-// return from WatchEvents: a reader that falls further behind loses
-// events, never the subscription state (see SendEvent).
-const EventBuffer = 16
-
-// ProviderHandover is implemented by providers whose release notification
-// can name the participant meant to take the key (B1). Keys are provider
-// keys.
-type ProviderHandover interface {
-	ReleaseTo(ctx context.Context, key, value, target string) (bool, error)
+// Capabilities reports which optional capabilities a lock has, as
+// resolved once by locking.New (L9). A disabled lock has none.
+type Capabilities struct {
+	// Events: Subscribe works (Subscriber).
+	Events bool
+	// Participants: acquisitions register participants; Participants and
+	// Deregister work (ParticipantRegistry).
+	Participants bool
+	// Inspect: Holder, Inspect and Keys work (Inspector).
+	Inspect bool
+	// Resign: RequestResign works (ResignRequester together with Events).
+	Resign bool
+	// JobSlots: the provider keeps the scheduler's job records (package
+	// core/scheduling/slotstore).
+	JobSlots bool
 }
 
-// ProviderEventFuncs is implemented by providers that can deliver a key's
-// events by callback (see locking.EventFuncWatcher). Keys are provider
-// keys.
-type ProviderEventFuncs interface {
-	WatchEventsFunc(key string, fn func(Event)) (stop func())
-}
-
-// SendEvent delivers e on ch without blocking, by the rules of
-// EventWatcher: an ordinary event is dropped when ch is full; a
-// subscription state event (EventSubscribed, EventUnsubscribed) takes the
-// place of the oldest pending event instead, so a reader always learns that
-// something may be missing. Callers serialise their sends to one channel.
-// It is for providers implementing ProviderEvents.
-func SendEvent(ch chan Event, e Event) {
-	select {
-	case ch <- e:
-		return
-	default:
-	}
-	if e.Kind != EventSubscribed && e.Kind != EventUnsubscribed {
-		return
-	}
-	select {
-	case <-ch:
-	default:
-	}
-	select {
-	case ch <- e:
-	default:
-	}
+// CapabilityReporter is implemented by locks whose method set is wider
+// than what they can do (a *DistributedLock has every method, and answers
+// ErrNotSupported for a capability its provider lacks). Consumers that
+// find an optional interface on a Lock ask it, once, whether the
+// capability is real; a Lock without it has what its method set says.
+type CapabilityReporter interface {
+	Capabilities() Capabilities
 }

@@ -12,20 +12,23 @@ import (
 	"github.com/hostloom/hostloom/core/locking/memlock"
 )
 
-// bare is a provider with the basic operations only (like a custom backend
-// written before fences): it hides memlock's optional interfaces.
+// bare is a provider with the required methods only, issuing no fences
+// and reporting no holder record (like a custom backend written before
+// fences): it hides memlock's optional capabilities.
 type bare struct{ p *memlock.Provider }
 
-func (b bare) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	return b.p.Acquire(ctx, key, value, ttl)
+func (b bare) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	res, err := b.p.Acquire(ctx, r)
+	res.Fence, res.HolderValue = 0, ""
+	return res, err
 }
 
-func (b bare) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return b.p.Extend(ctx, key, value, ttl)
+func (b bare) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+	return b.p.Extend(ctx, r)
 }
 
-func (b bare) Release(ctx context.Context, key, value string) (bool, error) {
-	return b.p.Release(ctx, key, value)
+func (b bare) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
+	return b.p.Release(ctx, r)
 }
 
 func TestBareProvider_G1_P1_NoFenceAndNotSupported(t *testing.T) {
@@ -49,10 +52,13 @@ func TestBareProvider_G1_P1_NoFenceAndNotSupported(t *testing.T) {
 	if err := ls.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
-	if ch, _ := l.WatchEvents("job"); ch != nil {
-		t.Fatal("WatchEvents returned a channel for a provider without events")
+	if c := l.Capabilities(); c != (locking.Capabilities{}) {
+		t.Fatalf("Capabilities = %+v over a provider with only the required methods, want none", c)
 	}
 	for name, err := range map[string]error{
+		"Subscribe":     func() error { _, err := l.Subscribe("job", func(locking.Event) {}); return err }(),
+		"Holder":        func() error { _, _, err := l.Holder(ctx, "job"); return err }(),
+		"Advance":       func() error { _, _, err := l.Advance(ctx, "job", 1); return err }(),
 		"RequestResign": l.RequestResign(ctx, "job", ""),
 		"Deregister":    l.Deregister(ctx, "job", "alice"),
 		"Participants":  func() error { _, err := l.Participants(ctx, "job"); return err }(),
@@ -77,7 +83,7 @@ func TestBareProvider_G1_P1_NoFenceAndNotSupported(t *testing.T) {
 
 func TestDisabled_L4_NoFenceNoParticipants(t *testing.T) {
 	ctx := context.Background()
-	l, p := newLock(t, func(o *locking.Options) { o.Enabled = false })
+	l, p := newLock(t, func(o *locking.Options) { o.Disabled = true })
 	h, err := l.Acquire(ctx, "job", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +109,11 @@ func TestDisabled_L4_NoFenceNoParticipants(t *testing.T) {
 	if err := l.RequestResign(ctx, "job", ""); !errors.Is(err, locking.ErrNotSupported) {
 		t.Fatalf("disabled RequestResign = %v, want ErrNotSupported", err)
 	}
-	if ch, _ := l.WatchEvents("job"); ch != nil {
-		t.Fatal("disabled WatchEvents returned a channel")
+	if _, err := l.Subscribe("job", func(locking.Event) {}); !errors.Is(err, locking.ErrNotSupported) {
+		t.Fatalf("disabled Subscribe = %v, want ErrNotSupported", err)
+	}
+	if c := l.Capabilities(); c != (locking.Capabilities{}) {
+		t.Fatalf("disabled Capabilities = %+v, want none", c)
 	}
 	if n := p.Len(); n != 0 {
 		t.Fatalf("disabled lock stored %d leases", n)
@@ -158,18 +167,7 @@ func TestParticipants_P1_VanishAfterTwoLeases(t *testing.T) {
 	})
 }
 
-func TestEvents_P2_FullBufferKeepsSubscriptionState(t *testing.T) {
-	ch := make(chan locking.Event, 2)
-	locking.SendEvent(ch, locking.Event{Kind: locking.EventAcquired, Owner: "a"})
-	locking.SendEvent(ch, locking.Event{Kind: locking.EventReleased})
-	locking.SendEvent(ch, locking.Event{Kind: locking.EventAcquired, Owner: "b"}) // dropped
-	locking.SendEvent(ch, locking.Event{Kind: locking.EventUnsubscribed})         // replaces the oldest
-	if e := <-ch; e.Kind != locking.EventReleased {
-		t.Fatalf("first = %v, want released (the oldest was dropped)", e.Kind)
-	}
-	if e := <-ch; e.Kind != locking.EventUnsubscribed {
-		t.Fatalf("second = %v, want unsubscribed", e.Kind)
-	}
+func TestEventKind_P2_String(t *testing.T) {
 	for k, want := range map[locking.EventKind]string{
 		locking.EventReleased: "released", locking.EventAcquired: "acquired", locking.EventResign: "resign",
 		locking.EventSubscribed: "subscribed", locking.EventUnsubscribed: "unsubscribed", 0: "unknown",

@@ -12,6 +12,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
@@ -37,7 +38,15 @@ var _ redis.Hook = (*roundTrips)(nil)
 
 // stateOnly hides the job records of a store: the claim-only path (one
 // Advance per run) the scheduler takes for a plain StateStore.
-type stateOnly struct{ locking.StateStore }
+type stateOnly struct{ st slotstore.State }
+
+func (s stateOnly) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
+	return s.st.Advance(ctx, key, value)
+}
+
+func (s stateOnly) State(ctx context.Context, key string) (int64, bool, error) {
+	return s.st.State(ctx, key)
+}
 
 // BenchmarkStoreRun measures the per-run overhead of the slot store: the
 // claim-only run (Advance, the path for a plain StateStore) against the
@@ -64,11 +73,11 @@ func BenchmarkStoreRun(b *testing.B) {
 			c.AddHook(rt)
 			o := locking.DefaultOptions()
 			o.Namespace = "bench"
-			l, p, err := redislock.NewLock(c, o)
+			l, err := redislock.NewLock(c, o)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { _ = p.Close(); _ = c.Close() })
+			b.Cleanup(func() { _ = l.Close(); _ = c.Close() })
 			return l, rt
 		}},
 	}
@@ -76,7 +85,7 @@ func BenchmarkStoreRun(b *testing.B) {
 		for _, mode := range []string{"claim-only", "claim+completion"} {
 			b.Run(st.name+"/"+mode, func(b *testing.B) {
 				l, rt := st.new(b)
-				var store locking.StateStore = l
+				var store slotstore.State = l
 				if mode == "claim-only" {
 					store = stateOnly{l}
 				}

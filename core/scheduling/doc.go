@@ -68,14 +68,14 @@
 // a store Add rejects Every(d) with d below 1ms. Jitter delays a run, not
 // its slot: the slot is claimed after the delay.
 //
-// There are two kinds of store. A locking.JobStore whose SupportsJobs is
+// There are two kinds of store. A slotstore.Jobs whose SupportsJobs is
 // true (*locking.DistributedLock over redislock or memlock) keeps the
 // job's records: latest slot, the unfinished attempt, paused state and
 // history, in one key per job ({namespace}:jobs:sched:{role}:{job}, a hash
 // on Redis, so one job's records live in one Cluster slot). A run then
 // takes two round trips: the claim (which also reads the paused state, the
 // previous slot for the missed count, and for a Recover job the unfinished
-// attempt) and the completion. Any other locking.StateStore gets the
+// attempt) and the completion. Any other slotstore.State gets the
 // claim-only path: Advance under {namespace}:state:sched:{role}:{job}, one
 // round trip per run plus one read (State) at a term's first claim;
 // recovery, pause and history need a JobStore.
@@ -106,7 +106,7 @@
 // its process died and never reported — is run once more by the next
 // claim of another term (the next leader's first claim: at once when it
 // starts leading), with AttemptFrom(ctx) = 2, then 3; after
-// locking.MaxJobAttempts (3) attempts it is given up. Slots that fell due
+// slotstore.MaxJobAttempts (3) attempts it is given up. Slots that fell due
 // meanwhile run after the recovery when still within the misfire window.
 //
 // The rule for "the earlier attempt's term has certainly ended": the claim
@@ -140,7 +140,7 @@
 //
 // With a JobStore, each claim writes the run's record (slot, start,
 // identity, fence, attempt) and the completion rewrites it with the end
-// and outcome. The store keeps the newest locking.JobHistoryLen (100)
+// and outcome. The store keeps the newest slotstore.JobHistoryLen (100)
 // records per job, expiring with the job's records; History reads them,
 // newest first. ReadHistory reads them without a Scheduler (for tools).
 // Fence is 0 until the scheduler is given the term's fence.
@@ -155,7 +155,7 @@
 // make it idempotent too. Without Recover a slot is recorded when its run
 // starts, not when it finishes: a run cut short by a leadership loss is
 // not retried by the next leader. With Recover a slot may run more than
-// once (at least once, at most locking.MaxJobAttempts times).
+// once (at least once, at most slotstore.MaxJobAttempts times).
 //
 // Without a slot store, S1–S6 still hold on each instance, but a new leader
 // does not know which slots its predecessor started: slots that fell due

@@ -14,6 +14,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // meter is a manual OpenTelemetry reader and its provider.
@@ -182,18 +183,26 @@ func newStoreNoBubble(t *testing.T) *locking.DistributedLock { return newStore(t
 
 // stateStore hides everything of a store but StateStore: the scheduler's
 // path for stores without job records.
-type stateStore struct{ locking.StateStore }
+type stateStore struct{ st slotstore.State }
+
+func (s stateStore) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
+	return s.st.Advance(ctx, key, value)
+}
+
+func (s stateStore) State(ctx context.Context, key string) (int64, bool, error) {
+	return s.st.State(ctx, key)
+}
 
 // seedSlot records slot as started and finished in store's job records, as
 // a run of another instance would have.
-func seedSlot(t *testing.T, store locking.JobStore, key string, slot time.Time) {
+func seedSlot(t *testing.T, store slotstore.Jobs, key string, slot time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	r, err := store.ClaimSlot(ctx, key, locking.SlotClaim{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", TTL: time.Hour, Record: "{}"})
-	if err != nil || r.Status != locking.ClaimGranted {
+	r, err := store.ClaimSlot(ctx, key, slotstore.SlotClaim{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", TTL: time.Hour, Record: "{}"})
+	if err != nil || r.Status != slotstore.ClaimGranted {
 		t.Fatalf("seed claim: %+v %v", r, err)
 	}
-	if _, err := store.CompleteSlot(ctx, key, locking.SlotCompletion{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", Seq: r.Seq, Done: true, Record: "{}", TTL: time.Hour}); err != nil {
+	if _, err := store.CompleteSlot(ctx, key, slotstore.SlotCompletion{Slot: slot.UnixMilli(), Attempt: 1, Term: "seed", Seq: r.Seq, Done: true, Record: "{}", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,11 +10,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ErrNoJobStore is returned by Pause, Resume and History of a scheduler
 // whose slot store keeps no job records (see WithSlotStore).
-var ErrNoJobStore = errors.New("scheduling: the slot store keeps no job records (needs a locking.JobStore such as *locking.DistributedLock over redislock or memlock)")
+var ErrNoJobStore = errors.New("scheduling: the slot store keeps no job records (needs a slotstore.Jobs such as *locking.DistributedLock over redislock or memlock)")
 
 // SlotStateTTL is the shortest time to live of a job's records in the slot
 // store: every claim, completion, pause and resume sets it to the longest
@@ -55,7 +56,7 @@ func (r RunRecord) encode() string {
 }
 
 // ParseRunRecord decodes a history record as the slot store keeps it
-// (locking.JobStore.JobHistory). It fails, naming what is wrong, for a
+// (slotstore.Jobs.JobHistory). It fails, naming what is wrong, for a
 // record that does not parse.
 func ParseRunRecord(s string) (RunRecord, error) {
 	var rec record
@@ -94,15 +95,27 @@ func outcomeNamed(name string) (Outcome, bool) {
 	return 0, false
 }
 
-// ReadHistory reads up to n (1..locking.JobHistoryLen) of the newest runs
+// keepsJobs reports whether store keeps job records: it is set and, when
+// it reports its capabilities (a *locking.DistributedLock), has job slots.
+func keepsJobs(store slotstore.Jobs) bool {
+	if store == nil {
+		return false
+	}
+	if r, ok := store.(locking.CapabilityReporter); ok {
+		return r.Capabilities().JobSlots
+	}
+	return true
+}
+
+// ReadHistory reads up to n (1..slotstore.JobHistoryLen) of the newest runs
 // of job of role from store, newest first, without a Scheduler (for
 // tools such as the hostloom CLI). Records that do not parse are skipped
 // and returned joined in skipped.
-func ReadHistory(ctx context.Context, store locking.JobStore, role, job string, n int) (runs []RunRecord, skipped error, err error) {
-	if n < 1 || n > locking.JobHistoryLen {
-		return nil, nil, fmt.Errorf("scheduling: history of job %q: n %d must be in 1..%d", job, n, locking.JobHistoryLen)
+func ReadHistory(ctx context.Context, store slotstore.Jobs, role, job string, n int) (runs []RunRecord, skipped error, err error) {
+	if n < 1 || n > slotstore.JobHistoryLen {
+		return nil, nil, fmt.Errorf("scheduling: history of job %q: n %d must be in 1..%d", job, n, slotstore.JobHistoryLen)
 	}
-	if store == nil || !store.SupportsJobs() {
+	if !keepsJobs(store) {
 		return nil, nil, ErrNoJobStore
 	}
 	raw, err := store.JobHistory(ctx, JobKey(role, job), n)
@@ -126,8 +139,8 @@ func ReadHistory(ctx context.Context, store locking.JobStore, role, job string, 
 // tools such as the hostloom CLI), with the same effect as Scheduler.Pause
 // and Resume. A job the store has no records of is an error naming it
 // (there is nothing to pause: a typo would otherwise create records).
-func SetPaused(ctx context.Context, store locking.JobStore, role, job string, paused bool) error {
-	if store == nil || !store.SupportsJobs() {
+func SetPaused(ctx context.Context, store slotstore.Jobs, role, job string, paused bool) error {
+	if !keepsJobs(store) {
 		return ErrNoJobStore
 	}
 	key := JobKey(role, job)
@@ -159,15 +172,15 @@ func (s *Scheduler) lookup(op, name string) (*job, error) {
 	return j, nil
 }
 
-// History returns up to n (1..100, locking.JobHistoryLen) of the job's
+// History returns up to n (1..100, slotstore.JobHistoryLen) of the job's
 // newest runs, newest first, from the slot store: runs of every replica,
 // kept as long as the job's records (SlotStateTTL). A record that does not
 // parse is skipped and logged once per job. It fails for n out of range,
 // an unknown job (naming it) and a store without job records
 // (ErrNoJobStore).
 func (s *Scheduler) History(ctx context.Context, job string, n int) ([]RunRecord, error) {
-	if n < 1 || n > locking.JobHistoryLen {
-		return nil, fmt.Errorf("scheduling: history of job %q: n %d must be in 1..%d", job, n, locking.JobHistoryLen)
+	if n < 1 || n > slotstore.JobHistoryLen {
+		return nil, fmt.Errorf("scheduling: history of job %q: n %d must be in 1..%d", job, n, slotstore.JobHistoryLen)
 	}
 	j, err := s.lookup("history", job)
 	if err != nil {

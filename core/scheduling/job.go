@@ -44,10 +44,10 @@ type Job struct {
 
 	// Recover makes a slot whose run started but did not finish (its term
 	// ended, its process died) run once more on the next leader, with
-	// AttemptFrom 2 (then 3; at most locking.MaxJobAttempts attempts), after
+	// AttemptFrom 2 (then 3; at most slotstore.MaxJobAttempts attempts), after
 	// the earlier attempt's term has certainly ended (S9): at-least-once
 	// per slot instead of at-most-once. It needs a slot store that keeps
-	// job records (locking.JobStore); Add rejects it otherwise.
+	// job records (slotstore.Jobs); Add rejects it otherwise.
 	Recover bool
 }
 

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // instrumentationScope is the OpenTelemetry scope of this package's meter
@@ -28,7 +28,7 @@ type settings struct {
 	logger  *zap.Logger
 	meters  metric.MeterProvider
 	tracers trace.TracerProvider
-	store   locking.StateStore
+	store   slotstore.State
 	misfire time.Duration
 	loc     *time.Location
 	id      string
@@ -75,13 +75,13 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // key JobKey(role, job) = "sched:{role}:{job}" with the slot's Unix time in
 // milliseconds, before the run starts: a slot some replica already started
 // is never started again, and a new leader can run a slot nobody started
-// (WithMisfireWindow, Job.CatchUp). When store is also a locking.JobStore
+// (WithMisfireWindow, Job.CatchUp). When store is also a slotstore.Jobs
 // whose SupportsJobs is true (*locking.DistributedLock over redislock or
 // memlock), the scheduler keeps the job's records there: completion,
 // recovery (Job.Recover), pause and history; otherwise it only claims
 // (Advance). Default: none (see the package documentation for what holds
 // without it). A nil store keeps the default.
-func WithSlotStore(store locking.StateStore) Option {
+func WithSlotStore(store slotstore.State) Option {
 	return optionFunc(func(s *settings) {
 		if store != nil {
 			s.store = store

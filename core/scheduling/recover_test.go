@@ -15,6 +15,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // TestScheduler_S9_RecoverAfterTermEnded: a's run of slot 1 is cut short
@@ -73,10 +74,10 @@ func TestScheduler_S9_RecoveryWaitsForTheTerm(t *testing.T) {
 		core, logs := observer.New(zap.InfoLevel)
 		time.Sleep(m(1) + 2*time.Second)
 		// The dead process claimed slot 1 at 1m2s, with a 15s lease.
-		r, err := store.ClaimSlot(context.Background(), "sched:billing:sync", locking.SlotClaim{
+		r, err := store.ClaimSlot(context.Background(), "sched:billing:sync", slotstore.SlotClaim{
 			Slot: rec.t0.Add(m(1)).UnixMilli(), Attempt: 1, Term: "dead", Hold: 15 * time.Second, Record: "{}", TTL: time.Hour,
 		})
-		if err != nil || r.Status != locking.ClaimGranted {
+		if err != nil || r.Status != slotstore.ClaimGranted {
 			t.Fatalf("claim: %+v %v", r, err)
 		}
 		time.Sleep(3 * time.Second)
@@ -108,11 +109,11 @@ func TestScheduler_S9_AttemptsAreBounded(t *testing.T) {
 		time.Sleep(m(1))
 		ctx := context.Background()
 		slot := rec.t0.Add(m(1)).UnixMilli()
-		for attempt := 1; attempt <= locking.MaxJobAttempts; attempt++ {
-			r, err := store.ClaimSlot(ctx, "sched:billing:sync", locking.SlotClaim{
+		for attempt := 1; attempt <= slotstore.MaxJobAttempts; attempt++ {
+			r, err := store.ClaimSlot(ctx, "sched:billing:sync", slotstore.SlotClaim{
 				Slot: slot, Attempt: attempt, Term: fmt.Sprint("dead", attempt), Record: "{}", TTL: time.Hour,
 			})
-			if err != nil || r.Status != locking.ClaimGranted {
+			if err != nil || r.Status != slotstore.ClaimGranted {
 				t.Fatalf("claim %d: %+v %v", attempt, r, err)
 			}
 		}
@@ -237,7 +238,7 @@ func TestScheduler_S11_UnparsableRecordSkippedAndLoggedOnce(t *testing.T) {
 		synctest.Wait()
 		// A foreign writer's record, newer than the scheduler's two.
 		ctx := context.Background()
-		if _, err := store.ClaimSlot(ctx, "sched:billing:sync", locking.SlotClaim{Slot: time.Now().UnixMilli(), Attempt: 1, Term: "x", Record: `{"slot":"soon"`, TTL: time.Hour}); err != nil {
+		if _, err := store.ClaimSlot(ctx, "sched:billing:sync", slotstore.SlotClaim{Slot: time.Now().UnixMilli(), Attempt: 1, Term: "x", Record: `{"slot":"soon"`, TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
@@ -288,7 +289,8 @@ func TestSetPaused_S10(t *testing.T) {
 	}
 }
 
-// stateStoreJobs is a JobStore whose provider keeps no job records.
-type stateStoreJobs struct{ locking.JobStore }
+// stateStoreJobs is a store with the job methods whose capability query
+// says it keeps no job records (a lock whose provider has none).
+type stateStoreJobs struct{ slotstore.Jobs }
 
-func (stateStoreJobs) SupportsJobs() bool { return false }
+func (stateStoreJobs) Capabilities() locking.Capabilities { return locking.Capabilities{} }

@@ -108,11 +108,11 @@ func recoverReplica(t *testing.T, addr, id string, block bool) (*leadership.Elec
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	o := locking.DefaultOptions()
 	o.Namespace = "recover"
-	lock, p, err := redislock.NewLock(c, o)
+	lock, err := redislock.NewLock(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close(); _ = c.Close() })
+	t.Cleanup(func() { _ = lock.Close(); _ = c.Close() })
 	lo := leadership.DefaultOptions()
 	lo.Lease, lo.RenewInterval, lo.RetryInterval = time.Second, 300*time.Millisecond, 100*time.Millisecond
 	e, err := leadership.NewElector("billing", lock, lo, leadership.WithIdentity(id))

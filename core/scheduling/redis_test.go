@@ -22,11 +22,11 @@ func redisStore(t *testing.T, srv *redistest.Server) *locking.DistributedLock {
 	t.Helper()
 	o := locking.DefaultOptions()
 	o.Namespace = "billing"
-	lock, p, err := redislock.NewLock(srv.Client(t), o)
+	lock, err := redislock.NewLock(srv.Client(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
+	t.Cleanup(func() { _ = lock.Close() })
 	return lock
 }
 

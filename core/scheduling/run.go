@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // PanicError is the LastError of a run that panicked.
@@ -93,7 +93,7 @@ func (s *Scheduler) unrecorded(j *job, slots []time.Time, tok context.Context) [
 	var ok bool
 	var err error
 	if s.js != nil {
-		var st locking.JobStatus
+		var st slotstore.JobStatus
 		st, err = s.js.JobStatus(tok, j.key)
 		last, ok = st.Slot, st.HasSlot
 	} else {
@@ -147,14 +147,14 @@ func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term ui
 	case s.js != nil:
 		// Each pass recovers at most one unfinished slot; attempts are
 		// bounded, so the loop is too.
-		for range locking.MaxJobAttempts + 1 {
+		for range slotstore.MaxJobAttempts + 1 {
 			c := s.claimJob(ctx, j, slot, tok, term, first, catchUp)
 			first = false
 			switch c.Status {
-			case locking.ClaimGranted:
+			case slotstore.ClaimGranted:
 				s.run(ctx, j, slot, c.Attempt, c.Seq, term)
 				return live()
-			case locking.ClaimRecoverable:
+			case slotstore.ClaimRecoverable:
 				if !s.recoverSlot(ctx, j, time.UnixMilli(c.Slot), c.Attempt+1, c.Wait, term) || !live() {
 					return live()
 				}
@@ -225,8 +225,8 @@ func (s *Scheduler) termID(term uint64) string {
 // round trip. On the first claim of a term it counts the slots nobody
 // started since the last recorded one as missed. A failed claim returns
 // the zero result (no status).
-func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) locking.SlotClaimResult {
-	c := locking.SlotClaim{Attempt: 1, Recover: j.Recover, Term: s.termID(term), Hold: s.hold, TTL: j.ttl}
+func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) slotstore.SlotClaimResult {
+	c := slotstore.SlotClaim{Attempt: 1, Recover: j.Recover, Term: s.termID(term), Hold: s.hold, TTL: j.ttl}
 	if !slot.IsZero() {
 		c.Slot = slot.UnixMilli()
 		c.Record = RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(tok), Attempt: 1}.encode()
@@ -235,25 +235,25 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 	switch {
 	case err != nil && ctx.Err() != nil:
 		s.notStarted(j, slot, tok)
-		return locking.SlotClaimResult{}
+		return slotstore.SlotClaimResult{}
 	case err != nil:
 		s.countSkip(j, skipStore, 1)
 		s.log.Warn("SchedulerSlotStoreFailed", zap.String("job", j.Name), zap.Time("slot", slot), zap.Error(err))
-		return locking.SlotClaimResult{}
+		return slotstore.SlotClaimResult{}
 	}
 	if first && r.HasPrevious && !slot.IsZero() {
 		s.countMissed(j, slotsBetween(j.sched, time.UnixMilli(r.Previous), slot))
 	}
 	s.mu.Lock()
-	j.paused = r.Status == locking.ClaimPaused
+	j.paused = r.Status == slotstore.ClaimPaused
 	s.mu.Unlock()
 	switch r.Status {
-	case locking.ClaimPaused:
+	case slotstore.ClaimPaused:
 		if !slot.IsZero() {
 			s.countSkip(j, skipPaused, 1)
 			s.log.Debug("SchedulerSlotSkippedPaused", zap.String("job", j.Name), zap.Time("slot", slot))
 		}
-	case locking.ClaimStarted:
+	case slotstore.ClaimStarted:
 		if !catchUp && !slot.IsZero() {
 			s.countSkip(j, skipStarted, 1)
 		}
@@ -266,7 +266,7 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 // finish, as attempt (S9), after waiting until that term has certainly
 // ended. It reports false when ctx ended or the store failed.
 func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, attempt int, wait time.Duration, term uint64) bool {
-	for range 2 * locking.MaxJobAttempts {
+	for range 2 * slotstore.MaxJobAttempts {
 		if wait > 0 {
 			s.log.Info("SchedulerRecoveryWaits", zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("wait", wait))
 			t := time.NewTimer(wait)
@@ -278,7 +278,7 @@ func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, att
 			}
 		}
 		rec := RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(ctx), Attempt: attempt}
-		r, err := s.js.ClaimSlot(ctx, j.key, locking.SlotClaim{
+		r, err := s.js.ClaimSlot(ctx, j.key, slotstore.SlotClaim{
 			Slot: slot.UnixMilli(), Attempt: attempt, Term: s.termID(term), Hold: s.hold, Record: rec.encode(), TTL: j.ttl,
 		})
 		if err != nil {
@@ -289,11 +289,11 @@ func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, att
 			return false
 		}
 		switch r.Status {
-		case locking.ClaimGranted:
+		case slotstore.ClaimGranted:
 			s.log.Info("SchedulerSlotRecovered", zap.String("job", j.Name), zap.Time("slot", slot), zap.Int("attempt", attempt))
 			s.run(ctx, j, slot, attempt, r.Seq, term)
 			return ctx.Err() == nil
-		case locking.ClaimWait:
+		case slotstore.ClaimWait:
 			wait = r.Wait
 		default: // someone else recovered or completed it, or the job is paused
 			s.log.Debug("SchedulerRecoveryRefused", zap.String("job", j.Name), zap.Time("slot", slot), zap.Stringer("status", r.Status))
@@ -403,7 +403,7 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int
 func (s *Scheduler) complete(ctx context.Context, j *job, r RunRecord, seq int64, term uint64, done bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completeTimeout)
 	defer cancel()
-	_, err := s.js.CompleteSlot(ctx, j.key, locking.SlotCompletion{
+	_, err := s.js.CompleteSlot(ctx, j.key, slotstore.SlotCompletion{
 		Slot: r.Slot.UnixMilli(), Attempt: r.Attempt, Term: s.termID(term), Seq: seq, Done: done, Record: r.encode(), TTL: j.ttl,
 	})
 	if err != nil {

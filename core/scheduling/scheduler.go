@@ -21,6 +21,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 var (
@@ -49,10 +50,10 @@ type Scheduler struct {
 	tracer trace.Tracer
 	ins    instruments
 	maxKey int
-	js     locking.JobStore // the slot store's job records; nil without
-	id     string           // identity recorded in run records
-	inst   string           // random per scheduler: tells terms of equal identities apart
-	hold   time.Duration    // WithRecoveryHold
+	js     slotstore.Jobs // the slot store's job records; nil without
+	id     string         // identity recorded in run records
+	inst   string         // random per scheduler: tells terms of equal identities apart
+	hold   time.Duration  // WithRecoveryHold
 
 	wake       chan struct{} // pokes the loop (leadership change, Add)
 	quit       chan struct{} // closed by Stop
@@ -138,7 +139,13 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 	if lim, ok := set.store.(locking.Limits); ok {
 		s.maxKey = lim.MaxKeyLength()
 	}
-	if js, ok := set.store.(locking.JobStore); ok && js.SupportsJobs() {
+	// The store's capabilities, found once: a store that reports them (a
+	// *locking.DistributedLock) is believed over its method set, so a lock
+	// whose provider keeps no job slots is no slot store at all.
+	if r, ok := set.store.(locking.CapabilityReporter); ok && !r.Capabilities().JobSlots {
+		s.set.store = nil
+	}
+	if js, ok := s.set.store.(slotstore.Jobs); ok {
 		s.js = js
 	}
 	s.id, s.hold = set.id, set.hold

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
-	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // run is a recorded run reduced to what the slot tests compare.
@@ -165,7 +165,7 @@ func misfireWindowAtStart(t *testing.T, stateOnly bool) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
 				lock := newStore(t)
-				var store locking.StateStore = lock
+				var store slotstore.State = lock
 				if stateOnly {
 					store = stateStore{lock}
 					if _, _, err := store.Advance(context.Background(), "sched:billing:sync", t0.Add(m(2)).UnixMilli()); err != nil {
@@ -209,7 +209,7 @@ func (failingStore) State(context.Context, string) (int64, bool, error) {
 	return 0, false, errors.New("connection refused")
 }
 
-var _ locking.StateStore = failingStore{}
+var _ slotstore.State = failingStore{}
 
 func TestScheduler_L8_StoreErrorSkipsTheSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -184,66 +184,41 @@ func waitIdle(ctx context.Context, inflight *atomic.Int64) error {
 	return nil
 }
 
-// AcquireWith forwards the fenced acquisition (fences, holder identity,
+// Acquire forwards the fenced acquisition (fences, holder identity,
 // participants) until dead.
-func (f *faultProvider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+func (f *faultProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	if !enter(&f.dead, &f.inflight) {
 		return locking.AcquireResult{}, errCrashed
 	}
 	defer f.inflight.Add(-1)
-	return f.inner.AcquireWith(ctx, r)
+	return f.inner.Acquire(ctx, r)
 }
 
-// ExtendWith forwards the registering extension until dead.
-func (f *faultProvider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+// Extend forwards the registering extension until dead.
+func (f *faultProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if !enter(&f.dead, &f.inflight) {
 		return locking.ExtendResult{}, errCrashed
 	}
 	defer f.inflight.Add(-1)
-	return f.inner.ExtendWith(ctx, r)
+	return f.inner.Extend(ctx, r)
 }
 
-// WatchEventsFunc forwards events while alive: a dead process hears nothing.
-func (f *faultProvider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
-	return f.inner.WatchEventsFunc(key, func(e locking.Event) {
+// Release forwards until dead.
+func (f *faultProvider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
+	if !enter(&f.dead, &f.inflight) {
+		return false, errCrashed
+	}
+	defer f.inflight.Add(-1)
+	return f.inner.Release(ctx, r)
+}
+
+// Subscribe forwards events while alive: a dead process hears nothing.
+func (f *faultProvider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	return f.inner.Subscribe(key, func(e locking.Event) {
 		if !f.dead.Load() {
 			fn(e)
 		}
 	})
-}
-
-func (f *faultProvider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	if !enter(&f.dead, &f.inflight) {
-		return false, 0, errCrashed
-	}
-	defer f.inflight.Add(-1)
-	return f.inner.Acquire(ctx, key, value, ttl)
-}
-
-func (f *faultProvider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if !enter(&f.dead, &f.inflight) {
-		return false, errCrashed
-	}
-	defer f.inflight.Add(-1)
-	return f.inner.Extend(ctx, key, value, ttl)
-}
-
-func (f *faultProvider) Release(ctx context.Context, key, value string) (bool, error) {
-	if !enter(&f.dead, &f.inflight) {
-		return false, errCrashed
-	}
-	defer f.inflight.Add(-1)
-	return f.inner.Release(ctx, key, value)
-}
-
-func (f *faultProvider) Watch(key string) (<-chan struct{}, func()) { return f.inner.Watch(key) }
-
-func (f *faultProvider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
-	if !enter(&f.dead, &f.inflight) {
-		return "", 0, false, errCrashed
-	}
-	defer f.inflight.Add(-1)
-	return f.inner.Get(ctx, key)
 }
 
 // ---- client-go ----

@@ -58,12 +58,12 @@ func New(name, addr string, writes *atomic.Int64) (Locker, error) {
 		return &Floor{c: redis.NewClient(opts())}, nil
 	case "hostloom":
 		c := redis.NewClient(opts())
-		l, p, err := hlredis.NewLock(c, locking.DefaultOptions())
+		l, err := hlredis.NewLock(c, locking.DefaultOptions())
 		if err != nil {
 			_ = c.Close()
 			return nil, err
 		}
-		return &hostloom{c: c, p: p, l: l}, nil
+		return &hostloom{c: c, l: l}, nil
 	case "redsync":
 		c := redis.NewClient(opts())
 		return &redsyncLocker{c: c, rs: redsync.New(goredis.NewPool(c))}, nil
@@ -158,7 +158,6 @@ func (f *Floor) Close() error { return f.c.Close() }
 
 type hostloom struct {
 	c *redis.Client
-	p *hlredis.Provider
 	l *locking.DistributedLock
 }
 
@@ -188,7 +187,7 @@ func (h *hostloom) Refused(ctx context.Context, key string) error {
 func (h *hostloom) ProviderKey(key string) (string, error) { return h.l.ProviderKey(key) }
 
 func (h *hostloom) Close() error {
-	_ = h.p.Close()
+	_ = h.l.Close()
 	return h.c.Close()
 }
 

@@ -91,14 +91,16 @@ func (f Fault) String() string {
 
 // FaultLock wraps a locking.Lock and injects faults per operation,
 // switchable at run time with Set. It forwards the optional interfaces
-// (locking.OwnedLock, locking.Watcher, locking.HolderLookup,
+// (locking.OwnedLock, locking.Subscriber for releases, locking.HolderLookup,
 // locking.Limits, ProviderKey) to the inner lock; where the inner lock
-// lacks one, the method reports locking.ErrNotSupported, a nil channel or
-// no limits. Leases it returns are wrapped so Extend and Release faults
+// lacks one, the method reports locking.ErrNotSupported or no limits, and
+// Capabilities says so (found once, by NewFaultLock). Leases it returns are wrapped so Extend and Release faults
 // apply to them. It starts no goroutine and works in testing/synctest
 // bubbles. It is safe for concurrent use.
 type FaultLock struct {
-	inner locking.Lock
+	inner   locking.Lock
+	events  locking.Subscriber   // nil when the inner lock has no events
+	holders locking.HolderLookup // nil when it cannot look holders up
 
 	mu      sync.Mutex
 	faults  map[Op]Fault
@@ -108,17 +110,31 @@ type FaultLock struct {
 }
 
 var (
-	_ locking.Lock         = (*FaultLock)(nil)
-	_ locking.OwnedLock    = (*FaultLock)(nil)
-	_ locking.Watcher      = (*FaultLock)(nil)
-	_ locking.HolderLookup = (*FaultLock)(nil)
-	_ locking.Limits       = (*FaultLock)(nil)
+	_ locking.Lock               = (*FaultLock)(nil)
+	_ locking.OwnedLock          = (*FaultLock)(nil)
+	_ locking.Subscriber         = (*FaultLock)(nil)
+	_ locking.HolderLookup       = (*FaultLock)(nil)
+	_ locking.Limits             = (*FaultLock)(nil)
+	_ locking.CapabilityReporter = (*FaultLock)(nil)
 )
 
 // NewFaultLock wraps inner with no faults set.
 func NewFaultLock(inner locking.Lock) *FaultLock {
+	events, _ := inner.(locking.Subscriber)
+	holders, _ := inner.(locking.HolderLookup)
+	if r, ok := inner.(locking.CapabilityReporter); ok {
+		has := r.Capabilities()
+		if !has.Events {
+			events = nil
+		}
+		if !has.Inspect {
+			holders = nil
+		}
+	}
 	return &FaultLock{
 		inner:   inner,
+		events:  events,
+		holders: holders,
 		faults:  make(map[Op]Fault),
 		delays:  make(map[Op]time.Duration),
 		calls:   make(map[Op]int),
@@ -242,13 +258,28 @@ func (f *FaultLock) TryAcquireAs(ctx context.Context, key string, lease time.Dur
 	return f.wrap(l), err
 }
 
-// Watch forwards to the inner lock's Watcher; without one it returns a nil
-// channel, which never receives.
-func (f *FaultLock) Watch(key string) (<-chan struct{}, func()) {
-	if w, ok := f.inner.(locking.Watcher); ok {
-		return w.Watch(key)
+// Capabilities implements locking.CapabilityReporter: events (releases
+// only, see Subscribe) and holder lookup when the inner lock has them;
+// nothing else is forwarded.
+func (f *FaultLock) Capabilities() locking.Capabilities {
+	return locking.Capabilities{Events: f.events != nil, Inspect: f.holders != nil}
+}
+
+// Subscribe forwards the inner lock's release notifications
+// (locking.EventReleased) and nothing else: an elector over a FaultLock
+// is woken by releases, but never learns that its subscription is live,
+// so it keeps the candidate cadence the faults are measured against.
+// Without a Subscriber on the inner lock it returns an error matching
+// locking.ErrNotSupported.
+func (f *FaultLock) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	if f.events == nil {
+		return nil, fmt.Errorf("leadershiptest: subscribe %q: %w", key, locking.ErrNotSupported)
 	}
-	return nil, func() {}
+	return f.events.Subscribe(key, func(e locking.Event) {
+		if e.Kind == locking.EventReleased {
+			fn(e)
+		}
+	})
 }
 
 // Holder forwards to the inner lock's HolderLookup, subject to OpHolder's
@@ -257,8 +288,8 @@ func (f *FaultLock) Holder(ctx context.Context, key string) (locking.Holder, boo
 	if done, err := f.enter(ctx, OpHolder, key); done {
 		return locking.Holder{}, false, err
 	}
-	if h, ok := f.inner.(locking.HolderLookup); ok {
-		return h.Holder(ctx, key)
+	if f.holders != nil {
+		return f.holders.Holder(ctx, key)
 	}
 	return locking.Holder{}, false, locking.ErrNotSupported
 }

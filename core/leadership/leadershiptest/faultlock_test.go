@@ -111,8 +111,19 @@ func TestFaultLock_Forwards(t *testing.T) {
 		if pk, err := fl.ProviderKey("k"); err != nil || pk != "ns:lock:k" {
 			t.Fatalf("ProviderKey = %q, %v", pk, err)
 		}
-		released, stop := fl.Watch("k")
+		released := make(chan struct{}, 1)
+		stop, err := fl.Subscribe("k", func(e locking.Event) {
+			if e.Kind == locking.EventReleased {
+				released <- struct{}{}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer stop()
+		if c := fl.Capabilities(); !c.Events || !c.Inspect {
+			t.Fatalf("Capabilities = %+v, want events and holder lookup forwarded", c)
+		}
 		l, err := fl.TryAcquireAs(ctx, "k", time.Second, "owner-1")
 		if err != nil {
 			t.Fatal(err)
@@ -142,8 +153,11 @@ func TestFaultLock_Forwards(t *testing.T) {
 		if bare.MaxLease() != 0 || bare.MaxKeyLength() != 0 {
 			t.Fatal("bare lock reports limits")
 		}
-		if ch, _ := bare.Watch("k"); ch != nil {
-			t.Fatal("bare lock watch channel")
+		if _, err := bare.Subscribe("k", func(locking.Event) {}); !errors.Is(err, locking.ErrNotSupported) {
+			t.Fatalf("bare Subscribe = %v, want ErrNotSupported", err)
+		}
+		if c := bare.Capabilities(); c != (locking.Capabilities{}) {
+			t.Fatalf("bare Capabilities = %+v, want none", c)
 		}
 		if _, _, err := bare.Holder(ctx, "k"); !errors.Is(err, locking.ErrNotSupported) {
 			t.Fatalf("bare Holder = %v", err)

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -27,16 +26,11 @@ type mutant struct {
 	defect string
 }
 
-func (m mutant) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	r, err := m.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
-	return r.Acquired, r.Remaining, err
-}
-
-func (m mutant) AcquireWith(ctx context.Context, req locking.AcquireRequest) (locking.AcquireResult, error) {
+func (m mutant) Acquire(ctx context.Context, req locking.AcquireRequest) (locking.AcquireResult, error) {
 	if m.defect == "no-participants" {
 		req.ParticipantTTL = 0
 	}
-	r, err := m.Provider.AcquireWith(ctx, req)
+	r, err := m.Provider.Acquire(ctx, req)
 	switch m.defect {
 	case "not-exclusive":
 		r.Acquired = true
@@ -53,38 +47,33 @@ func (m mutant) AcquireWith(ctx context.Context, req locking.AcquireRequest) (lo
 	return r, err
 }
 
-func (m mutant) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := m.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
-	return r.Extended, err
-}
-
-func (m mutant) ExtendWith(ctx context.Context, req locking.ExtendRequest) (locking.ExtendResult, error) {
+func (m mutant) Extend(ctx context.Context, req locking.ExtendRequest) (locking.ExtendResult, error) {
 	if m.defect == "extend-without-owner-check" {
 		return locking.ExtendResult{Extended: true}, nil
 	}
-	return m.Provider.ExtendWith(ctx, req)
+	return m.Provider.Extend(ctx, req)
 }
 
-func (m mutant) WatchEvents(key string) (<-chan locking.Event, func()) {
-	if m.defect == "no-events" {
-		return make(chan locking.Event), func() {}
+func (m mutant) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	switch m.defect {
+	case "no-events":
+		return func() {}, nil
+	case "no-notification":
+		return m.Provider.Subscribe(key, func(e locking.Event) {
+			if e.Kind != locking.EventReleased {
+				fn(e)
+			}
+		})
 	}
-	return m.Provider.WatchEvents(key)
+	return m.Provider.Subscribe(key, fn)
 }
 
-func (m mutant) Release(ctx context.Context, key, value string) (bool, error) {
+func (m mutant) Release(ctx context.Context, req locking.ReleaseRequest) (bool, error) {
 	if m.defect == "release-without-owner-check" {
-		_, _, _, _ = m.Provider.Get(ctx, key)
+		_, _, _, _ = m.Provider.Get(ctx, req.Key)
 		return true, nil
 	}
-	return m.Provider.Release(ctx, key, value)
-}
-
-func (m mutant) Watch(key string) (<-chan struct{}, func()) {
-	if m.defect == "no-notification" {
-		return make(chan struct{}), func() {}
-	}
-	return m.Provider.Watch(key)
+	return m.Provider.Release(ctx, req)
 }
 
 // backend serves locks over one provider.

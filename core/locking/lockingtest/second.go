@@ -81,7 +81,7 @@ func testFences(t *testing.T, c Config, b Backend) {
 	}
 	// A disabled lock's placeholders carry no fence.
 	off := opts("fence")
-	off.Enabled = false
+	off.Disabled = true
 	if _, ok := acquire(t, b.NewLock(t, off), "job", time.Minute).(locking.Fenced); ok {
 		t.Fatal("a disabled lock's placeholder implements Fenced")
 	}
@@ -103,6 +103,29 @@ func testHeldOwner(t *testing.T, _ Config, b Backend) {
 	}
 }
 
+// subscribe subscribes l to key's events, delivered on a buffered channel
+// (a full channel fails t: the suite reads them as they come), and ends
+// the subscription with the check.
+func subscribe(t *testing.T, l *locking.DistributedLock, key string) (<-chan locking.Event, func()) {
+	t.Helper()
+	ch := make(chan locking.Event, 64)
+	stop, err := l.Subscribe(key, func(e locking.Event) {
+		select {
+		case ch <- e:
+		default:
+			t.Errorf("Subscribe(%q): event %v not read in time", key, e.Kind)
+		}
+	})
+	if err != nil {
+		t.Fatalf("Subscribe(%q): %v", key, err)
+	}
+	if stop == nil {
+		t.Fatalf("Subscribe(%q) returned no stop function", key)
+	}
+	t.Cleanup(stop)
+	return ch, stop
+}
+
 // nextEvent returns the next event on ch, failing t after failTimeout.
 func nextEvent(t *testing.T, ch <-chan locking.Event, want string) locking.Event {
 	t.Helper()
@@ -112,6 +135,21 @@ func nextEvent(t *testing.T, ch <-chan locking.Event, want string) locking.Event
 	case <-time.After(failTimeout):
 		t.Fatalf("no event within %v, want %s", failTimeout, want)
 		return locking.Event{}
+	}
+}
+
+// skipTo reads events until one of kind k arrives, skipping acquisitions
+// (which a backend need not announce for plain lock users).
+func skipTo(t *testing.T, ch <-chan locking.Event, k locking.EventKind) {
+	t.Helper()
+	for {
+		e := nextEvent(t, ch, k.String())
+		switch {
+		case e.Kind == k:
+			return
+		case e.Kind != locking.EventAcquired:
+			t.Fatalf("event = %v %q, want %v", e.Kind, e.Owner, k)
+		}
 	}
 }
 
@@ -130,13 +168,8 @@ func wantEvent(t *testing.T, ch <-chan locking.Event, k locking.EventKind, owner
 func testEvents(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	watcher, holder := b.NewLock(t, opts("ev")), b.NewLock(t, opts("ev"))
-	events, stop := watcher.WatchEvents("job")
-	defer stop()
-	if events == nil {
-		t.Fatal("WatchEvents returned a nil channel")
-	}
-	other, stopOther := watcher.WatchEvents("other")
-	defer stopOther()
+	events, stop := subscribe(t, watcher, "job")
+	other, _ := subscribe(t, watcher, "other")
 	wantEvent(t, events, locking.EventSubscribed, "")
 	wantEvent(t, other, locking.EventSubscribed, "")
 
@@ -161,9 +194,9 @@ func testEvents(t *testing.T, _ Config, b Backend) {
 		t.Fatalf("Release: %v", err)
 	}
 	wantEvent(t, events, locking.EventReleased, "")
-	// The old Watch still wakes on releases only.
-	released, stopW := watcher.Watch("job")
-	defer stopW()
+	// A second subscriber of the same key gets the same events.
+	second, _ := subscribe(t, watcher, "job")
+	wantEvent(t, second, locking.EventSubscribed, "")
 	ls, err = holder.TryAcquireAs(ctx, "job", time.Minute, "carol")
 	if err != nil {
 		t.Fatalf("TryAcquireAs: %v", err)
@@ -173,11 +206,8 @@ func testEvents(t *testing.T, _ Config, b Backend) {
 		t.Fatalf("Release: %v", err)
 	}
 	wantEvent(t, events, locking.EventReleased, "")
-	select {
-	case <-released:
-	case <-time.After(failTimeout):
-		t.Fatal("Watch was not woken by the release")
-	}
+	wantEvent(t, second, locking.EventAcquired, "carol")
+	wantEvent(t, second, locking.EventReleased, "")
 	// Nothing about "job" reached the watcher of "other".
 	select {
 	case e := <-other:
@@ -197,8 +227,8 @@ func testEvents(t *testing.T, _ Config, b Backend) {
 	if err := watcher.RequestResign(ctx, "bad key", ""); !errors.Is(err, locking.ErrInvalidKey) {
 		t.Fatalf("RequestResign(bad key) = %v, want ErrInvalidKey", err)
 	}
-	if ch, _ := watcher.WatchEvents("bad key"); ch != nil {
-		t.Fatal("WatchEvents(bad key) returned a channel")
+	if stop, err := watcher.Subscribe("bad key", func(locking.Event) {}); !errors.Is(err, locking.ErrInvalidKey) || stop != nil {
+		t.Fatalf("Subscribe(bad key) = %v, want ErrInvalidKey and no stop function", err)
 	}
 }
 

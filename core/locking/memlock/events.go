@@ -2,6 +2,7 @@ package memlock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -10,21 +11,14 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// eventWatcher is one WatchEvents channel or WatchEventsFunc callback.
+// eventWatcher is one Subscribe callback.
 type eventWatcher struct {
-	ch chan locking.Event
 	fn func(locking.Event)
 }
 
-// send delivers e by locking.SendEvent's rules, or calls the callback. The
-// caller holds p.mu, which serialises deliveries to one watcher.
-func (w *eventWatcher) send(e locking.Event) {
-	if w.fn != nil {
-		w.fn(e)
-		return
-	}
-	locking.SendEvent(w.ch, e)
-}
+// send calls the callback. The caller holds p.mu, which serialises
+// deliveries to one watcher.
+func (w *eventWatcher) send(e locking.Event) { w.fn(e) }
 
 // publish sends e to key's event watchers. p.mu must be held.
 func (p *Provider) publish(key string, e locking.Event) {
@@ -33,19 +27,15 @@ func (p *Provider) publish(key string, e locking.Event) {
 	}
 }
 
-// WatchEvents implements locking.ProviderEvents. In process the
-// subscription is live at once and never drops: the first event is
-// EventSubscribed. The channel holds locking.EventBuffer events.
-func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
-	w := &eventWatcher{ch: make(chan locking.Event, locking.EventBuffer)}
-	return w.ch, p.watchEvents(key, w)
-}
-
-// WatchEventsFunc implements locking.ProviderEventFuncs: fn is called with
-// the provider's mutex held, so it must return at once and must not call
-// the provider.
-func (p *Provider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
-	return p.watchEvents(key, &eventWatcher{fn: fn})
+// Subscribe implements locking.Subscriber. In process the subscription is
+// live at once and never drops: the first event is EventSubscribed. fn is
+// called with the provider's mutex held, so it must return at once and
+// must not call the provider.
+func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	if fn == nil {
+		return nil, errors.New("memlock: subscribe: nil callback")
+	}
+	return p.watchEvents(key, &eventWatcher{fn: fn}), nil
 }
 
 // watchEvents registers w for key's events and returns its stop function.
@@ -72,8 +62,8 @@ func (p *Provider) watchEvents(key string, w *eventWatcher) func() {
 	}
 }
 
-// PublishResign implements locking.ProviderEvents.
-func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
+// RequestResign implements locking.ResignRequester.
+func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -83,7 +73,7 @@ func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// Participants implements locking.ProviderParticipants.
+// Participants implements locking.ParticipantRegistry.
 func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -109,7 +99,7 @@ func (p *Provider) participants(key string, now time.Time) []locking.Participant
 	return ps
 }
 
-// Deregister implements locking.ProviderParticipants.
+// Deregister implements locking.ParticipantRegistry.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -122,7 +112,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// Inspect implements locking.ProviderInspector.
+// Inspect implements locking.Inspector.
 func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKeyState, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.ProviderKeyState{}, err
@@ -141,7 +131,7 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	return st, nil
 }
 
-// Keys implements locking.ProviderInspector: keys with a live lease, a
+// Keys implements locking.Inspector: keys with a live lease, a
 // fence or participants.
 func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
-var _ locking.ProviderJobs = (*Provider)(nil)
+var _ slotstore.Jobs = (*Provider)(nil)
 
-// jobState is one job's records (locking.ProviderJobs). It is kept,
+// jobState is one job's records (slotstore.Jobs). It is kept,
 // encoded, in the provider's expiring entries under the job key, so job
 // records expire like the Redis ones and need no map of their own.
 type jobState struct {
@@ -77,7 +77,7 @@ func historyKey(key string, i int64) string {
 }
 
 // ringIndex is where record seq lives.
-func ringIndex(seq int64) int64 { return (seq - 1) % locking.JobHistoryLen }
+func ringIndex(seq int64) int64 { return (seq - 1) % slotstore.JobHistoryLen }
 
 // loadJob reads key's job state; p.mu must be held.
 func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, error) {
@@ -118,21 +118,21 @@ func (st *jobState) waitFor(now time.Time) time.Duration {
 	return max(time.Unix(0, st.Until).Sub(now), 0)
 }
 
-// ClaimSlot implements locking.ProviderJobs.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClaim) (locking.SlotClaimResult, error) {
+// ClaimSlot implements slotstore.Jobs.
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st, _, err := p.loadJob(key, now)
 	if err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
-	r := locking.SlotClaimResult{Previous: st.Slot, HasPrevious: st.HasSlot}
+	r := slotstore.SlotClaimResult{Previous: st.Slot, HasPrevious: st.HasSlot}
 	if st.Paused {
-		r.Status = locking.ClaimPaused
+		r.Status = slotstore.ClaimPaused
 		if c.Attempt == 1 && c.Slot > 0 && (!st.HasSlot || st.Slot < c.Slot) {
 			st.Slot, st.HasSlot = c.Slot, true
 			return r, p.storeJob(key, st, c.TTL, now)
@@ -141,20 +141,20 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	}
 	if c.Attempt > 1 {
 		switch {
-		case st.Open != c.Slot || st.Attempt != c.Attempt-1 || c.Attempt > locking.MaxJobAttempts || st.Term == c.Term:
-			r.Status = locking.ClaimRefused
+		case st.Open != c.Slot || st.Attempt != c.Attempt-1 || c.Attempt > slotstore.MaxJobAttempts || st.Term == c.Term:
+			r.Status = slotstore.ClaimRefused
 			return r, nil
 		case st.waitFor(now) > 0:
-			r.Status, r.Wait, r.Attempt = locking.ClaimWait, st.waitFor(now), st.Attempt
+			r.Status, r.Wait, r.Attempt = slotstore.ClaimWait, st.waitFor(now), st.Attempt
 			return r, nil
 		}
 	} else {
-		if c.Recover && st.Open != 0 && st.Term != c.Term && st.Attempt < locking.MaxJobAttempts {
-			r.Status, r.Slot, r.Attempt, r.Wait = locking.ClaimRecoverable, st.Open, st.Attempt, st.waitFor(now)
+		if c.Recover && st.Open != 0 && st.Term != c.Term && st.Attempt < slotstore.MaxJobAttempts {
+			r.Status, r.Slot, r.Attempt, r.Wait = slotstore.ClaimRecoverable, st.Open, st.Attempt, st.waitFor(now)
 			return r, nil
 		}
 		if c.Slot == 0 || (st.HasSlot && st.Slot >= c.Slot) {
-			r.Status = locking.ClaimStarted
+			r.Status = slotstore.ClaimStarted
 			return r, nil
 		}
 		st.Slot, st.HasSlot = c.Slot, true
@@ -163,12 +163,12 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	st.Until = now.Add(c.Hold).UnixNano()
 	st.Seq++
 	p.setRecord(key, st.Seq, c.Record, c.TTL, now)
-	r.Status, r.Attempt, r.Seq = locking.ClaimGranted, c.Attempt, st.Seq
+	r.Status, r.Attempt, r.Seq = slotstore.ClaimGranted, c.Attempt, st.Seq
 	return r, p.storeJob(key, st, c.TTL, now)
 }
 
-// CompleteSlot implements locking.ProviderJobs.
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotCompletion) (bool, error) {
+// CompleteSlot implements slotstore.Jobs.
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -187,13 +187,13 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 			st.Running = false
 		}
 	}
-	if c.Seq > 0 && c.Seq <= st.Seq && c.Seq > st.Seq-locking.JobHistoryLen {
+	if c.Seq > 0 && c.Seq <= st.Seq && c.Seq > st.Seq-slotstore.JobHistoryLen {
 		p.setRecord(key, c.Seq, c.Record, c.TTL, now)
 	}
 	return matched, p.storeJob(key, st, c.TTL, now)
 }
 
-// SetJobPaused implements locking.ProviderJobs.
+// SetJobPaused implements slotstore.Jobs.
 func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -209,26 +209,26 @@ func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, tt
 	return p.storeJob(key, st, ttl, now)
 }
 
-// JobStatus implements locking.ProviderJobs.
-func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus, error) {
+// JobStatus implements slotstore.Jobs.
+func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
 	if err := ctx.Err(); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st, ttl, err := p.loadJob(key, now)
 	if err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
-	return locking.JobStatus{
+	return slotstore.JobStatus{
 		Slot: st.Slot, HasSlot: st.HasSlot, Paused: st.Paused,
 		Unfinished: st.Open, Attempt: st.Attempt, Running: st.Open != 0 && st.Running,
 		Runs: st.Seq, TTL: ttl,
 	}, nil
 }
 
-// JobHistory implements locking.ProviderJobs.
+// JobHistory implements slotstore.Jobs.
 func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 		return nil, err
 	}
 	var out []string
-	for seq := st.Seq; seq > 0 && seq > st.Seq-int64(min(n, locking.JobHistoryLen)); seq-- {
+	for seq := st.Seq; seq > 0 && seq > st.Seq-int64(min(n, slotstore.JobHistoryLen)); seq-- {
 		if e, ok := p.live(historyKey(key, ringIndex(seq)), now); ok {
 			out = append(out, e.value)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // TestJobs_S11_RecordsExpire: job records live for the TTL of their latest
@@ -16,8 +16,8 @@ func TestJobs_S11_RecordsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		p := New()
-		c := locking.SlotClaim{Slot: 5, Attempt: 1, Term: "t", Record: "r", TTL: time.Minute}
-		if r, err := p.ClaimSlot(ctx, "k", c); err != nil || r.Status != locking.ClaimGranted {
+		c := slotstore.SlotClaim{Slot: 5, Attempt: 1, Term: "t", Record: "r", TTL: time.Minute}
+		if r, err := p.ClaimSlot(ctx, "k", c); err != nil || r.Status != slotstore.ClaimGranted {
 			t.Fatalf("claim: %+v %v", r, err)
 		}
 		time.Sleep(30 * time.Second)
@@ -44,7 +44,7 @@ func TestJobs_S11_CorruptRecordsAreErrors(t *testing.T) {
 	ctx := context.Background()
 	p := New()
 	p.entries["k"] = entry{value: "not json", expires: time.Now().Add(time.Hour)}
-	_, err := p.ClaimSlot(ctx, "k", locking.SlotClaim{Slot: 1, Attempt: 1, Term: "t", TTL: time.Hour})
+	_, err := p.ClaimSlot(ctx, "k", slotstore.SlotClaim{Slot: 1, Attempt: 1, Term: "t", TTL: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), `"k"`) {
 		t.Errorf("claim over corrupt records: %v, want an error naming the key", err)
 	}
@@ -58,10 +58,10 @@ func TestJobs_CancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := New()
-	if _, err := p.ClaimSlot(ctx, "k", locking.SlotClaim{Slot: 1, Attempt: 1, Term: "t", TTL: time.Hour}); err == nil {
+	if _, err := p.ClaimSlot(ctx, "k", slotstore.SlotClaim{Slot: 1, Attempt: 1, Term: "t", TTL: time.Hour}); err == nil {
 		t.Error("claim with an ended ctx succeeded")
 	}
-	if _, err := p.CompleteSlot(ctx, "k", locking.SlotCompletion{TTL: time.Hour}); err == nil {
+	if _, err := p.CompleteSlot(ctx, "k", slotstore.SlotCompletion{TTL: time.Hour}); err == nil {
 		t.Error("complete with an ended ctx succeeded")
 	}
 }

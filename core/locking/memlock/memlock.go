@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // sweepEvery is how many writes pass between sweeps of expired entries, so
@@ -17,16 +18,17 @@ const sweepEvery = 1024
 // package time, so the provider starts no goroutine and runs on fake time
 // inside testing/synctest bubbles. Create it inside the bubble that uses it.
 //
-// It implements the optional release notification (locking.ProviderWatcher),
-// holder lookup (locking.ProviderHolder) and state (locking.ProviderState).
+// It implements every optional capability of locking.Provider: events
+// (locking.Subscriber), resign requests (locking.ResignRequester),
+// participants (locking.ParticipantRegistry), inspection
+// (locking.Inspector) and the scheduler's job slots (slotstore.Jobs).
 type Provider struct {
-	mu       sync.Mutex
-	entries  map[string]entry
-	meta     map[string]*meta // fences and participants, by provider key
-	state    map[string]int64
-	watchers map[string]map[chan struct{}]struct{}
-	events   map[string]map[*eventWatcher]struct{}
-	writes   int
+	mu      sync.Mutex
+	entries map[string]entry
+	meta    map[string]*meta // fences and participants, by provider key
+	state   map[string]int64
+	events  map[string]map[*eventWatcher]struct{}
+	writes  int
 }
 
 // meta is what the provider keeps about a key beyond its lease: the last
@@ -51,28 +53,26 @@ type entry struct {
 }
 
 var (
-	_ locking.Provider             = (*Provider)(nil)
-	_ locking.ProviderAcquirer     = (*Provider)(nil)
-	_ locking.ProviderEvents       = (*Provider)(nil)
-	_ locking.ProviderParticipants = (*Provider)(nil)
-	_ locking.ProviderInspector    = (*Provider)(nil)
-	_ locking.ProviderWatcher      = (*Provider)(nil)
-	_ locking.ProviderHolder       = (*Provider)(nil)
-	_ locking.ProviderState        = (*Provider)(nil)
+	_ locking.Provider            = (*Provider)(nil)
+	_ locking.Subscriber          = (*Provider)(nil)
+	_ locking.ResignRequester     = (*Provider)(nil)
+	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.Inspector           = (*Provider)(nil)
+	_ slotstore.Jobs              = (*Provider)(nil)
 )
 
 // New returns an empty provider.
 func New() *Provider {
 	return &Provider{
-		entries:  make(map[string]entry),
-		meta:     make(map[string]*meta),
-		state:    make(map[string]int64),
-		watchers: make(map[string]map[chan struct{}]struct{}),
-		events:   make(map[string]map[*eventWatcher]struct{}),
+		entries: make(map[string]entry),
+		meta:    make(map[string]*meta),
+		state:   make(map[string]int64),
+		events:  make(map[string]map[*eventWatcher]struct{}),
 	}
 }
 
-// NewLock is a shorthand for locking.New(New(), o).
+// NewLock is a shorthand for locking.New(New(), o): a lock that owns a
+// fresh provider (the same shape as redislock.NewLock).
 func NewLock(o locking.Options) (*locking.DistributedLock, error) {
 	return locking.New(New(), o)
 }
@@ -105,17 +105,11 @@ func (p *Provider) wrote(now time.Time) {
 	}
 }
 
-// Acquire implements locking.Provider.
-func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
-	return r.Acquired, r.Remaining, err
-}
-
-// AcquireWith implements locking.ProviderAcquirer: the fence is
+// Acquire implements locking.Provider: the fence is
 // max(last fence + 1, now in microseconds since the Unix epoch), so fences
 // increase per key across holders; the last one is kept for the
 // provider's lifetime.
-func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.AcquireResult{}, err
 	}
@@ -199,16 +193,10 @@ func (p *Provider) register(key, owner string, ttl time.Duration, priority int, 
 	m.participants = live
 }
 
-// Extend implements locking.Provider.
-func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
-	return r.Extended, err
-}
-
-// ExtendWith implements locking.ProviderAcquirer. Preempt is set when a
+// Extend implements locking.Provider. Preempt is set when a
 // participant with a higher priority than r.Priority has been registered
 // for at least r.TTL (B2).
-func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.ExtendResult{}, err
 	}
@@ -236,60 +224,26 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	return res, nil
 }
 
-// Release implements locking.Provider and notifies key's watchers.
-func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
-	return p.ReleaseTo(ctx, key, value, "")
-}
-
-// ReleaseTo implements locking.ProviderHandover: Release whose
-// EventReleased names target as the participant meant to take the key.
-func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bool, error) {
+// Release implements locking.Provider: the EventReleased it publishes
+// names r.Target as the participant meant to take the key (B1).
+func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, ok := p.live(key, now)
-	if !ok || e.value != value {
+	e, ok := p.live(r.Key, now)
+	if !ok || e.value != r.Value {
 		return false, nil
 	}
-	delete(p.entries, key)
-	for ch := range p.watchers[key] {
-		select {
-		case ch <- struct{}{}:
-		default: // coalesced: a notification is already pending
-		}
-	}
-	p.publish(key, locking.Event{Kind: locking.EventReleased, Owner: target})
+	delete(p.entries, r.Key)
+	p.publish(r.Key, locking.Event{Kind: locking.EventReleased, Owner: r.Target})
 	return true, nil
 }
 
-// Watch implements locking.ProviderWatcher.
-func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	p.mu.Lock()
-	set := p.watchers[key]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		p.watchers[key] = set
-	}
-	set[ch] = struct{}{}
-	p.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			delete(p.watchers[key], ch)
-			if len(p.watchers[key]) == 0 {
-				delete(p.watchers, key)
-			}
-		})
-	}
-}
-
-// Get implements locking.ProviderHolder.
+// Get returns the value stored under key and its remaining time to live;
+// ok is false when key is absent (for tests).
 func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return "", 0, false, err
@@ -304,7 +258,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	return e.value, e.expires.Sub(now), true, nil
 }
 
-// Advance implements locking.ProviderState.
+// Advance implements slotstore.State.
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
@@ -318,7 +272,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return true, value, nil
 }
 
-// State implements locking.ProviderState.
+// State implements slotstore.State.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

@@ -124,10 +124,10 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 	b.Run("provider", func(b *testing.B) {
 		measure(b, c, func() {
 			tok := token(b)
-			if ok, _, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || !ok {
+			if ok, _, err := acquireRaw(p, ctx, "bench:lock:job", tok, time.Minute); err != nil || !ok {
 				b.Fatalf("Acquire = %v, %v", ok, err)
 			}
-			if ok, err := p.Release(ctx, "bench:lock:job", tok); err != nil || !ok {
+			if ok, err := releaseRaw(p, ctx, "bench:lock:job", tok); err != nil || !ok {
 				b.Fatalf("Release = %v, %v", ok, err)
 			}
 		})
@@ -165,7 +165,7 @@ func BenchmarkExtend(b *testing.B) {
 	})
 	b.Run("provider", func(b *testing.B) {
 		measure(b, c, func() {
-			if ok, err := p.Extend(ctx, "bench:lock:raw", tok, time.Minute); err != nil || !ok {
+			if ok, err := extendRaw(p, ctx, "bench:lock:raw", tok, time.Minute); err != nil || !ok {
 				b.Fatalf("Extend = %v, %v", ok, err)
 			}
 		})
@@ -195,7 +195,7 @@ func BenchmarkRefusedAcquire(b *testing.B) {
 	})
 	b.Run("provider", func(b *testing.B) {
 		measure(b, c, func() {
-			if ok, rem, err := p.Acquire(ctx, "bench:lock:job", tok, time.Minute); err != nil || ok || rem <= 0 {
+			if ok, rem, err := acquireRaw(p, ctx, "bench:lock:job", tok, time.Minute); err != nil || ok || rem <= 0 {
 				b.Fatalf("Acquire = %v, %v, %v; want refused with the holder's TTL", ok, rem, err)
 			}
 		})

@@ -110,7 +110,7 @@ func testClusterHashTags(t *testing.T, cl *redistest.Cluster) {
 		if slot, err := c.ClusterKeySlot(ctx, pkey).Result(); err != nil || slot != nsSlot {
 			t.Fatalf("CLUSTER KEYSLOT %q = %d, %v; want the namespace's slot %d", pkey, slot, err, nsSlot)
 		}
-		released, stop := waiter.Watch(key)
+		released, stop := watchReleases(t, waiter, key)
 		ls, err := holder.TryAcquire(ctx, key, time.Minute)
 		if err != nil {
 			t.Fatalf("TryAcquire(%q): %v", key, err)
@@ -183,7 +183,7 @@ func testClusterNoHashTags(t *testing.T, cl *redistest.Cluster) {
 	}
 	// Keys spread over slots (and so masters); each gets its notification.
 	for _, key := range []string{"a", "b", "c", "d", "e", "f", "{x}y"} {
-		released, stop := l.Watch(key)
+		released, stop := watchReleases(t, l, key)
 		ls, err := l.TryAcquire(ctx, key, time.Minute)
 		if err != nil {
 			t.Fatalf("TryAcquire(%q): %v", key, err)

@@ -27,11 +27,11 @@ func TestCluster_G1_FencesIncreaseAcrossFailoverThatLostTheWrite(t *testing.T) {
 	o := locking.DefaultOptions()
 	o.Namespace = "billing"
 	o.UseHashTags = true
-	l, p, err := redislock.NewLock(c, o)
+	l, err := redislock.NewLock(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer l.Close()
 	pkey, _ := l.ProviderKey("leader")
 	meta := redislock.MetaKey(pkey)
 

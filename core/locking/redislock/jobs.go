@@ -10,10 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
-// The job record scripts (locking.ProviderJobs). Each touches one hash, the
+// The job record scripts (slotstore.Jobs). Each touches one hash, the
 // job's key, so a call is one round trip routed by that key on Cluster.
 var (
 	//go:embed jobs_claim.lua
@@ -31,18 +31,18 @@ var (
 	jobsHistory  = newScript(jobsHistoryLua)
 )
 
-var _ locking.ProviderJobs = (*Provider)(nil)
+var _ slotstore.Jobs = (*Provider)(nil)
 
-// ClaimSlot implements locking.ProviderJobs with one script (jobs_claim.lua).
+// ClaimSlot implements slotstore.Jobs with one script (jobs_claim.lua).
 // The hold is measured on the server's clock (TIME), so replicas' clocks
 // do not matter to when a recovery may start.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClaim) (locking.SlotClaimResult, error) {
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
 	if err := p.ready(); err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
 	ttl, err := millis(c.TTL)
 	if err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
 	rec := "0"
 	if c.Recover {
@@ -50,12 +50,12 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	}
 	r, err := p.run(ctx, jobsClaim, []any{nil, nil, "1", key,
 		strconv.FormatInt(c.Slot, 10), c.Attempt, rec, c.Term, c.Hold.Milliseconds(),
-		locking.MaxJobAttempts, c.Record, ttl, locking.JobHistoryLen}).Slice()
+		slotstore.MaxJobAttempts, c.Record, ttl, slotstore.JobHistoryLen}).Slice()
 	if err != nil {
-		return locking.SlotClaimResult{}, opError("claim", ctx, err)
+		return slotstore.SlotClaimResult{}, opError("claim", ctx, err)
 	}
-	bad := func() (locking.SlotClaimResult, error) {
-		return locking.SlotClaimResult{}, fmt.Errorf("redislock: claim %q: unexpected reply %v", key, r)
+	bad := func() (slotstore.SlotClaimResult, error) {
+		return slotstore.SlotClaimResult{}, fmt.Errorf("redislock: claim %q: unexpected reply %v", key, r)
 	}
 	if len(r) != 5 {
 		return bad()
@@ -66,7 +66,7 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	if !ok || !ok2 || !ok3 {
 		return bad()
 	}
-	out := locking.SlotClaimResult{Wait: time.Duration(wait) * time.Millisecond, Attempt: int(attempt)}
+	out := slotstore.SlotClaimResult{Wait: time.Duration(wait) * time.Millisecond, Attempt: int(attempt)}
 	if prev, ok := r[1].(string); ok {
 		if out.Previous, err = strconv.ParseInt(prev, 10, 64); err != nil {
 			return bad()
@@ -75,12 +75,12 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 	}
 	switch status {
 	case "granted":
-		out.Status = locking.ClaimGranted
+		out.Status = slotstore.ClaimGranted
 		if out.Seq, ok = r[4].(int64); !ok {
 			return bad()
 		}
 	case "recoverable":
-		out.Status = locking.ClaimRecoverable
+		out.Status = slotstore.ClaimRecoverable
 		s, ok := r[4].(string)
 		if !ok {
 			return bad()
@@ -89,22 +89,22 @@ func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClai
 			return bad()
 		}
 	case "started":
-		out.Status = locking.ClaimStarted
+		out.Status = slotstore.ClaimStarted
 	case "paused":
-		out.Status = locking.ClaimPaused
+		out.Status = slotstore.ClaimPaused
 	case "wait":
-		out.Status = locking.ClaimWait
+		out.Status = slotstore.ClaimWait
 	case "refused":
-		out.Status = locking.ClaimRefused
+		out.Status = slotstore.ClaimRefused
 	default:
 		return bad()
 	}
 	return out, nil
 }
 
-// CompleteSlot implements locking.ProviderJobs with one script
+// CompleteSlot implements slotstore.Jobs with one script
 // (jobs_complete.lua).
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotCompletion) (bool, error) {
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
 	}
@@ -117,14 +117,14 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 		done = "1"
 	}
 	n, err := p.run(ctx, jobsComplete, []any{nil, nil, "1", key,
-		strconv.FormatInt(c.Slot, 10), c.Attempt, c.Term, done, c.Seq, c.Record, ttl, locking.JobHistoryLen}).Int64()
+		strconv.FormatInt(c.Slot, 10), c.Attempt, c.Term, done, c.Seq, c.Record, ttl, slotstore.JobHistoryLen}).Int64()
 	if err != nil {
 		return false, opError("complete", ctx, err)
 	}
 	return n == 1, nil
 }
 
-// SetJobPaused implements locking.ProviderJobs with one script
+// SetJobPaused implements slotstore.Jobs with one script
 // (jobs_pause.lua).
 func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
 	if err := p.ready(); err != nil {
@@ -144,11 +144,11 @@ func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, tt
 	return nil
 }
 
-// JobStatus implements locking.ProviderJobs: HMGET and PTTL in one
+// JobStatus implements slotstore.Jobs: HMGET and PTTL in one
 // pipeline (one round trip; both read the same key).
-func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus, error) {
+func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
 	if err := p.ready(); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	var get *redis.SliceCmd
 	var pttl *redis.DurationCmd
@@ -158,11 +158,11 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return locking.JobStatus{}, opError("job status", ctx, err)
+		return slotstore.JobStatus{}, opError("job status", ctx, err)
 	}
 	f := get.Val()
 	if len(f) != 6 {
-		return locking.JobStatus{}, fmt.Errorf("redislock: job status %q: unexpected reply %v", key, f)
+		return slotstore.JobStatus{}, fmt.Errorf("redislock: job status %q: unexpected reply %v", key, f)
 	}
 	num := func(name string, v any) (int64, error) {
 		s, ok := v.(string)
@@ -175,22 +175,22 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus
 		}
 		return n, nil
 	}
-	var st locking.JobStatus
+	var st slotstore.JobStatus
 	if _, ok := f[0].(string); ok {
 		st.HasSlot = true
 	}
 	if st.Slot, err = num("slot", f[0]); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	if st.Unfinished, err = num("open", f[1]); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	att, err := num("att", f[3])
 	if err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	if st.Runs, err = num("seq", f[5]); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
 	st.Attempt = int(att)
 	st.Running = st.Unfinished != 0 && f[2] == "1"
@@ -201,13 +201,13 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus
 	return st, nil
 }
 
-// JobHistory implements locking.ProviderJobs with one script
+// JobHistory implements slotstore.Jobs with one script
 // (jobs_history.lua).
 func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
 	if err := p.ready(); err != nil {
 		return nil, err
 	}
-	r, err := p.run(ctx, jobsHistory, []any{nil, nil, "1", key, n, locking.JobHistoryLen}).Slice()
+	r, err := p.run(ctx, jobsHistory, []any{nil, nil, "1", key, n, slotstore.JobHistoryLen}).Slice()
 	if err != nil {
 		return nil, opError("history", ctx, err)
 	}

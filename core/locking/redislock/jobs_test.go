@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
@@ -23,9 +23,9 @@ func TestJobs_S11_KeysExpireAndParse(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close() })
 	ctx := context.Background()
 
-	claim := locking.SlotClaim{Slot: 1_700_000_000_000, Attempt: 1, Term: "t", Hold: time.Second, Record: `{"x":1}`, TTL: time.Hour}
+	claim := slotstore.SlotClaim{Slot: 1_700_000_000_000, Attempt: 1, Term: "t", Hold: time.Second, Record: `{"x":1}`, TTL: time.Hour}
 	r, err := p.ClaimSlot(ctx, "ns:jobs:a", claim)
-	if err != nil || r.Status != locking.ClaimGranted || r.Seq != 1 {
+	if err != nil || r.Status != slotstore.ClaimGranted || r.Seq != 1 {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	if ttl := c.PTTL(ctx, "ns:jobs:a").Val(); ttl <= 59*time.Minute || ttl > time.Hour {
@@ -47,7 +47,7 @@ func TestJobs_S11_KeysExpireAndParse(t *testing.T) {
 	if st, err := p.JobStatus(ctx, "ns:jobs:a"); err != nil || !st.Paused || st.Slot != claim.Slot || !st.Running {
 		t.Errorf("status: %+v %v", st, err)
 	}
-	if ok, err := p.CompleteSlot(ctx, "ns:jobs:a", locking.SlotCompletion{Slot: claim.Slot, Attempt: 1, Term: "t", Seq: 1, Done: true, Record: "done", TTL: time.Hour}); err != nil || !ok {
+	if ok, err := p.CompleteSlot(ctx, "ns:jobs:a", slotstore.SlotCompletion{Slot: claim.Slot, Attempt: 1, Term: "t", Seq: 1, Done: true, Record: "done", TTL: time.Hour}); err != nil || !ok {
 		t.Errorf("complete after SCRIPT FLUSH: %v %v", ok, err)
 	}
 
@@ -77,7 +77,7 @@ func TestJobs_S11_KeysExpireAndParse(t *testing.T) {
 func TestJobs_NilClient(t *testing.T) {
 	p := redislock.New(nil)
 	ctx := context.Background()
-	if _, err := p.ClaimSlot(ctx, "k", locking.SlotClaim{TTL: time.Second}); !errors.Is(err, redislock.ErrNilClient) {
+	if _, err := p.ClaimSlot(ctx, "k", slotstore.SlotClaim{TTL: time.Second}); !errors.Is(err, redislock.ErrNilClient) {
 		t.Errorf("claim: %v", err)
 	}
 	if _, err := p.JobHistory(ctx, "k", 1); !errors.Is(err, redislock.ErrNilClient) {

@@ -101,7 +101,7 @@ func metaTTLFor(ttl, pttl time.Duration) int64 {
 	return int64(max(MetaTTL, ttl, pttl) / time.Millisecond)
 }
 
-// Participants implements locking.ProviderParticipants: the meta hash is
+// Participants implements locking.ParticipantRegistry: the meta hash is
 // read with the server's time in one script; records that do not parse are
 // skipped and reported (locking.ErrBadRecord) along with the others.
 func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
@@ -112,7 +112,7 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 	return st.Participants, err
 }
 
-// Deregister implements locking.ProviderParticipants with one HDEL.
+// Deregister implements locking.ParticipantRegistry with one HDEL.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.ready(); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// Inspect implements locking.ProviderInspector: the lease, its PTTL, the
+// Inspect implements locking.Inspector: the lease, its PTTL, the
 // server time and the meta hash, in one script.
 func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKeyState, error) {
 	var st locking.ProviderKeyState
@@ -207,7 +207,7 @@ func parseParticipant(v string) (since, expires int64, priority int, ok bool) {
 // scanCount is the COUNT hint of Keys' SCAN calls.
 const scanCount = 1000
 
-// Keys implements locking.ProviderInspector with SCAN (on every master of a
+// Keys implements locking.Inspector with SCAN (on every master of a
 // Cluster): lock keys that start with prefix, and the lock keys of meta
 // hashes (whose lock key starts with prefix), deduplicated.
 func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {

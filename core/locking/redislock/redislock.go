@@ -5,6 +5,7 @@ import (
 	_ "embed" // the Lua scripts
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -35,6 +37,9 @@ var (
 // ErrNilClient is returned by every operation of a Provider built with a nil
 // client.
 var ErrNilClient = errors.New("redislock: nil client")
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("redislock: provider closed")
 
 // cleanupTimeout bounds the best-effort release of an acquisition whose
 // reply was lost (L3: a cancelled context leaves no lease behind).
@@ -103,17 +108,20 @@ type Provider struct {
 }
 
 var (
-	_ locking.Provider        = (*Provider)(nil)
-	_ locking.ProviderWatcher = (*Provider)(nil)
-	_ locking.ProviderHolder  = (*Provider)(nil)
-	_ locking.ProviderState   = (*Provider)(nil)
+	_ locking.Provider            = (*Provider)(nil)
+	_ locking.Subscriber          = (*Provider)(nil)
+	_ locking.ResignRequester     = (*Provider)(nil)
+	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.Inspector           = (*Provider)(nil)
+	_ slotstore.Jobs              = (*Provider)(nil)
+	_ io.Closer                   = (*Provider)(nil)
 )
 
 // New returns a provider over c: a *redis.Client (standalone or Sentinel
 // failover client) or a *redis.ClusterClient. It does not talk to Redis.
 //
 // A nil c does not panic: every operation of the provider then returns
-// ErrNilClient, and Watch returns a channel that never receives. Call Close
+// ErrNilClient. Call Close
 // when done to end the release subscription; Close does not close c.
 func New(c redis.UniversalClient) *Provider {
 	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
@@ -137,15 +145,11 @@ func New(c redis.UniversalClient) *Provider {
 	return p
 }
 
-// NewLock is a shorthand for locking.New(New(c), o). Close the returned
-// provider when done.
-func NewLock(c redis.UniversalClient, o locking.Options) (*locking.DistributedLock, *Provider, error) {
-	p := New(c)
-	l, err := locking.New(p, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, p, nil
+// NewLock is a shorthand for locking.New(New(c), o): a lock that owns its
+// provider, so closing the lock ends the provider's subscriptions (it does
+// not close c). It has the shape of memlock.NewLock.
+func NewLock(c redis.UniversalClient, o locking.Options) (*locking.DistributedLock, error) {
+	return locking.New(New(c), o)
 }
 
 // millis converts a time to live to whole milliseconds, rounding up so the
@@ -169,14 +173,7 @@ func (p *Provider) ready() error {
 	return nil
 }
 
-// Acquire implements locking.Provider through AcquireWith, registering no
-// participant; the acquisition is announced without an owner.
-func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
-	return r.Acquired, r.Remaining, err
-}
-
-// AcquireWith implements locking.ProviderAcquirer in one script (see
+// Acquire implements locking.Provider in one script (see
 // acquire.lua): when the key is free it stores the value with PX ttl,
 // issues the fence max(last fence + 1, server TIME in microseconds) into
 // the key's meta hash, and publishes "acquired:OWNER" on the key's event
@@ -184,11 +181,11 @@ func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Dura
 // Either way it registers the participant.
 //
 // When the reply is lost because ctx ended or the connection failed after
-// the command was sent, AcquireWith makes a best-effort release of the value
+// the command was sent, Acquire makes a best-effort release of the value
 // (compare-and-delete, bounded by one second) so that no lease is left
 // behind, and returns the error; when ctx has ended, the error wraps
 // ctx.Err() whatever the transport reported.
-func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	var res locking.AcquireResult
 	if err := p.ready(); err != nil {
 		return res, err
@@ -336,18 +333,11 @@ func mayHaveRun(err error) bool {
 	return !errors.Is(err, redis.ErrClosed) && !errors.Is(err, redis.ErrPoolTimeout)
 }
 
-// Extend implements locking.Provider through ExtendWith, registering no
-// participant.
-func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
-	return r.Extended, err
-}
-
-// ExtendWith implements locking.ProviderAcquirer: PEXPIRE when the key
+// Extend implements locking.Provider: PEXPIRE when the key
 // still stores the value, the participant's registration and the look for
 // a higher-priority participant (B2), in one script (see extend.lua). The
 // fence is kept.
-func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if err := p.ready(); err != nil {
 		return locking.ExtendResult{}, err
 	}
@@ -369,31 +359,27 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 	return locking.ExtendResult{Extended: reply[0] >= 1, Preempt: reply[0] == 2, Participants: int(reply[1])}, nil
 }
 
-// Release implements locking.Provider: DEL when key still stores value,
-// then a notification on key's release channel (PUBLISH, or SPUBLISH on
-// Redis Cluster), in one script.
-func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
-	return p.ReleaseTo(ctx, key, value, "")
-}
-
-// ReleaseTo implements locking.ProviderHandover: Release whose
-// notification names target as the participant meant to take the key
-// (B1): "released:TARGET".
-func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bool, error) {
+// Release implements locking.Provider: DEL when the key still stores the
+// value, then a notification on the key's event channel (PUBLISH, or
+// SPUBLISH on Redis Cluster), in one script. The notification names
+// r.Target as the participant meant to take the key (B1):
+// "released:TARGET".
+func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
 	}
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish, target}).Int64()
+	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, p.channelMode(r.Key), p.publish, r.Target}).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}
 	return n == 1, nil
 }
 
-// Get implements locking.ProviderHolder: GET and PTTL in one script.
+// Get returns the value stored under key and its remaining time to live,
+// GET and PTTL in one script; ok is false when key is absent.
 func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
 	if err := p.ready(); err != nil {
 		return "", 0, false, err
@@ -419,7 +405,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	return v, time.Duration(max(ms, 0)) * time.Millisecond, true, nil
 }
 
-// Advance implements locking.ProviderState in one script; values are
+// Advance implements slotstore.State in one script; values are
 // compared as int64 without loss of precision.
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := p.ready(); err != nil {
@@ -447,7 +433,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return set == 1, n, nil
 }
 
-// State implements locking.ProviderState with one GET.
+// State implements slotstore.State with one GET.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.ready(); err != nil {
 		return 0, false, err

@@ -96,13 +96,13 @@ func TestNew_L0_NilClientErrorsWithoutPanic(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := redislock.New(c)
 			defer p.Close()
-			if _, _, err := p.Acquire(ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
+			if _, _, err := acquireRaw(p, ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
 				t.Fatalf("Acquire = %v, want ErrNilClient", err)
 			}
-			if _, err := p.Extend(ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
+			if _, err := extendRaw(p, ctx, "k", "v", time.Second); !errors.Is(err, redislock.ErrNilClient) {
 				t.Fatalf("Extend = %v, want ErrNilClient", err)
 			}
-			if _, err := p.Release(ctx, "k", "v"); !errors.Is(err, redislock.ErrNilClient) {
+			if _, err := releaseRaw(p, ctx, "k", "v"); !errors.Is(err, redislock.ErrNilClient) {
 				t.Fatalf("Release = %v, want ErrNilClient", err)
 			}
 			if _, _, _, err := p.Get(ctx, "k"); !errors.Is(err, redislock.ErrNilClient) {
@@ -114,12 +114,8 @@ func TestNew_L0_NilClientErrorsWithoutPanic(t *testing.T) {
 			if _, _, err := p.State(ctx, "k"); !errors.Is(err, redislock.ErrNilClient) {
 				t.Fatalf("State = %v, want ErrNilClient", err)
 			}
-			ch, stop := p.Watch("k")
-			stop()
-			select {
-			case <-ch:
-				t.Fatal("Watch on a nil client received")
-			default:
+			if stop, err := p.Subscribe("k", func(locking.Event) {}); !errors.Is(err, redislock.ErrNilClient) || stop != nil {
+				t.Fatalf("Subscribe = %v, want ErrNilClient and no stop function", err)
 			}
 			// Through a DistributedLock the error keeps the package prefix.
 			l, err := locking.New(p, locking.DefaultOptions())
@@ -141,11 +137,11 @@ func TestProvider_L3_TTLBelowOneMillisecondRefused(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	for _, ttl := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond, -time.Second} {
-		_, _, err := p.Acquire(ctx, "k", "v", ttl)
+		_, _, err := acquireRaw(p, ctx, "k", "v", ttl)
 		if err == nil || !strings.HasPrefix(err.Error(), "redislock: ") || !strings.Contains(err.Error(), ttl.String()) {
 			t.Fatalf("Acquire(ttl %v) = %v, want a redislock error naming the ttl", ttl, err)
 		}
-		if _, err := p.Extend(ctx, "k", "v", ttl); err == nil || !strings.Contains(err.Error(), ttl.String()) {
+		if _, err := extendRaw(p, ctx, "k", "v", ttl); err == nil || !strings.Contains(err.Error(), ttl.String()) {
 			t.Fatalf("Extend(ttl %v) = %v, want an error naming the ttl", ttl, err)
 		}
 	}
@@ -160,7 +156,7 @@ func TestProvider_L3_MillisecondTTLRoundedUp(t *testing.T) {
 	p := redislock.New(c)
 	defer p.Close()
 	ctx := context.Background()
-	ok, _, err := p.Acquire(ctx, "k", "v", 10*time.Second+time.Microsecond)
+	ok, _, err := acquireRaw(p, ctx, "k", "v", 10*time.Second+time.Microsecond)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -169,7 +165,7 @@ func TestProvider_L3_MillisecondTTLRoundedUp(t *testing.T) {
 	if err != nil || ms <= 10*time.Second-time.Second || ms > 10*time.Second+time.Millisecond {
 		t.Fatalf("PTTL = %v, %v; want about 10.001s", ms, err)
 	}
-	ok, remaining, err := p.Acquire(ctx, "k", "w", time.Second)
+	ok, remaining, err := acquireRaw(p, ctx, "k", "w", time.Second)
 	if err != nil || ok || remaining <= 9*time.Second || remaining > 10*time.Second+time.Millisecond {
 		t.Fatalf("refused Acquire = %v, %v, %v; want refused with about 10s remaining", ok, remaining, err)
 	}
@@ -182,7 +178,7 @@ func TestProvider_L3_ValueStoredVerbatimAndCompared(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	value := "0123456789abcdef0123456789abcdef:host \"a\" ]]-- ключ"
-	if ok, _, err := p.Acquire(ctx, "k", value, time.Minute); !ok || err != nil {
+	if ok, _, err := acquireRaw(p, ctx, "k", value, time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if got, _ := c.Get(ctx, "k").Result(); got != value {
@@ -190,14 +186,14 @@ func TestProvider_L3_ValueStoredVerbatimAndCompared(t *testing.T) {
 	}
 	// A prefix or a near miss of the value is not ownership.
 	for _, v := range []string{value[:32], value + " ", strings.ToUpper(value), ""} {
-		if ok, err := p.Extend(ctx, "k", v, time.Minute); ok || err != nil {
+		if ok, err := extendRaw(p, ctx, "k", v, time.Minute); ok || err != nil {
 			t.Fatalf("Extend with %q = %v, %v; want refused", v, ok, err)
 		}
-		if ok, err := p.Release(ctx, "k", v); ok || err != nil {
+		if ok, err := releaseRaw(p, ctx, "k", v); ok || err != nil {
 			t.Fatalf("Release with %q = %v, %v; want refused", v, ok, err)
 		}
 	}
-	if ok, err := p.Release(ctx, "k", value); !ok || err != nil {
+	if ok, err := releaseRaw(p, ctx, "k", value); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 }
@@ -212,7 +208,7 @@ func TestProvider_L3_HolderWithoutExpiryReportsUnknownTTL(t *testing.T) {
 	if err := c.Set(ctx, "k", "foreign", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ok, remaining, err := p.Acquire(ctx, "k", "v", time.Second)
+	ok, remaining, err := acquireRaw(p, ctx, "k", "v", time.Second)
 	if ok || err != nil || remaining != 0 {
 		t.Fatalf("Acquire = %v, %v, %v; want refused with unknown (0) remaining", ok, remaining, err)
 	}
@@ -224,13 +220,13 @@ func TestProvider_L3_ScriptCacheFlushedFallsBackToEval(t *testing.T) {
 	p := redislock.New(c)
 	defer p.Close()
 	ctx := context.Background()
-	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+	if ok, _, err := acquireRaw(p, ctx, "k", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := p.Release(ctx, "k", "v"); !ok || err != nil {
+	if ok, err := releaseRaw(p, ctx, "k", "v"); !ok || err != nil {
 		t.Fatalf("Release after SCRIPT FLUSH = %v, %v; want released (NOSCRIPT → EVAL)", ok, err)
 	}
 }
@@ -247,10 +243,10 @@ func TestProvider_L3_ReplyLostLeavesNoLease(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	// Load the scripts, so that the acquisition below runs at once.
-	if ok, _, err := p.Acquire(ctx, "warm", "v", time.Minute); !ok || err != nil {
+	if ok, _, err := acquireRaw(p, ctx, "warm", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	if ok, err := p.Release(ctx, "warm", "v"); !ok || err != nil {
+	if ok, err := releaseRaw(p, ctx, "warm", "v"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 
@@ -260,7 +256,7 @@ func TestProvider_L3_ReplyLostLeavesNoLease(t *testing.T) {
 	px.loseReplies()
 	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	ok, _, err := p.Acquire(actx, "k", "v", time.Minute)
+	ok, _, err := acquireRaw(p, actx, "k", "v", time.Minute)
 	if err == nil || ok {
 		t.Fatalf("Acquire without reply = %v, %v; want an error", ok, err)
 	}
@@ -378,30 +374,24 @@ func TestProvider_L7_SubscriptionSurvivesRestart(t *testing.T) {
 	p := redislock.New(c)
 	defer p.Close()
 	ctx := context.Background()
-	released, stop := p.Watch("k")
+	events, stop := providerEvents(t, p, "k")
 	defer stop()
+	waitEvent(t, events, locking.EventSubscribed)
 	s.Restart(t)
-	// After the reconnection every watcher is woken once (a release may
-	// have been lost meanwhile).
-	select {
-	case <-released:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up after the subscription reconnected")
-	}
+	// The subscriber learns the subscription was lost and is live again
+	// (a release may have been lost meanwhile).
+	waitEvent(t, events, locking.EventUnsubscribed)
+	waitEvent(t, events, locking.EventSubscribed)
 	// And releases are delivered again.
 	holder := redislock.New(c)
 	defer holder.Close()
-	if ok, _, err := holder.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+	if ok, _, err := acquireRaw(holder, ctx, "k", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire after restart = %v, %v", ok, err)
 	}
-	if ok, err := holder.Release(ctx, "k", "v"); !ok || err != nil {
+	if ok, err := releaseRaw(holder, ctx, "k", "v"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
-	select {
-	case <-released:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no release notification after the restart")
-	}
+	waitEvent(t, events, locking.EventReleased)
 }
 
 func TestProvider_L7_OneSubscriptionConnectionForManyWatches(t *testing.T) {
@@ -412,11 +402,11 @@ func TestProvider_L7_OneSubscriptionConnectionForManyWatches(t *testing.T) {
 	ctx := context.Background()
 	var stops []func()
 	for _, k := range []string{"a", "b", "c", "d", "a"} {
-		_, stop := p.Watch(k)
+		_, stop := providerEvents(t, p, k)
 		stops = append(stops, stop)
 	}
 	if n := pubsubClients(t, c); n != 1 {
-		t.Fatalf("%d pub/sub connections for 5 watches, want 1", n)
+		t.Fatalf("%d pub/sub connections for 5 subscriptions, want 1", n)
 	}
 	chans, err := c.PubSubChannels(ctx, "*").Result()
 	if err != nil || len(chans) != 4 {
@@ -445,13 +435,9 @@ func TestProvider_L7_OneSubscriptionConnectionForManyWatches(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	// After Close, Watch still answers, with a channel that never receives.
-	ch, stop := p.Watch("a")
-	stop()
-	select {
-	case <-ch:
-		t.Fatal("Watch after Close received")
-	default:
+	// After Close, Subscribe says so.
+	if stop, err := p.Subscribe("a", func(locking.Event) {}); !errors.Is(err, redislock.ErrClosed) || stop != nil {
+		t.Fatalf("Subscribe after Close = %v, want ErrClosed and no stop function", err)
 	}
 }
 
@@ -479,17 +465,17 @@ func TestProvider_ServerDownErrorsThenRecovers(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	s.Kill()
-	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); ok || err == nil || !strings.HasPrefix(err.Error(), "redislock: acquire: ") {
+	if ok, _, err := acquireRaw(p, ctx, "k", "v", time.Minute); ok || err == nil || !strings.HasPrefix(err.Error(), "redislock: acquire: ") {
 		t.Fatalf("Acquire with the server down = %v, %v; want a redislock error", ok, err)
 	}
-	if _, err := p.Extend(ctx, "k", "v", time.Minute); err == nil || !strings.HasPrefix(err.Error(), "redislock: extend: ") {
+	if _, err := extendRaw(p, ctx, "k", "v", time.Minute); err == nil || !strings.HasPrefix(err.Error(), "redislock: extend: ") {
 		t.Fatalf("Extend with the server down = %v; want a redislock error", err)
 	}
-	if _, err := p.Release(ctx, "k", "v"); err == nil || !strings.HasPrefix(err.Error(), "redislock: release: ") {
+	if _, err := releaseRaw(p, ctx, "k", "v"); err == nil || !strings.HasPrefix(err.Error(), "redislock: release: ") {
 		t.Fatalf("Release with the server down = %v; want a redislock error", err)
 	}
 	s.Restart(t)
-	if ok, _, err := p.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+	if ok, _, err := acquireRaw(p, ctx, "k", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire after restart = %v, %v", ok, err)
 	}
 }

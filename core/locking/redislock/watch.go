@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,26 +21,14 @@ const (
 	resignPrefix    = "resign:"   // + owner, "" for whoever holds the key
 )
 
-// watcher is one local watch of a channel: a Watch (wake) or a WatchEvents
-// (events).
+// watcher is one local subscriber of a channel (Subscribe).
 type watcher struct {
-	wake   chan struct{}
-	events chan locking.Event
-	fn     func(locking.Event) // WatchEventsFunc: called instead of a send on events
+	fn func(locking.Event)
 }
 
-// wantsEvents reports whether w takes events (WatchEvents, WatchEventsFunc).
-func (w *watcher) wantsEvents() bool { return w.events != nil || w.fn != nil }
-
-// send delivers e to an event watcher. p.mu is held, which serialises the
+// send delivers e to the subscriber. p.mu is held, which serialises the
 // deliveries to one watcher.
-func (w *watcher) send(e locking.Event) {
-	if w.fn != nil {
-		w.fn(e)
-		return
-	}
-	locking.SendEvent(w.events, e)
-}
+func (w *watcher) send(e locking.Event) { w.fn(e) }
 
 // watchTimeout bounds the SUBSCRIBE (or UNSUBSCRIBE) a Watch or its stop
 // sends. A failure is not reported: go-redis remembers the channel and
@@ -77,47 +66,33 @@ type subscription struct {
 	live map[string]bool
 }
 
-// Watch implements locking.ProviderWatcher: the returned channel receives
-// (coalesced, never blocking the publisher) after key is released through
-// any provider on the same Redis deployment.
+// Subscribe implements locking.Subscriber: fn receives key's releases,
+// acquisitions (with the new holder's owner), resign requests, and the
+// subscription's state: EventSubscribed once the server confirms the key's
+// channel subscribed (at first and after every reconnection),
+// EventUnsubscribed when the connection is lost or the provider is closed.
+// fn is called on the provider's receive goroutine with the provider's
+// mutex held, so it must return at once and must not call the provider.
 //
-// All watches of a provider share one pub/sub connection (one per hash slot
-// in use on Redis Cluster), created with the first watch; channels are
-// subscribed as watchers come and unsubscribed when the last one of a key
-// stops. Delivery is best effort: a release published while the
-// subscription reconnects is lost, so after every reconnection all
-// watchers are woken once, and a waiter must retry on its own cadence
-// anyway. Watch on a provider without client, or after Close, returns a
-// channel that never receives.
-func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
-	w := &watcher{wake: make(chan struct{}, 1)}
-	return w.wake, p.watch(key, w)
-}
-
-// WatchEvents implements locking.ProviderEvents on the connection Watch
-// uses: releases, acquisitions (with the new holder's owner), resign
-// requests, and the subscription's state: EventSubscribed once the server
-// confirms the key's channel subscribed (at first and after every
-// reconnection), EventUnsubscribed when the connection is lost or the
-// provider is closed. The channel holds locking.EventBuffer events (see
-// locking.SendEvent). On a provider without client, after Close, or for a
-// key without a channel (see channelMode) the channel never receives.
-func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
-	w := &watcher{events: make(chan locking.Event, locking.EventBuffer)}
-	return w.events, p.watch(key, w)
-}
-
-// WatchEventsFunc implements locking.ProviderEventFuncs: WatchEvents
-// delivering by calling fn on the provider's receive goroutine, with the
-// provider's mutex held, so fn must return at once and must not call the
-// provider. Nothing is dropped for a slow reader: there is no buffer.
-func (p *Provider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+// All subscriptions of a provider share one pub/sub connection (one per
+// hash slot in use on Redis Cluster), created with the first; channels are
+// subscribed as subscribers come (waiting up to two seconds for the
+// server; a failure is retried by go-redis when it reconnects) and
+// unsubscribed when the last one of a key stops. Delivery is best effort:
+// events published while the subscription reconnects are lost. Subscribe
+// fails with ErrNilClient on a provider without client, ErrClosed after
+// Close, and an error matching locking.ErrNotSupported for a key without
+// an event channel on Redis Cluster (see channelMode).
+func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	if fn == nil {
+		return nil, errors.New("redislock: subscribe: nil callback")
+	}
 	return p.watch(key, &watcher{fn: fn})
 }
 
-// PublishResign implements locking.ProviderEvents: it publishes
+// RequestResign implements locking.ResignRequester: it publishes
 // "resign:OWNER" on key's channel (PUBLISH, or SPUBLISH on Cluster).
-func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
+func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	if err := p.ready(); err != nil {
 		return err
 	}
@@ -135,10 +110,13 @@ func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
 }
 
 // watch adds w to key's channel and returns its stop function.
-func (p *Provider) watch(key string, w *watcher) func() {
+func (p *Provider) watch(key string, w *watcher) (func(), error) {
+	if err := p.ready(); err != nil {
+		return nil, err
+	}
 	name := p.channel(key)
-	if p.c == nil || name == "" {
-		return func() {}
+	if name == "" {
+		return nil, fmt.Errorf("redislock: subscribe %q: the key has no event channel on Redis Cluster: %w", key, locking.ErrNotSupported)
 	}
 	slot := -1
 	if p.cluster {
@@ -149,7 +127,7 @@ func (p *Provider) watch(key string, w *watcher) func() {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return func() {}
+			return nil, ErrClosed
 		}
 		s = p.subs[slot]
 		if s == nil {
@@ -167,7 +145,7 @@ func (p *Provider) watch(key string, w *watcher) func() {
 	p.mu.Lock()
 	first := len(s.watchers[name]) == 0
 	s.watchers[name] = append(s.watchers[name], w)
-	if w.wantsEvents() && s.live[name] {
+	if s.live[name] {
 		w.send(locking.Event{Kind: locking.EventSubscribed})
 	}
 	p.mu.Unlock()
@@ -189,7 +167,7 @@ func (p *Provider) watch(key string, w *watcher) func() {
 	s.op.Unlock()
 
 	var once sync.Once
-	return func() { once.Do(func() { p.unwatch(s, name, w) }) }
+	return func() { once.Do(func() { p.unwatch(s, name, w) }) }, nil
 }
 
 // newSubscription creates an idle subscription; p.mu must be held.
@@ -271,7 +249,6 @@ func (s *subscription) retire() {
 func (p *Provider) receive(s *subscription) {
 	defer close(s.done)
 	ctx := context.Background()
-	lost := false
 	backoff := minBackoff
 	for {
 		msg, err := s.ps.Receive(ctx)
@@ -281,7 +258,6 @@ func (p *Provider) receive(s *subscription) {
 				return
 			default:
 			}
-			lost = true
 			p.dropped(s)
 			t := time.NewTimer(backoff)
 			select {
@@ -301,10 +277,6 @@ func (p *Provider) receive(s *subscription) {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				p.subscribed(s, m.Channel)
-				if lost {
-					lost = false
-					p.notifyAll(s)
-				}
 			case "unsubscribe", "sunsubscribe":
 				p.mu.Lock()
 				if len(s.watchers[m.Channel]) == 0 {
@@ -334,12 +306,7 @@ func (p *Provider) dispatch(s *subscription, name, payload string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range s.watchers[name] {
-		switch {
-		case w.wantsEvents():
-			w.send(e)
-		case e.Kind == locking.EventReleased:
-			wake(w.wake)
-		}
+		w.send(e)
 	}
 }
 
@@ -353,9 +320,7 @@ func (p *Provider) subscribed(s *subscription, name string) {
 	}
 	s.live[name] = true
 	for _, w := range ws {
-		if w.wantsEvents() {
-			w.send(locking.Event{Kind: locking.EventSubscribed})
-		}
+		w.send(locking.Event{Kind: locking.EventSubscribed})
 	}
 }
 
@@ -366,39 +331,16 @@ func (p *Provider) dropped(s *subscription) {
 	defer p.mu.Unlock()
 	for name := range s.live {
 		for _, w := range s.watchers[name] {
-			if w.wantsEvents() {
-				w.send(locking.Event{Kind: locking.EventUnsubscribed})
-			}
+			w.send(locking.Event{Kind: locking.EventUnsubscribed})
 		}
 		delete(s.live, name)
 	}
 }
 
-// notifyAll wakes every Watch of s.
-func (p *Provider) notifyAll(s *subscription) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, set := range s.watchers {
-		for _, w := range set {
-			if w.wake != nil {
-				wake(w.wake)
-			}
-		}
-	}
-}
-
-// wake sends on ch unless a notification is already pending (coalesced).
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // Close ends the provider's subscriptions and waits for their goroutines.
-// Watches still open stop receiving (event watchers whose channel was live
-// receive EventUnsubscribed); later Watch and WatchEvents calls return a
-// channel that never receives. Lock operations keep working. Close does
+// Subscribers still open stop receiving (those whose channel was live
+// receive EventUnsubscribed); later Subscribe calls fail with ErrClosed.
+// Lock operations keep working. Close does
 // not close the client. It is safe to call more than once and returns nil.
 func (p *Provider) Close() error {
 	p.mu.Lock()
