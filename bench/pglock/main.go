@@ -91,18 +91,18 @@ func run(rounds, ops int, out string) error {
 	lockOpts.Namespace = "bench"
 	backends := []backend{
 		{"redislock", func() (*locking.DistributedLock, func(), error) {
-			l, p, err := redislock.NewLock(rc, lockOpts)
+			l, err := redislock.NewLock(rc, lockOpts)
 			if err != nil {
 				return nil, nil, err
 			}
-			return l, func() { _ = p.Close() }, nil
+			return l, func() { _ = l.Close() }, nil
 		}},
 		{"pglock", func() (*locking.DistributedLock, func(), error) {
-			l, p, err := pglock.NewLock(pool, pglock.Options{}, lockOpts)
+			l, err := pglock.NewLock(pool, pglock.Options{}, lockOpts)
 			if err != nil {
 				return nil, nil, err
 			}
-			return l, func() { _ = p.Close() }, nil
+			return l, func() { _ = l.Close() }, nil
 		}},
 	}
 

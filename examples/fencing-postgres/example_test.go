@@ -75,12 +75,13 @@ func ExampleInTerm() {
 	defer pool.Close()
 	lo := locking.DefaultOptions()
 	lo.Namespace = "billing"
-	lock, provider, err := pglock.NewLock(pool, pglock.Options{}, lo)
+	lock, err := pglock.NewLock(pool, pglock.Options{}, lo)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer provider.Close()
+	defer lock.Close()
+	provider, _ := pglock.ProviderOf(lock) // for the term check
 	e, err := leadership.NewElector("reports", lock, leadership.DefaultOptions())
 	if err != nil {
 		fmt.Println(err)

@@ -42,11 +42,12 @@ func newElector(tb testing.TB, pool *pgxpool.Pool, identity string) (*leadership
 	tb.Helper()
 	lo := locking.DefaultOptions()
 	lo.Namespace = "fx"
-	l, p, err := pglock.NewLock(pool, pglock.Options{}, lo)
+	l, err := pglock.NewLock(pool, pglock.Options{}, lo)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = p.Close() })
+	tb.Cleanup(func() { _ = l.Close() })
+	p, _ := pglock.ProviderOf(l)
 	e, err := leadership.NewElector("reports", l, electorOpts(), leadership.WithIdentity(identity))
 	if err != nil {
 		tb.Fatal(err)

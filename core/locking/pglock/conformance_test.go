@@ -24,7 +24,7 @@ type backend struct {
 func (b backend) NewLock(t *testing.T, o locking.Options) *locking.DistributedLock {
 	t.Helper()
 	p := newProvider(t, b.pool, b.o)
-	l, err := locking.New(p, o)
+	l, err := locking.New(p.ForLock(), o)
 	if err != nil {
 		t.Fatalf("locking.New: %v", err)
 	}

@@ -5,8 +5,13 @@
 // HostLoom's library module gains no database driver.
 //
 //	pool, _ := pgxpool.New(ctx, dsn)
-//	lock, provider, err := pglock.NewLock(pool, pglock.Options{}, locking.DefaultOptions())
-//	defer provider.Close()
+//	lock, err := pglock.NewLock(pool, pglock.Options{}, locking.DefaultOptions())
+//	defer lock.Close() // closes the provider, not the pool
+//
+// A lock over pglock has every optional capability of the provider
+// contract (L9): events and resign requests (unless
+// Options.DisableNotifications: then ForLock leaves them out, so the lock
+// reports them missing), participants, inspection and job slots.
 //
 // # Tables
 //

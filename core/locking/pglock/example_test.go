@@ -32,12 +32,12 @@ func ExampleNew() {
 	}
 	lo := locking.DefaultOptions()
 	lo.Namespace = "billing"
-	lock, err := locking.New(p, lo)
+	lock, err := locking.New(p.ForLock(), lo) // the lock owns p now: lock.Close closes it
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer p.Close()
+	defer lock.Close()
 	e, err := leadership.NewElector("invoices", lock, leadership.DefaultOptions())
 	if err != nil {
 		fmt.Println(err)

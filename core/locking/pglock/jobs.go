@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
-// The job records (locking.ProviderJobs): the semantics of redislock's
+// The job records (slotstore.Jobs): the semantics of redislock's
 // jobs_*.lua, on the tables {J} (one row per job) and {H} (its history
 // ring). A claim, a completion and a pause are one transaction each: the
 // job's row is created when missing, locked FOR UPDATE with the server's
@@ -101,7 +101,7 @@ func (p *Provider) inJob(ctx context.Context, op, key string, ttl time.Duration,
 		n := w.row
 		b.Queue(p.sql.jobWrite, key, n.slot, n.open, n.run, n.att, n.term, n.until, n.paused, n.seq, micros(ttl))
 		if w.seq > 0 {
-			b.Queue(p.sql.jobRecord, key, int32((w.seq-1)%locking.JobHistoryLen), w.record)
+			b.Queue(p.sql.jobRecord, key, int32((w.seq-1)%slotstore.JobHistoryLen), w.record)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -114,8 +114,8 @@ func (p *Provider) inJob(ctx context.Context, op, key string, ttl time.Duration,
 func eq(a *int64, b int64) bool { return a != nil && *a == b }
 
 // jobClaim is jobs_claim.lua's decision.
-func jobClaim(r jobRow, now int64, c locking.SlotClaim) (locking.SlotClaimResult, jobWrite) {
-	var res locking.SlotClaimResult
+func jobClaim(r jobRow, now int64, c slotstore.SlotClaim) (slotstore.SlotClaimResult, jobWrite) {
+	var res slotstore.SlotClaimResult
 	if r.slot != nil {
 		res.Previous, res.HasPrevious = *r.slot, true
 	}
@@ -126,7 +126,7 @@ func jobClaim(r jobRow, now int64, c locking.SlotClaim) (locking.SlotClaimResult
 	ownTerm := r.term != nil && *r.term == c.Term
 	n := r
 	if r.paused {
-		res.Status = locking.ClaimPaused
+		res.Status = slotstore.ClaimPaused
 		if c.Attempt == 1 && c.Slot != 0 && (r.slot == nil || *r.slot < c.Slot) {
 			n.slot = &c.Slot
 			return res, jobWrite{row: &n}
@@ -134,21 +134,21 @@ func jobClaim(r jobRow, now int64, c locking.SlotClaim) (locking.SlotClaimResult
 		return res, jobWrite{}
 	}
 	if c.Attempt > 1 {
-		if !eq(r.open, c.Slot) || int(r.att) != c.Attempt-1 || c.Attempt > locking.MaxJobAttempts || ownTerm {
-			res.Status = locking.ClaimRefused
+		if !eq(r.open, c.Slot) || int(r.att) != c.Attempt-1 || c.Attempt > slotstore.MaxJobAttempts || ownTerm {
+			res.Status = slotstore.ClaimRefused
 			return res, jobWrite{}
 		}
 		if wait > 0 {
-			res.Status, res.Wait, res.Attempt = locking.ClaimWait, time.Duration(wait)*time.Millisecond, int(r.att)
+			res.Status, res.Wait, res.Attempt = slotstore.ClaimWait, time.Duration(wait)*time.Millisecond, int(r.att)
 			return res, jobWrite{}
 		}
 	} else {
-		if c.Recover && r.open != nil && !ownTerm && int(r.att) < locking.MaxJobAttempts {
-			res.Status, res.Wait, res.Attempt, res.Slot = locking.ClaimRecoverable, time.Duration(wait)*time.Millisecond, int(r.att), *r.open
+		if c.Recover && r.open != nil && !ownTerm && int(r.att) < slotstore.MaxJobAttempts {
+			res.Status, res.Wait, res.Attempt, res.Slot = slotstore.ClaimRecoverable, time.Duration(wait)*time.Millisecond, int(r.att), *r.open
 			return res, jobWrite{}
 		}
 		if c.Slot == 0 || (r.slot != nil && *r.slot >= c.Slot) {
-			res.Status = locking.ClaimStarted
+			res.Status = slotstore.ClaimStarted
 			return res, jobWrite{}
 		}
 		n.slot = &c.Slot
@@ -156,31 +156,31 @@ func jobClaim(r jobRow, now int64, c locking.SlotClaim) (locking.SlotClaimResult
 	term := c.Term
 	n.seq++
 	n.open, n.run, n.att, n.term, n.until = &c.Slot, true, int32(c.Attempt), &term, now+c.Hold.Milliseconds()
-	res.Status, res.Attempt, res.Seq = locking.ClaimGranted, c.Attempt, n.seq
+	res.Status, res.Attempt, res.Seq = slotstore.ClaimGranted, c.Attempt, n.seq
 	return res, jobWrite{row: &n, seq: n.seq, record: c.Record}
 }
 
-// ClaimSlot implements locking.ProviderJobs in one transaction (see
+// ClaimSlot implements slotstore.Jobs in one transaction (see
 // jobClaim). The hold is measured on the server's clock.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c locking.SlotClaim) (locking.SlotClaimResult, error) {
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
 	if err := checkTTL("claim", c.TTL); err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
-	var res locking.SlotClaimResult
+	var res slotstore.SlotClaimResult
 	err := p.inJob(ctx, "claim", key, c.TTL, func(r jobRow, now int64) jobWrite {
 		var w jobWrite
 		res, w = jobClaim(r, now, c)
 		return w
 	})
 	if err != nil {
-		return locking.SlotClaimResult{}, err
+		return slotstore.SlotClaimResult{}, err
 	}
 	return res, nil
 }
 
-// CompleteSlot implements locking.ProviderJobs in one transaction
+// CompleteSlot implements slotstore.Jobs in one transaction
 // (jobs_complete.lua's decision).
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotCompletion) (bool, error) {
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
 	if err := checkTTL("complete", c.TTL); err != nil {
 		return false, err
 	}
@@ -199,7 +199,7 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 			}
 		}
 		w := jobWrite{row: &n}
-		if c.Seq > 0 && c.Seq <= r.seq && c.Seq > r.seq-locking.JobHistoryLen {
+		if c.Seq > 0 && c.Seq <= r.seq && c.Seq > r.seq-slotstore.JobHistoryLen {
 			w.seq, w.record = c.Seq, c.Record
 		}
 		return w
@@ -207,7 +207,7 @@ func (p *Provider) CompleteSlot(ctx context.Context, key string, c locking.SlotC
 	return matched, err
 }
 
-// SetJobPaused implements locking.ProviderJobs in one transaction.
+// SetJobPaused implements slotstore.Jobs in one transaction.
 func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
 	if err := checkTTL("pause", ttl); err != nil {
 		return err
@@ -218,21 +218,21 @@ func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, tt
 	})
 }
 
-// JobStatus implements locking.ProviderJobs in one statement.
-func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus, error) {
+// JobStatus implements slotstore.Jobs in one statement.
+func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
 	if err := p.begin(ctx, "job status"); err != nil {
-		return locking.JobStatus{}, err
+		return slotstore.JobStatus{}, err
 	}
-	var st locking.JobStatus
+	var st slotstore.JobStatus
 	var slot, open *int64
 	var att int32
 	var us int64
 	err := p.pool.QueryRow(ctx, p.sql.jobStatus, execMode, key).Scan(&slot, &open, &st.Running, &att, &st.Paused, &st.Runs, &us)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return locking.JobStatus{}, nil
+		return slotstore.JobStatus{}, nil
 	}
 	if err != nil {
-		return locking.JobStatus{}, opError("job status", ctx, err)
+		return slotstore.JobStatus{}, opError("job status", ctx, err)
 	}
 	if slot != nil {
 		st.Slot, st.HasSlot = *slot, true
@@ -245,7 +245,7 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (locking.JobStatus
 	return st, nil
 }
 
-// JobHistory implements locking.ProviderJobs in one statement.
+// JobHistory implements slotstore.Jobs in one statement.
 func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
 	if err := p.begin(ctx, "history"); err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	if n < 1 {
 		return nil, fmt.Errorf("pglock: history %q: n %d must be positive", key, n)
 	}
-	rows, err := p.pool.Query(ctx, p.sql.jobHistory, execMode, key, int32(min(n, locking.JobHistoryLen)), int32(locking.JobHistoryLen))
+	rows, err := p.pool.Query(ctx, p.sql.jobHistory, execMode, key, int32(min(n, slotstore.JobHistoryLen)), int32(slotstore.JobHistoryLen))
 	if err != nil {
 		return nil, opError("history", ctx, err)
 	}

@@ -57,24 +57,10 @@ const (
 	pingTimeout = 5 * time.Second
 )
 
-// watcher is one local watch: a Watch (wake), a WatchEvents (events) or a
-// WatchEventsFunc (fn).
+// watcher is one subscription: its callback, called with listener.mu
+// held, which serialises the deliveries to it.
 type watcher struct {
-	wake   chan struct{}
-	events chan locking.Event
-	fn     func(locking.Event)
-}
-
-func (w *watcher) wantsEvents() bool { return w.events != nil || w.fn != nil }
-
-// send delivers e to an event watcher; listener.mu is held, which
-// serialises the deliveries to one watcher.
-func (w *watcher) send(e locking.Event) {
-	if w.fn != nil {
-		w.fn(e)
-		return
-	}
-	locking.SendEvent(w.events, e)
+	fn func(locking.Event)
 }
 
 // listener owns the provider's LISTEN connection: one goroutine, started
@@ -95,41 +81,36 @@ func newListener(p *Provider) *listener {
 	return &listener{p: p, watchers: make(map[string][]*watcher), done: make(chan struct{})}
 }
 
-// Watch implements locking.ProviderWatcher: the channel receives
-// (coalesced) after key is released through any provider on the same
-// table, and once after every reconnection of the LISTEN connection (a
-// release may have been missed meanwhile). With DisableNotifications, or
-// after Close, it never receives.
-func (p *Provider) Watch(key string) (<-chan struct{}, func()) {
-	w := &watcher{wake: make(chan struct{}, 1)}
-	return w.wake, p.l.add(key, w)
-}
-
-// WatchEvents implements locking.ProviderEvents: releases, acquisitions
-// (with the new holder's owner), resign requests, and the state of the
-// LISTEN connection: EventSubscribed once LISTEN is confirmed (at first
-// and after every reconnection), EventUnsubscribed when the connection is
-// lost or the provider closed. The channel holds locking.EventBuffer
-// events (see locking.SendEvent). With DisableNotifications, or after
-// Close, it never receives, so an elector keeps polling.
-func (p *Provider) WatchEvents(key string) (<-chan locking.Event, func()) {
-	w := &watcher{events: make(chan locking.Event, locking.EventBuffer)}
-	return w.events, p.l.add(key, w)
-}
-
-// WatchEventsFunc implements locking.ProviderEventFuncs: WatchEvents
-// delivering by calling fn on the provider's LISTEN goroutine with the
-// provider's watch mutex held, so fn must return at once and must not call
-// the provider.
-func (p *Provider) WatchEventsFunc(key string, fn func(locking.Event)) func() {
+// Subscribe implements locking.Subscriber: fn receives key's releases
+// (naming the handover target, if any), acquisitions (with the new
+// holder's owner), resign requests, and the state of the LISTEN
+// connection: EventSubscribed once LISTEN is confirmed (at first, for a
+// subscriber that comes later at once, and after every reconnection),
+// EventUnsubscribed when the connection is lost or the provider closed.
+// Events published while the connection is down are lost. fn is called on
+// the provider's LISTEN goroutine with the provider's subscription mutex
+// held, so it must return at once and must not call the provider.
+//
+// Subscribe does no I/O: the first subscription starts the LISTEN
+// goroutine, which reports EventSubscribed from the background. It fails
+// with ErrClosed after Close, and with an error matching
+// locking.ErrNotSupported when Options.DisableNotifications is set (use
+// Lock, or NewLock, so that locking.New does not count on events then).
+func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	if fn == nil {
+		return nil, errors.New("pglock: subscribe: nil callback")
+	}
+	if p.o.DisableNotifications {
+		return nil, fmt.Errorf("pglock: subscribe %q: notifications are disabled: %w", key, locking.ErrNotSupported)
+	}
 	return p.l.add(key, &watcher{fn: fn})
 }
 
-// PublishResign implements locking.ProviderEvents: a resign request for
+// RequestResign implements locking.ResignRequester: a resign request for
 // owner ("" for whoever holds key) through NOTIFY. With
 // DisableNotifications it returns an error matching
 // locking.ErrNotSupported: nobody listens.
-func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
+func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	if p.o.DisableNotifications {
 		return fmt.Errorf("pglock: resign %q: notifications are disabled: %w", key, locking.ErrNotSupported)
 	}
@@ -143,18 +124,15 @@ func (p *Provider) PublishResign(ctx context.Context, key, owner string) error {
 }
 
 // add registers w for key and returns its stop function.
-func (l *listener) add(key string, w *watcher) func() {
-	if l.p.o.DisableNotifications {
-		return func() {}
-	}
+func (l *listener) add(key string, w *watcher) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return func() {}
+		return nil, ErrClosed
 	}
 	l.watchers[key] = append(l.watchers[key], w)
-	if w.wantsEvents() && l.live {
-		w.send(locking.Event{Kind: locking.EventSubscribed})
+	if l.live {
+		w.fn(locking.Event{Kind: locking.EventSubscribed})
 	}
 	if !l.started {
 		l.started = true
@@ -163,7 +141,7 @@ func (l *listener) add(key string, w *watcher) func() {
 		go l.run(ctx)
 	}
 	var once sync.Once
-	return func() { once.Do(func() { l.remove(key, w) }) }
+	return func() { once.Do(func() { l.remove(key, w) }) }, nil
 }
 
 // remove drops one watcher. The connection stays open until Close: its
@@ -211,18 +189,17 @@ func (l *listener) close() {
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
 	backoff := minBackoff
-	lost := false
 	for {
-		err := l.session(ctx, func() {
+		// The cause of a lost session is not reported: subscribers learn
+		// the subscription's state, and the next attempt retries.
+		_ = l.session(ctx, func() {
 			backoff = minBackoff
-			l.subscribed(lost)
+			l.subscribed()
 		})
 		l.unsubscribed()
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err // the subscription's state is what watchers learn; the cause is retried
-		lost = true
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -284,29 +261,18 @@ func (l *listener) dispatch(n *pgconn.Notification) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, w := range l.watchers[key] {
-		switch {
-		case w.wantsEvents():
-			w.send(e)
-		case e.Kind == locking.EventReleased:
-			wake(w.wake)
-		}
+		w.fn(e)
 	}
 }
 
-// subscribed marks the subscription live and tells every watcher; after a
-// reconnection it also wakes every Watch.
-func (l *listener) subscribed(again bool) {
+// subscribed marks the subscription live and tells every watcher.
+func (l *listener) subscribed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.live = true
 	for _, set := range l.watchers {
 		for _, w := range set {
-			switch {
-			case w.wantsEvents():
-				w.send(locking.Event{Kind: locking.EventSubscribed})
-			case again:
-				wake(w.wake)
-			}
+			w.fn(locking.Event{Kind: locking.EventSubscribed})
 		}
 	}
 }
@@ -322,17 +288,7 @@ func (l *listener) unsubscribed() {
 	l.live = false
 	for _, set := range l.watchers {
 		for _, w := range set {
-			if w.wantsEvents() {
-				w.send(locking.Event{Kind: locking.EventUnsubscribed})
-			}
+			w.fn(locking.Event{Kind: locking.EventUnsubscribed})
 		}
-	}
-}
-
-// wake sends on ch unless a wake-up is already pending (coalesced).
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
 	}
 }

@@ -34,6 +34,25 @@ func wantEvent(t *testing.T, ch <-chan locking.Event, k locking.EventKind, owner
 	}
 }
 
+// subscribe subscribes l to key's events on a buffered channel, ended
+// with t.
+func subscribe(t *testing.T, l *locking.DistributedLock, key string) <-chan locking.Event {
+	t.Helper()
+	ch := make(chan locking.Event, 64)
+	stop, err := l.Subscribe(key, func(e locking.Event) {
+		select {
+		case ch <- e:
+		default:
+			t.Errorf("Subscribe(%q): event %v not read in time", key, e.Kind)
+		}
+	})
+	if err != nil {
+		t.Fatalf("Subscribe(%q): %v", key, err)
+	}
+	t.Cleanup(stop)
+	return ch
+}
+
 // listeners counts the server sessions whose last statement was a LISTEN
 // on channel.
 func listeners(t *testing.T, pool *pgxpool.Pool, channel string) int {
@@ -53,13 +72,11 @@ func listeners(t *testing.T, pool *pgxpool.Pool, channel string) int {
 func TestListen_D2_OneConnectionPerProviderCarriesEveryEvent(t *testing.T) {
 	pool := newDB(t)
 	ctx := context.Background()
-	watcher, wp := newLock(t, pool, pglock.Options{}, "ns")
+	watcher, _ := newLock(t, pool, pglock.Options{}, "ns")
 	holder, _ := newLock(t, pool, pglock.Options{}, "ns")
 	elsewhere, _ := newLock(t, pool, pglock.Options{Table: "other_locks"}, "ns")
-	a, stopA := watcher.WatchEvents("a")
-	defer stopA()
-	b, stopB := watcher.WatchEvents("b")
-	defer stopB()
+	a := subscribe(t, watcher, "a")
+	b := subscribe(t, watcher, "b")
 	wantEvent(t, a, locking.EventSubscribed, "")
 	wantEvent(t, b, locking.EventSubscribed, "")
 	if n := listeners(t, pool, "hostloom_locks"); n != 1 {
@@ -91,7 +108,7 @@ func TestListen_D2_OneConnectionPerProviderCarriesEveryEvent(t *testing.T) {
 	}
 	// Close: the live subscription ends with EventUnsubscribed, and the
 	// session is gone.
-	_ = wp.Close()
+	_ = watcher.Close()
 	wantEvent(t, a, locking.EventUnsubscribed, "")
 	deadline := time.Now().Add(waitFor)
 	for listeners(t, pool, "hostloom_locks") != 0 {
@@ -109,10 +126,7 @@ func TestListen_D2_ReconnectsAfterTheSessionIsTerminated(t *testing.T) {
 	ctx := context.Background()
 	watcher, _ := newLock(t, pool, pglock.Options{}, "")
 	holder, _ := newLock(t, pool, pglock.Options{}, "")
-	events, stop := watcher.WatchEvents("job")
-	defer stop()
-	woken, stopW := watcher.Watch("job")
-	defer stopW()
+	events := subscribe(t, watcher, "job")
 	wantEvent(t, events, locking.EventSubscribed, "")
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -122,26 +136,31 @@ func TestListen_D2_ReconnectsAfterTheSessionIsTerminated(t *testing.T) {
 	}
 	wantEvent(t, events, locking.EventUnsubscribed, "")
 	wantEvent(t, events, locking.EventSubscribed, "")
-	select { // a release may have been missed: Watch is woken once
-	case <-woken:
-	case <-time.After(waitFor):
-		t.Fatal("Watch was not woken after the reconnection")
-	}
 	if _, err := holder.TryAcquireAs(ctx, "job", time.Minute, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	wantEvent(t, events, locking.EventAcquired, "alice")
 }
 
-// D2: with DisableNotifications nothing listens and nothing is published:
-// watchers never hear of a subscription (electors poll), resign requests
-// are not supported.
+// D2, L9: with DisableNotifications nothing listens and nothing is
+// published: the lock reports no events and no resign capability (the
+// elector polls), and the provider's own Subscribe says why.
 func TestListen_D2_DisabledOpensNoSession(t *testing.T) {
 	pool := newDB(t)
 	ctx := context.Background()
-	l, _ := newLock(t, pool, pglock.Options{DisableNotifications: true}, "")
-	events, stop := l.WatchEvents("job")
-	defer stop()
+	l, p := newLock(t, pool, pglock.Options{DisableNotifications: true}, "")
+	if c := l.Capabilities(); c.Events || c.Resign || !c.Participants || !c.Inspect || !c.JobSlots {
+		t.Fatalf("Capabilities = %+v, want everything but events and resign", c)
+	}
+	if _, err := l.Subscribe("job", func(locking.Event) {}); !errors.Is(err, locking.ErrNotSupported) {
+		t.Fatalf("lock Subscribe = %v, want ErrNotSupported", err)
+	}
+	if _, err := p.Subscribe("lock:job", func(locking.Event) {}); !errors.Is(err, locking.ErrNotSupported) {
+		t.Fatalf("provider Subscribe = %v, want ErrNotSupported", err)
+	}
+	if err := p.RequestResign(ctx, "lock:job", ""); !errors.Is(err, locking.ErrNotSupported) {
+		t.Fatalf("provider RequestResign = %v, want ErrNotSupported", err)
+	}
 	ls, err := l.TryAcquireAs(ctx, "job", time.Minute, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +174,23 @@ func TestListen_D2_DisabledOpensNoSession(t *testing.T) {
 	if n := listeners(t, pool, "hostloom_locks"); n != 0 {
 		t.Fatalf("%d LISTEN sessions with notifications disabled", n)
 	}
-	select {
-	case e := <-events:
-		t.Fatalf("event %v with notifications disabled", e.Kind)
-	default:
+	// With notifications on, every capability shows.
+	on, _ := newLock(t, pool, pglock.Options{}, "")
+	if c := on.Capabilities(); !c.Events || !c.Resign || !c.Participants || !c.Inspect || !c.JobSlots {
+		t.Fatalf("Capabilities = %+v, want all", c)
+	}
+}
+
+// L9: Subscribe after Close fails; a subscription made before ends with
+// EventUnsubscribed when it was live.
+func TestListen_L9_SubscribeAfterCloseFails(t *testing.T) {
+	pool := newDB(t)
+	_, p := newLock(t, pool, pglock.Options{}, "")
+	_ = p.Close()
+	if _, err := p.Subscribe("lock:job", func(locking.Event) {}); !errors.Is(err, pglock.ErrClosed) {
+		t.Fatalf("Subscribe after Close = %v, want ErrClosed", err)
+	}
+	if _, err := p.Subscribe("lock:job", nil); err == nil {
+		t.Fatal("Subscribe with a nil callback succeeded")
 	}
 }

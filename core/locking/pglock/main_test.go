@@ -112,7 +112,7 @@ func newLock(t testing.TB, pool *pgxpool.Pool, o pglock.Options, ns string) (*lo
 	p := newProvider(t, pool, o)
 	lo := locking.DefaultOptions()
 	lo.Namespace = ns
-	l, err := locking.New(p, lo)
+	l, err := locking.New(p.ForLock(), lo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ErrNilPool is returned by New for a nil pool.
@@ -48,23 +50,19 @@ type Provider struct {
 
 // statements are the provider's SQL with its table names filled in.
 type statements struct {
-	schema, probe, acquire, extend, release, get, advance, state, resign,
+	schema, probe, acquire, extend, release, advance, state, resign,
 	inspect, deregister, keys, checkTerm string
 	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory string
 }
 
 var (
-	_ locking.Provider             = (*Provider)(nil)
-	_ locking.ProviderAcquirer     = (*Provider)(nil)
-	_ locking.ProviderHandover     = (*Provider)(nil)
-	_ locking.ProviderHolder       = (*Provider)(nil)
-	_ locking.ProviderState        = (*Provider)(nil)
-	_ locking.ProviderWatcher      = (*Provider)(nil)
-	_ locking.ProviderEvents       = (*Provider)(nil)
-	_ locking.ProviderEventFuncs   = (*Provider)(nil)
-	_ locking.ProviderParticipants = (*Provider)(nil)
-	_ locking.ProviderInspector    = (*Provider)(nil)
-	_ locking.ProviderJobs         = (*Provider)(nil)
+	_ locking.Provider            = (*Provider)(nil)
+	_ locking.Subscriber          = (*Provider)(nil)
+	_ locking.ResignRequester     = (*Provider)(nil)
+	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.Inspector           = (*Provider)(nil)
+	_ slotstore.Jobs              = (*Provider)(nil)
+	_ io.Closer                   = (*Provider)(nil)
 )
 
 // New returns a provider over pool with options o. It does not talk to the
@@ -89,7 +87,6 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		acquire:    t.expand(acquireSQL),
 		extend:     t.expand(extendSQL),
 		release:    t.expand(releaseSQL),
-		get:        t.expand(getSQL),
 		advance:    t.expand(advanceSQL),
 		state:      t.expand(stateSQL),
 		resign:     t.expand(resignSQL),
@@ -110,19 +107,37 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 	return p, nil
 }
 
-// NewLock is a shorthand for locking.New(New(pool, po), lo). Close the
-// returned provider when done.
-func NewLock(pool *pgxpool.Pool, po Options, lo locking.Options) (*locking.DistributedLock, *Provider, error) {
+// NewLock is a shorthand for locking.New(p.ForLock(), lo) with p =
+// New(pool, po): a lock that owns its provider, so closing the lock closes
+// the provider (not the pool). It has the shape of memlock.NewLock and
+// redislock.NewLock; ProviderOf returns the provider, for CheckTerm.
+func NewLock(pool *pgxpool.Pool, po Options, lo locking.Options) (*locking.DistributedLock, error) {
 	p, err := New(pool, po)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	l, err := locking.New(p, lo)
+	l, err := locking.New(p.ForLock(), lo)
 	if err != nil {
 		_ = p.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return l, p, nil
+	return l, nil
+}
+
+// ProviderOf returns the pglock provider a lock was built over (by NewLock,
+// or locking.New with a Provider or its ForLock view); ok is false for a
+// lock over another provider.
+func ProviderOf(l *locking.DistributedLock) (p *Provider, ok bool) {
+	if l == nil {
+		return nil, false
+	}
+	switch v := l.Provider().(type) {
+	case *Provider:
+		return v, v != nil
+	case polling:
+		return v.p, true
+	}
+	return nil, false
 }
 
 // Table returns the lease table's name as configured (schema-qualified when
@@ -238,23 +253,17 @@ func checkTTL(op string, ttl time.Duration) error {
 // fromMicros converts a remaining time in µs from the server.
 func fromMicros(us int64) time.Duration { return time.Duration(max(us, 0)) * time.Microsecond }
 
-// Acquire implements locking.Provider through AcquireWith, registering no
-// participant.
-func (p *Provider) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, time.Duration, error) {
-	r, err := p.AcquireWith(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl})
-	return r.Acquired, r.Remaining, err
-}
-
-// AcquireWith implements locking.ProviderAcquirer in one statement (see
-// the package documentation): a free key is taken with a fence of
-// max(last fence + 1, server time in µs); a held key reports its holder's
-// value and remaining time. With a participant TTL it registers the
-// participant and announces an acquisition with the owner.
+// Acquire implements locking.Provider in one statement (see the package
+// documentation): a free key is taken with a fence of max(last fence + 1,
+// server time in µs); a held key reports its holder's value and remaining
+// time. With a participant TTL it registers the participant (B2: with its
+// priority, yielding a free key to a higher one for r.Yield) and announces
+// the acquisition with the owner.
 //
 // When the reply is lost after the statement was sent (ctx ended, the
-// connection broke), AcquireWith releases the value on a detached context
+// connection broke), Acquire releases the value on a detached context
 // bounded by one second, so no lease is left behind, and returns the error.
-func (p *Provider) AcquireWith(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	var res locking.AcquireResult
 	if err := checkTTL("acquire", r.TTL); err != nil {
 		return res, err
@@ -300,18 +309,10 @@ func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	_ = p.pool.QueryRow(ctx, p.sql.release, execMode, key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
 }
 
-// Extend implements locking.Provider through ExtendWith, registering no
-// participant.
-func (p *Provider) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := p.ExtendWith(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
-	return r.Extended, err
-}
-
-// ExtendWith implements locking.ProviderAcquirer: the new expiry when the
-// key still stores the value, the participant's registration and the look
-// for a higher-priority participant (B2), in one statement. The fence is
-// kept.
-func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+// Extend implements locking.Provider: the new expiry when the key still
+// stores the value, the participant's registration and the look for a
+// higher-priority participant (B2), in one statement. The fence is kept.
+func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	var res locking.ExtendResult
 	if err := checkTTL("extend", r.TTL); err != nil {
 		return res, err
@@ -335,15 +336,11 @@ func (p *Provider) ExtendWith(ctx context.Context, r locking.ExtendRequest) (loc
 }
 
 // Release implements locking.Provider: the row is freed (its fence kept)
-// when it still stores value, and the release is published, in one
+// when it still stores the value, and the release is published, naming
+// r.Target as the participant meant to take the key (B1) when set, in one
 // statement.
-func (p *Provider) Release(ctx context.Context, key, value string) (bool, error) {
-	return p.ReleaseTo(ctx, key, value, "")
-}
-
-// ReleaseTo implements locking.ProviderHandover: Release whose
-// notification names target as the participant meant to take the key (B1).
-func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bool, error) {
+func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
+	key, value, target := r.Key, r.Value, r.Target
 	if err := p.begin(ctx, "release"); err != nil {
 		return false, err
 	}
@@ -357,24 +354,7 @@ func (p *Provider) ReleaseTo(ctx context.Context, key, value, target string) (bo
 	return ok, nil
 }
 
-// Get implements locking.ProviderHolder in one statement.
-func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
-	if err := p.begin(ctx, "get"); err != nil {
-		return "", 0, false, err
-	}
-	var v string
-	var us int64
-	err := p.pool.QueryRow(ctx, p.sql.get, execMode, key).Scan(&v, &us)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, nil
-	}
-	if err != nil {
-		return "", 0, false, opError("get", ctx, err)
-	}
-	return v, fromMicros(us), true, nil
-}
-
-// Advance implements locking.ProviderState in one statement (bigint
+// Advance implements slotstore.State in one statement (bigint
 // values: no loss of precision).
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := p.begin(ctx, "advance"); err != nil {
@@ -388,7 +368,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return adv, cur, nil
 }
 
-// State implements locking.ProviderState.
+// State implements slotstore.State.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.begin(ctx, "state"); err != nil {
 		return 0, false, err

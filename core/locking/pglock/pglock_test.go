@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
@@ -276,5 +277,35 @@ func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
 	}
 	if prepared != 0 || session != 0 {
 		t.Fatalf("the session keeps %d prepared statements and %d session settings, want none", prepared, session)
+	}
+}
+
+// ProviderOf finds the provider behind a lock, also behind the polling
+// view, and nothing behind another provider.
+func TestProviderOf_L9(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), "host=127.0.0.1 port=1 user=x dbname=x sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, o := range []pglock.Options{{}, {DisableNotifications: true}} {
+		l, err := pglock.NewLock(pool, o, locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := pglock.ProviderOf(l); !ok || p == nil || p.Table() != pglock.DefaultTable {
+			t.Errorf("ProviderOf(lock over %+v) = %v, %v", o, p, ok)
+		}
+		_ = l.Close()
+	}
+	if _, ok := pglock.ProviderOf(nil); ok {
+		t.Error("ProviderOf(nil) found a provider")
+	}
+	mem, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pglock.ProviderOf(mem); ok {
+		t.Error("ProviderOf(a memlock lock) found a provider")
 	}
 }

@@ -196,11 +196,6 @@ note AS (
 )
 SELECT EXISTS (SELECT 1 FROM up), (SELECT count(*) FROM note)`
 
-// getSQL reads key $1's live holder and its remaining µs.
-const getSQL = `SELECT l.value, ceil(extract(epoch FROM l.expires_at - now.t) * 1000000)::bigint
-FROM {L} l, (SELECT clock_timestamp() AS t) now
-WHERE l.key = $1 AND l.value IS NOT NULL AND l.expires_at > now.t`
-
 // advanceSQL stores $2 under state key $1 when it is greater than the
 // stored value or none is stored (L8). The upsert always writes, so its
 // RETURNING reports the latest value: advanced when there was none (prev
