@@ -32,7 +32,9 @@ func TestTable_D1_NoPrivilegeIsAConfigurationError(t *testing.T) {
 	if _, err := admin.Exec(ctx, `DROP ROLE IF EXISTS pglock_nopriv; CREATE ROLE pglock_nopriv LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP OWNED BY pglock_nopriv; DROP ROLE pglock_nopriv") })
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY pglock_nopriv; DROP ROLE pglock_nopriv")
+	})
 	pool, err := pgxpool.New(ctx, strings.Replace(dsn, "user=postgres", "user=pglock_nopriv", 1))
 	if err != nil {
 		t.Fatal(err)
