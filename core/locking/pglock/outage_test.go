@@ -28,12 +28,14 @@ func TestTable_D1_NoPrivilegeIsAConfigurationError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
 	if _, err := admin.Exec(ctx, `DROP ROLE IF EXISTS pglock_nopriv; CREATE ROLE pglock_nopriv LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP OWNED BY pglock_nopriv; DROP ROLE pglock_nopriv")
+		if _, err := admin.Exec(context.Background(), "DROP OWNED BY pglock_nopriv; DROP ROLE pglock_nopriv"); err != nil {
+			t.Error(err)
+		}
+		admin.Close()
 	})
 	pool, err := pgxpool.New(ctx, strings.Replace(dsn, "user=postgres", "user=pglock_nopriv", 1))
 	if err != nil {
