@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,11 +178,12 @@ func (p *Provider) prepare(ctx context.Context) error {
 }
 
 // classify wraps err with locking.ErrUnauthorized when the server refused
-// the credentials or a privilege (SQLSTATE class 28, 42501), so callers
-// can tell a configuration error from an outage (O4).
+// the credentials (SQLSTATE class 28), a privilege (42501), or the
+// database named does not exist (3D000): configuration errors, which
+// callers tell from an outage (O4).
 func classify(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (len(pe.Code) == 5 && pe.Code[:2] == "28" || pe.Code == "42501") {
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "42501" || pe.Code == "3D000") {
 		return fmt.Errorf("%w: %w", locking.ErrUnauthorized, err)
 	}
 	return err

@@ -309,3 +309,21 @@ func TestProviderOf_L9(t *testing.T) {
 		t.Error("ProviderOf(a memlock lock) found a provider")
 	}
 }
+
+// O4: a database that does not exist is a configuration error, like
+// refused credentials, not an outage.
+func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
+	if startErr != nil {
+		t.Skip(startErr)
+	}
+	pool, err := pgxpool.New(context.Background(), server.ConnString("no_such_database"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	l, _ := newLock(t, pool, pglock.Options{}, "")
+	_, err = l.TryAcquire(context.Background(), "job", time.Minute)
+	if !errors.Is(err, locking.ErrUnauthorized) || !strings.Contains(err.Error(), "no_such_database") {
+		t.Fatalf("TryAcquire on a missing database = %v; want ErrUnauthorized naming it", err)
+	}
+}

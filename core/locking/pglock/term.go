@@ -91,10 +91,10 @@ func CheckTerm(ctx context.Context, tx pgx.Tx, table, providerKey string, fence 
 			break
 		}
 	}
-	o := Options{Schema: schema, Table: name}
 	if name == "" {
-		o.Table = "-" // refused by Validate with the field named
+		return fmt.Errorf("%w: table %q: want a table name, optionally schema-qualified", ErrInvalidOptions, table)
 	}
+	o := Options{Schema: schema, Table: name}
 	if err := o.Validate(); err != nil {
 		return err
 	}

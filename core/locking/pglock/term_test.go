@@ -78,6 +78,12 @@ func TestCheckTerm_D3_RefusesEndedTerms(t *testing.T) {
 	if !errors.Is(err, pglock.ErrInvalidOptions) {
 		t.Fatalf("CheckTerm on a bad table name = %v, want ErrInvalidOptions", err)
 	}
+	for _, table := range []string{"", "public.", "a.b.c"} {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return pglock.CheckTerm(ctx, tx, table, pk, f2) })
+		if !errors.Is(err, pglock.ErrInvalidOptions) {
+			t.Fatalf("CheckTerm on table %q = %v, want ErrInvalidOptions", table, err)
+		}
+	}
 	if err := pa.CheckLeader(ctx, nil, pk); !errors.Is(err, pglock.ErrNoFence) {
 		t.Fatalf("CheckLeader without a term's context = %v, want ErrNoFence", err)
 	}
