@@ -252,8 +252,8 @@ type Built struct {
 	closers []func() error
 }
 
-// Close releases what Build opened: the Redis provider's subscriptions and
-// the client Build created (never a client the caller passed in). It is
+// Close releases what Build opened: the lock (which closes its provider,
+// ending the Redis subscriptions) and the client Build created (never a client the caller passed in). It is
 // safe to call more than once.
 func (b *Built) Close() error {
 	var errs []error
@@ -290,9 +290,7 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 			b.closers = append(b.closers, c.Close)
 		}
 		b.Client = client
-		rp := redislock.New(client)
-		b.Provider = rp
-		b.closers = append(b.closers, rp.Close)
+		b.Provider = redislock.New(client)
 	}
 	l, err := locking.New(b.Provider, cfg.Options())
 	if err != nil {
@@ -300,6 +298,9 @@ func Build(cfg config.LockingConfig, client redis.UniversalClient) (*Built, erro
 		return nil, err
 	}
 	b.Lock = l
+	// The lock owns its provider (L10): closing it ends the provider's
+	// subscriptions, before the client closes.
+	b.closers = append(b.closers, l.Close)
 	return b, nil
 }
 

@@ -134,7 +134,7 @@
 //
 // # Uncoordinated locks and faults
 //
-// Over a lock that does not coordinate (locking.Options.Enabled false) the
+// Over a lock that does not coordinate (locking.Options.Disabled) the
 // lease is a placeholder every instance is granted, so the elector follows
 // Options.WhenUncoordinated: Follow, the default, never leads, so replicas
 // cannot all lead by accident; Lead leads without coordination, for a

@@ -104,6 +104,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if lock == nil {
 		return nil, fmt.Errorf("leadership: role %q: nil lock", role)
 	}
+	opts = opts.withDefaults() // L10: zero fields are defaults
 	caps := resolveCapabilities(lock)
 	if err := opts.ValidateFor(role, caps.maxKeyLength); err != nil {
 		return nil, err

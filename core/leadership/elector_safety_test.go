@@ -130,7 +130,7 @@ func TestOptions_G4_SafetyMargin(t *testing.T) {
 		if err == nil {
 			t.Fatalf("SafetyMargin %v accepted", m)
 		}
-		for _, want := range []string{"safety_margin", m.String(), "renew_interval", o.RenewInterval.String()} {
+		for _, want := range []string{"Options.SafetyMargin", m.String(), "Options.RenewInterval", o.RenewInterval.String()} {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %q does not name %q", err, want)
 			}

@@ -35,8 +35,8 @@ func TestNewElector_BadInput(t *testing.T) {
 		}{
 			{"empty role", "", lock, fastOpts(), `leadership: role "" must be nonempty`},
 			{"nil lock", "r", nil, fastOpts(), `leadership: role "r": nil lock`},
-			{"T1 invalid options", "r", lock, bad, "leadership: renew_interval 2s exceeds half of lease 3s"},
-			{"zero options", "r", lock, leadership.Options{}, "leadership: lease 0s must be positive"},
+			{"T1 invalid options", "r", lock, bad, "leadership: invalid options: Options.RenewInterval 2s exceeds half of Options.Lease 3s"},
+			{"negative options", "r", lock, leadership.Options{Lease: -time.Second}, "leadership: invalid options: Options.Lease -1s must be positive"},
 			{"K5 key too long", "abcdefg", lock, fastOpts(), `"leader:abcdefg": 14 bytes exceeds max_key_length 12`},
 			{"panicking lock", "r", panicLock{}, fastOpts(), `leadership: role "r": lock Coordinated panicked: boom`},
 		}

@@ -59,7 +59,7 @@ func ExampleOptions_ResolveLockKey() {
 	// leader:scheduler
 	// {elections}:scheduler
 	// exact-{role}
-	// leadership: renew_interval 9s exceeds half of lease 15s
+	// leadership: invalid options: Options.RenewInterval 9s exceeds half of Options.Lease 15s
 }
 
 // Describe reports the composition without I/O.

@@ -1,6 +1,7 @@
 package leadership_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -59,6 +60,9 @@ func FuzzResolveLockKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, role, format, lockKey string, maxKeyLength int) {
 		o := leadership.DefaultOptions()
 		o.LockKeyFormat, o.LockKey = format, lockKey
+		if format == "" {
+			format = leadership.DefaultLockKeyFormat // L10: empty is the default
+		}
 		key, err := o.ResolveLockKey(role, maxKeyLength)
 		verr := o.ValidateFor(role, maxKeyLength)
 		if (err == nil) != (verr == nil) {
@@ -106,6 +110,28 @@ func FuzzOptionsValidate(f *testing.F) {
 		o := leadership.Options{Lease: time.Duration(lease), RenewInterval: time.Duration(renew), RetryInterval: time.Duration(retry),
 			WhenUncoordinated: leadership.WhenUncoordinated(when), LockKeyFormat: format, LockKey: lockKey}
 		err := o.Validate()
+		if err != nil && !errors.Is(err, leadership.ErrInvalidOptions) {
+			t.Fatalf("Validate(%+v) = %v, does not match ErrInvalidOptions", o, err)
+		}
+		// Zero fields take their defaults (L10); check what Validate sees.
+		if o.Lease == 0 {
+			o.Lease = leadership.DefaultLease
+		}
+		if o.RenewInterval == 0 {
+			o.RenewInterval = leadership.DefaultRenewInterval
+			if o.Lease > 0 && o.Lease/3 < o.RenewInterval {
+				o.RenewInterval = max(o.Lease/3, time.Nanosecond)
+			}
+		}
+		if o.RetryInterval == 0 {
+			o.RetryInterval = leadership.DefaultRetryInterval
+		}
+		if o.WhenUncoordinated == 0 {
+			o.WhenUncoordinated = leadership.Follow
+		}
+		if format == "" {
+			format = leadership.DefaultLockKeyFormat
+		}
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -121,20 +147,20 @@ func FuzzOptionsValidate(f *testing.F) {
 			expect(bad, fmt.Sprintf("%s %v", name, v))
 			return !bad
 		}
-		leaseOK := cadenceOK("lease", o.Lease)
-		renewOK := cadenceOK("renew_interval", o.RenewInterval)
-		retryOK := cadenceOK("retry_interval", o.RetryInterval)
+		leaseOK := cadenceOK("Options.Lease", o.Lease)
+		renewOK := cadenceOK("Options.RenewInterval", o.RenewInterval)
+		retryOK := cadenceOK("Options.RetryInterval", o.RetryInterval)
 		t1 := !leaseOK || !renewOK || o.RenewInterval <= o.Lease/2
-		expect(!t1, fmt.Sprintf("renew_interval %v", o.RenewInterval))
+		expect(!t1, fmt.Sprintf("Options.RenewInterval %v", o.RenewInterval))
 		policyOK := o.WhenUncoordinated == leadership.Follow || o.WhenUncoordinated == leadership.Lead
-		expect(!policyOK, fmt.Sprintf("when_uncoordinated %d", when))
+		expect(!policyOK, fmt.Sprintf("Options.WhenUncoordinated %d", when))
 		var keyOK bool
 		if lockKey != "" {
 			keyOK = fuzzCleanKey(lockKey)
 			expect(!keyOK, fmt.Sprintf("%q", lockKey))
 		} else {
 			keyOK = strings.Contains(format, leadership.RolePlaceholder) && fuzzCleanKey(format)
-			expect(!keyOK, "lock_key_format")
+			expect(!keyOK, "Options.LockKeyFormat")
 		}
 		valid := leaseOK && renewOK && retryOK && t1 && policyOK && keyOK
 		if valid != (err == nil) {

@@ -16,6 +16,7 @@ import (
 // *locking.KeyError where the key is at fault, so errors.Is(err,
 // locking.ErrInvalidKey) holds.
 func (o Options) ResolveLockKey(role string, maxKeyLength int) (string, error) {
+	o = o.withDefaults()
 	var errs []error
 	if err := checkRole(role); err != nil {
 		errs = append(errs, err)
@@ -40,17 +41,17 @@ func (o Options) ResolveLockKey(role string, maxKeyLength int) (string, error) {
 func (o Options) keySyntaxErrors() []error {
 	if o.LockKey != "" {
 		if err := locking.CheckKey(o.LockKey, 0); err != nil {
-			return []error{fmt.Errorf("leadership: lock_key: %w", err)}
+			return []error{invalid("Options.LockKey: %w", err)}
 		}
 		return nil
 	}
 	var errs []error
 	if !strings.Contains(o.LockKeyFormat, RolePlaceholder) {
-		errs = append(errs, fmt.Errorf("leadership: lock_key_format %q must contain %s", o.LockKeyFormat, RolePlaceholder))
+		errs = append(errs, invalid("Options.LockKeyFormat %q must contain %s", o.LockKeyFormat, RolePlaceholder))
 	}
 	if o.LockKeyFormat != "" {
 		if err := locking.CheckKey(o.LockKeyFormat, 0); err != nil {
-			errs = append(errs, fmt.Errorf("leadership: lock_key_format: %w", err))
+			errs = append(errs, invalid("Options.LockKeyFormat: %w", err))
 		}
 	}
 	return errs

@@ -33,35 +33,39 @@ const MaxWait = 24 * time.Hour
 // renewal failed at the provider (E6): retries are never closer than this.
 const RenewRetryFloor = 10 * time.Millisecond
 
-// Options configure an Elector. Start from DefaultOptions; the zero value
-// is invalid. An Elector copies its Options at construction: changing the
-// value afterwards changes nothing (K6).
+// Options configure an Elector. The zero value is a valid configuration:
+// every field left zero takes the default its comment names (L10), so
+// Options{} is DefaultOptions(). A field set to an invalid value is an
+// error naming the field and the value, matching ErrInvalidOptions. An
+// Elector copies its Options at construction: changing the value
+// afterwards changes nothing (K6).
 type Options struct {
 	// Lease is how long an acquisition or a renewal holds the role. A
 	// crashed leader is replaced at most this long after its last renewal.
 	// It must be at most the lock's MaxLease; a container-free elector is
-	// capped by the lock (T2). Default 15s.
+	// capped by the lock (T2). Zero means DefaultLease (15s).
 	Lease time.Duration
 
 	// RenewInterval is the leader's renewal cadence; at most Lease/2 (T1).
-	// Default 5s.
+	// Zero means DefaultRenewInterval (5s), or Lease/3 when that is
+	// shorter (so a short Lease alone is valid).
 	RenewInterval time.Duration
 
 	// RetryInterval is a candidate's cadence between acquisition attempts
 	// (E1) and the back-off after an unexpected fault (E10). A candidate
 	// also wakes sooner on a release notification or when the holder's
-	// remaining lease runs out. Default 2s.
+	// remaining lease runs out. Zero means DefaultRetryInterval (2s).
 	RetryInterval time.Duration
 
 	// WhenUncoordinated is the policy over a lock that does not coordinate
 	// (Coordinated() == false): Follow never leads, Lead leads without
-	// coordination (E9). Default Follow.
+	// coordination (E9). Zero means Follow.
 	WhenUncoordinated WhenUncoordinated
 
 	// LockKeyFormat names the lock key; it must contain RolePlaceholder,
 	// "{role}", and every occurrence is replaced by the role; all other
 	// characters are literal, braces included (K1, K2). Ignored when LockKey
-	// is set. Default "leader:{role}".
+	// is set. Empty means DefaultLockKeyFormat ("leader:{role}").
 	LockKeyFormat string
 
 	// LockKey, when set, is the exact consumer key, used literally (no
@@ -91,6 +95,7 @@ type Options struct {
 // granted lease (G4): SafetyMargin when positive, else Lease/100 + 2ms
 // clamped below RenewInterval/2.
 func (o Options) EffectiveSafetyMargin() time.Duration {
+	o = o.withDefaults()
 	if o.SafetyMargin > 0 {
 		return o.SafetyMargin
 	}
@@ -101,7 +106,41 @@ func (o Options) EffectiveSafetyMargin() time.Duration {
 	return m
 }
 
-// DefaultOptions returns the documented defaults.
+// withDefaults returns o with its zero fields set to their defaults
+// (L10). Negative values are kept, for Validate to refuse.
+func (o Options) withDefaults() Options {
+	if o.Lease == 0 {
+		o.Lease = DefaultLease
+	}
+	if o.RenewInterval == 0 {
+		o.RenewInterval = DefaultRenewInterval
+		if third := o.Lease / 3; o.Lease > 0 && third < o.RenewInterval {
+			o.RenewInterval = max(third, time.Nanosecond)
+		}
+	}
+	if o.RetryInterval == 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.WhenUncoordinated == 0 {
+		o.WhenUncoordinated = Follow
+	}
+	if o.LockKeyFormat == "" {
+		o.LockKeyFormat = DefaultLockKeyFormat
+	}
+	return o
+}
+
+// ErrInvalidOptions is matched by every error of Options.Validate (and of
+// NewElector for its options) for a field set to an invalid value.
+var ErrInvalidOptions = errors.New("leadership: invalid options")
+
+// invalid returns an error matching ErrInvalidOptions.
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+}
+
+// DefaultOptions returns the documented defaults, with every field spelled
+// out; it equals the zero Options after defaults are applied.
 func DefaultOptions() Options {
 	return Options{
 		Lease:             DefaultLease,
@@ -113,10 +152,12 @@ func DefaultOptions() Options {
 }
 
 // Validate checks syntax and timing (K7, T1, T3) and reports every problem
-// at once, each naming the option in config spelling and its value. It
-// does not know the role or the lock: ValidateFor also checks the resolved
-// key, CheckLease the lock's lease cap.
+// at once, each naming the Go field and its value and matching
+// ErrInvalidOptions. Zero fields take their defaults first (L10). It does
+// not know the role or the lock: ValidateFor also checks the resolved key,
+// CheckLease the lock's lease cap.
 func (o Options) Validate() error {
+	o = o.withDefaults()
 	errs := o.timingErrors()
 	errs = append(errs, o.keySyntaxErrors()...)
 	return errors.Join(errs...)
@@ -126,6 +167,7 @@ func (o Options) Validate() error {
 // whitespace or control characters, at most maxKeyLength bytes when
 // maxKeyLength > 0 (K4, K5, K7).
 func (o Options) ValidateFor(role string, maxKeyLength int) error {
+	o = o.withDefaults()
 	errs := o.timingErrors()
 	if _, err := o.ResolveLockKey(role, maxKeyLength); err != nil {
 		errs = append(errs, err)
@@ -139,28 +181,28 @@ func (o Options) timingErrors() []error {
 	cadence := func(name string, d time.Duration) bool {
 		switch {
 		case d <= 0:
-			errs = append(errs, fmt.Errorf("leadership: %s %v must be positive", name, d))
+			errs = append(errs, invalid("%s %v must be positive", name, d))
 		case d > MaxWait:
-			errs = append(errs, fmt.Errorf("leadership: %s %v exceeds the longest wait %v", name, d, MaxWait))
+			errs = append(errs, invalid("%s %v exceeds the longest wait %v", name, d, MaxWait))
 		default:
 			return true
 		}
 		return false
 	}
-	leaseOK := cadence("lease", o.Lease)
-	renewOK := cadence("renew_interval", o.RenewInterval)
-	cadence("retry_interval", o.RetryInterval)
+	leaseOK := cadence("Options.Lease", o.Lease)
+	renewOK := cadence("Options.RenewInterval", o.RenewInterval)
+	cadence("Options.RetryInterval", o.RetryInterval)
 	if leaseOK && renewOK && o.RenewInterval > o.Lease/2 {
-		errs = append(errs, fmt.Errorf("leadership: renew_interval %v exceeds half of lease %v", o.RenewInterval, o.Lease))
+		errs = append(errs, invalid("Options.RenewInterval %v exceeds half of Options.Lease %v", o.RenewInterval, o.Lease))
 	}
 	if o.SafetyMargin < 0 || (renewOK && o.SafetyMargin >= o.RenewInterval) {
-		errs = append(errs, fmt.Errorf("leadership: safety_margin %v must be at least 0 and below renew_interval %v", o.SafetyMargin, o.RenewInterval))
+		errs = append(errs, invalid("Options.SafetyMargin %v must be at least 0 and below Options.RenewInterval %v", o.SafetyMargin, o.RenewInterval))
 	}
 	if o.Priority < math.MinInt32 || o.Priority > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("leadership: priority %d is outside the int32 range", o.Priority))
+		errs = append(errs, invalid("Options.Priority %d is outside the int32 range", o.Priority))
 	}
 	if o.WhenUncoordinated != Follow && o.WhenUncoordinated != Lead {
-		errs = append(errs, fmt.Errorf("leadership: when_uncoordinated %d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))
+		errs = append(errs, invalid("Options.WhenUncoordinated %d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))
 	}
 	return errs
 }
@@ -170,6 +212,7 @@ func (o Options) timingErrors() []error {
 // the role and both values. The fx composition calls it before starting;
 // a container-free Elector instead caps its lease at MaxLease.
 func CheckLease(role string, o Options, lock locking.Lock) error {
+	o = o.withDefaults()
 	maxLease := resolveCapabilities(lock).maxLease
 	if maxLease > 0 && o.Lease > maxLease {
 		return &LeaseLimitError{Role: role, Lease: o.Lease, MaxLease: maxLease}

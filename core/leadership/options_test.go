@@ -37,33 +37,34 @@ func TestOptions_T1_T3_Validate(t *testing.T) {
 		{"defaults", func(*leadership.Options) {}, nil},
 		{"T1 renew exactly half", func(o *leadership.Options) { o.Lease, o.RenewInterval = 10*time.Second, 5*time.Second }, nil},
 		{"T1 renew over half", func(o *leadership.Options) { o.RenewInterval = 9 * time.Second },
-			[]string{"leadership: renew_interval 9s exceeds half of lease 15s"}},
-		{"T3 zero lease", func(o *leadership.Options) { o.Lease = 0 },
-			[]string{"leadership: lease 0s must be positive"}},
+			[]string{"leadership: invalid options: Options.RenewInterval 9s exceeds half of Options.Lease 15s"}},
+		{"L10 zero lease is the default", func(o *leadership.Options) { o.Lease = 0 }, nil},
+		{"L10 a short lease alone gets a renewal within it", func(o *leadership.Options) { o.Lease, o.RenewInterval = time.Second, 0 }, nil},
+		{"T3 negative lease", func(o *leadership.Options) { o.Lease = -time.Second },
+			[]string{"leadership: invalid options: Options.Lease -1s must be positive"}},
 		{"T3 negative renew", func(o *leadership.Options) { o.RenewInterval = -time.Second },
-			[]string{"leadership: renew_interval -1s must be positive"}},
-		{"T3 zero retry", func(o *leadership.Options) { o.RetryInterval = 0 },
-			[]string{"leadership: retry_interval 0s must be positive"}},
+			[]string{"leadership: invalid options: Options.RenewInterval -1s must be positive"}},
+		{"L10 zero retry is the default", func(o *leadership.Options) { o.RetryInterval = 0 }, nil},
 		{"T3 retry over max wait", func(o *leadership.Options) { o.RetryInterval = 25 * time.Hour },
-			[]string{"leadership: retry_interval 25h0m0s exceeds the longest wait 24h0m0s"}},
+			[]string{"leadership: invalid options: Options.RetryInterval 25h0m0s exceeds the longest wait 24h0m0s"}},
 		{"T3 lease over max wait", func(o *leadership.Options) { o.Lease = 49 * time.Hour },
-			[]string{"leadership: lease 49h0m0s exceeds the longest wait 24h0m0s"}},
+			[]string{"leadership: invalid options: Options.Lease 49h0m0s exceeds the longest wait 24h0m0s"}},
 		{"sub-second", func(o *leadership.Options) {
 			o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 100*time.Millisecond
 		}, nil},
-		{"bad policy", func(o *leadership.Options) { o.WhenUncoordinated = 0 },
-			[]string{"leadership: when_uncoordinated 0 must be follow (1) or lead (2)"}},
+		{"L10 zero policy is Follow", func(o *leadership.Options) { o.WhenUncoordinated = 0 }, nil},
+		{"bad policy", func(o *leadership.Options) { o.WhenUncoordinated = 7 },
+			[]string{"leadership: invalid options: Options.WhenUncoordinated 7 must be follow (1) or lead (2)"}},
 		{"K2 format without placeholder", func(o *leadership.Options) { o.LockKeyFormat = "leader:{Role}" },
-			[]string{`leadership: lock_key_format "leader:{Role}" must contain {role}`}},
-		{"K2 empty format", func(o *leadership.Options) { o.LockKeyFormat = "" },
-			[]string{`leadership: lock_key_format "" must contain {role}`}},
+			[]string{`leadership: invalid options: Options.LockKeyFormat "leader:{Role}" must contain {role}`}},
+		{"L10 empty format is the default", func(o *leadership.Options) { o.LockKeyFormat = "" }, nil},
 		{"K4 format whitespace", func(o *leadership.Options) { o.LockKeyFormat = "leader {role}" },
-			[]string{`leadership: lock_key_format: locking: invalid key "leader {role}": contains whitespace ' '`}},
+			[]string{`leadership: invalid options: Options.LockKeyFormat: locking: invalid key "leader {role}": contains whitespace ' '`}},
 		{"K1 exact key wins, format not validated", func(o *leadership.Options) { o.LockKey, o.LockKeyFormat = "exact", "no placeholder" }, nil},
 		{"K4 exact key control char", func(o *leadership.Options) { o.LockKey = "a\x01b" },
-			[]string{`leadership: lock_key: locking: invalid key "a\x01b": contains control character '\x01'`}},
-		{"all problems at once", func(o *leadership.Options) { o.Lease, o.RetryInterval, o.LockKeyFormat = 0, 0, "x" },
-			[]string{"lease 0s", "retry_interval 0s", `lock_key_format "x"`}},
+			[]string{`leadership: invalid options: Options.LockKey: locking: invalid key "a\x01b": contains control character '\x01'`}},
+		{"all problems at once", func(o *leadership.Options) { o.Lease, o.RetryInterval, o.LockKeyFormat = -1, -2, "x" },
+			[]string{"Options.Lease -1ns", "Options.RetryInterval -2ns", `Options.LockKeyFormat "x"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestOptions_K1_K2_K4_K5_ResolveLockKey(t *testing.T) {
 			wantErr: `leadership: role "a\x7fb" contains control character '\x7f'`},
 		{name: "empty role", role: "", wantErr: `leadership: role "" must be nonempty`},
 		{name: "K2 missing placeholder", role: "r", format: "leader",
-			wantErr: `leadership: lock_key_format "leader" must contain {role}`},
+			wantErr: `leadership: invalid options: Options.LockKeyFormat "leader" must contain {role}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,7 +163,7 @@ func TestOptions_K7_ValidateForAlsoChecksTiming(t *testing.T) {
 	o := leadership.DefaultOptions()
 	o.RenewInterval = 9 * time.Second
 	err := o.ValidateFor("", 0)
-	for _, w := range []string{"renew_interval 9s exceeds half of lease 15s", `role "" must be nonempty`} {
+	for _, w := range []string{"Options.RenewInterval 9s exceeds half of Options.Lease 15s", `role "" must be nonempty`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("ValidateFor() = %v, want it to contain %q", err, w)
 		}

@@ -26,8 +26,8 @@
 //
 // # Fences
 //
-// With a provider that issues them (ProviderAcquirer: memlock and
-// redislock), every acquisition returns a lease implementing Fenced (G1):
+// With a provider that issues them (memlock and redislock do, in
+// AcquireResult.Fence), every acquisition returns a lease implementing Fenced (G1):
 // a fencing token issued in the acquisition's own round trip, strictly
 // increasing per key across all holders, kept by extensions. Both providers
 // issue max(last fence + 1, the backend's clock in microseconds since the
@@ -52,24 +52,23 @@
 //
 // # Disabled mode
 //
-// With Options.Enabled false every caller is granted a placeholder lease,
+// With Options.Disabled every caller is granted a placeholder lease,
 // nothing reaches the provider, and Coordinated reports false, so callers
 // (the elector) can refuse to treat it as exclusion.
 //
-// # Optional capabilities
+// # The provider contract
 //
-// Providers may publish releases (Watcher), so waiters wake at once instead
-// of polling; look holders up (HolderLookup); and keep monotonic state values
-// (StateStore) for the scheduler's once-per-slot records. DistributedLock
-// exposes what its provider offers and reports ErrNotSupported otherwise:
+// A Provider implements three methods: Acquire (with the fence, and on
+// refusal the holder's record and remaining TTL in the same step), Extend
+// and Release. Every optional capability is one small interface (L9):
 //
-//   - Events (EventWatcher, P2, O1): WatchEvents delivers releases,
-//     acquisitions with the new holder's identity (announced by the
-//     acquisition itself), resign requests (RequestResign, for operators),
-//     and the state of the subscription: EventSubscribed when it becomes
-//     live, at first and after every reconnection, EventUnsubscribed when it
-//     drops. Events published while it is down are lost. Watch keeps
-//     working and wakes on releases only.
+//   - Events (Subscriber): Subscribe delivers releases, acquisitions with
+//     the new holder's identity, resign requests and the state of the
+//     subscription (EventSubscribed when it becomes live, at first and
+//     after every reconnection; EventUnsubscribed when it drops; events
+//     published while it is down are lost), by callback.
+//   - Resign requests (ResignRequester, O1): RequestResign asks a holder to
+//     step down; it needs events, through which the holder hears it.
 //   - Participants (ParticipantRegistry, P1): every TryAcquireAs and every
 //     Extend registers its owner as a participant of the key, inside the
 //     same round trip, for two leases after that request; Since is the
@@ -77,13 +76,25 @@
 //     registration; Deregister removes it at once. A stored record that
 //     does not parse is skipped: the others are returned with an error
 //     matching ErrBadRecord (*RecordError names the key and the record).
-//   - Inspection (O1): Inspect reports holder, TTL, last fence and
-//     participants of one key in one round trip; Keys lists the namespace's
-//     keys (a full scan of the backend: for tools, not hot paths).
+//   - Inspection (Inspector, L7, O1): Holder, and Inspect (holder, TTL,
+//     last fence and participants of one key in one round trip); Keys lists
+//     the namespace's keys (a full scan of the backend: for tools, not hot
+//     paths).
+//   - Job slots (slotstore.Jobs, L8, S9–S11): Advance, State and the
+//     scheduler's job records, under {namespace}:state: and
+//     {namespace}:jobs:.
+//   - io.Closer: Close of the lock closes the provider.
 //
-// Custom providers that implement only Provider keep working: their leases
-// carry no fence and their refusals no owner, WatchEvents returns a nil
-// channel, and the other methods above report ErrNotSupported.
+// New finds them once; Capabilities reports them, and every method of a
+// capability the provider lacks returns an error matching ErrNotSupported
+// (never a silent no-op). docs/providers.md is the guide for backend
+// authors; package lockingtest is the conformance suite.
+//
+// # Options
+//
+// Fields of Options left zero take their documented defaults (L10); a field
+// set to an invalid value is an error naming the field and its value,
+// matching ErrInvalidOptions.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package locking

@@ -68,8 +68,9 @@
 // a store Add rejects Every(d) with d below 1ms. Jitter delays a run, not
 // its slot: the slot is claimed after the delay.
 //
-// There are two kinds of store. A slotstore.Jobs whose SupportsJobs is
-// true (*locking.DistributedLock over redislock or memlock) keeps the
+// There are two kinds of store. A slotstore.Jobs (a *locking.DistributedLock
+// whose provider has job slots: Capabilities().JobSlots, as redislock and
+// memlock do; a lock without them is no store at all) keeps the
 // job's records: latest slot, the unfinished attempt, paused state and
 // history, in one key per job ({namespace}:jobs:sched:{role}:{job}, a hash
 // on Redis, so one job's records live in one Cluster slot). A run then
@@ -78,7 +79,7 @@
 // attempt) and the completion. Any other slotstore.State gets the
 // claim-only path: Advance under {namespace}:state:sched:{role}:{job}, one
 // round trip per run plus one read (State) at a term's first claim;
-// recovery, pause and history need a JobStore.
+// recovery, pause and history need a slotstore.Jobs.
 //
 // Job records expire: every write sets their time to live to the longest
 // of SlotStateTTL (7 days), three intervals of the job's schedule and

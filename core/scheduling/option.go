@@ -76,10 +76,12 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // milliseconds, before the run starts: a slot some replica already started
 // is never started again, and a new leader can run a slot nobody started
 // (WithMisfireWindow, Job.CatchUp). When store is also a slotstore.Jobs
-// whose SupportsJobs is true (*locking.DistributedLock over redislock or
-// memlock), the scheduler keeps the job's records there: completion,
-// recovery (Job.Recover), pause and history; otherwise it only claims
-// (Advance). Default: none (see the package documentation for what holds
+// (*locking.DistributedLock over redislock or memlock), the scheduler
+// keeps the job's records there: completion, recovery (Job.Recover), pause
+// and history; otherwise it only claims (Advance). A store that reports
+// its capabilities (locking.CapabilityReporter) without job slots is
+// treated as no store: a *locking.DistributedLock whose provider keeps no
+// job slots. Default: none (see the package documentation for what holds
 // without it). A nil store keeps the default.
 func WithSlotStore(store slotstore.State) Option {
 	return optionFunc(func(s *settings) {

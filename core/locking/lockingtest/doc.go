@@ -29,9 +29,24 @@
 // released, resign, subscription state), participants (registered by
 // acquisitions, refused ones included, and extensions; Since kept; gone
 // after two leases or at Deregister: P1), Inspect and Keys (O1). These
-// last checks need the optional provider interfaces (ProviderAcquirer,
-// ProviderEvents, ProviderParticipants, ProviderInspector) that memlock and
-// redislock implement.
+// last checks need optional capabilities (locking.Subscriber,
+// ResignRequester, ParticipantRegistry, Inspector, slotstore.Jobs); a
+// check whose capability the lock lacks is skipped, and
+// L9_CapabilitiesReported checks that the lock reports ErrNotSupported
+// for it instead.
+//
+// # Provider contract (L9)
+//
+// A Backend that also implements ProviderBackend (NewProvider) is checked
+// again over its provider restricted to the required methods (L9_Minimal)
+// and to each optional capability alone (L9_EventsOnly,
+// L9_EventsAndResign, L9_ParticipantsOnly, L9_InspectOnly,
+// L9_JobSlotsOnly). Each run also checks an elector over the lock: it takes
+// over at once after the leader's graceful Stop when the lock has events
+// and by its next attempt when it has none, Stop and Run return nil after a
+// clean release, an operator's resign is answered ErrNotSupported without
+// the capability (and makes the leader step down with it), and a Stop
+// whose deregistration fails during an outage returns nil.
 //
 // # Time
 //

@@ -38,4 +38,9 @@ func ExampleChecks() {
 	// P2_EventsAcquiredReleasedResign
 	// P1_ParticipantsRegisteredAndExpire
 	// O1_InspectAndKeys
+	// L9_CapabilitiesReported
+	// L9_ElectorTakeoverAfterStop
+	// L9_ElectorStopAndRunReturnNil
+	// L9_ElectorResignOrNotSupported
+	// L9_ElectorStopDuringOutage
 }

@@ -54,43 +54,60 @@ type Config struct {
 // assertion: with fake time it passes in no real time.
 const failTimeout = 10 * time.Second
 
-// check is one conformance check.
+// check is one conformance check. needs are the optional capabilities it
+// exercises: it is skipped over a lock without them (whose methods
+// testCapabilitiesReported checks for ErrNotSupported instead).
 type check struct {
-	name string
-	run  func(t *testing.T, c Config, b Backend)
+	name  string
+	run   func(t *testing.T, c Config, b Backend)
+	needs locking.Capabilities
 }
+
+var (
+	needEvents       = locking.Capabilities{Events: true}
+	needInspect      = locking.Capabilities{Inspect: true}
+	needParticipants = locking.Capabilities{Participants: true}
+	needJobSlots     = locking.Capabilities{JobSlots: true}
+	needResign       = locking.Capabilities{Events: true, Resign: true}
+)
 
 // checks are run in this order; names cite the DESIGN.md rules they cover.
 var checks = []check{
-	{"L3_Exclusivity", testExclusivity},
-	{"L3_ConcurrentTryAcquireOneWinner", testConcurrentOneWinner},
-	{"L3_HeldErrorRemaining", testHeldErrorRemaining},
-	{"L3_ExpiryFreesKey", testExpiry},
-	{"L3_StaleTokenExtendAndReleaseRefused", testStaleToken},
-	{"L3_ExtendAfterExpiryRefused", testExtendAfterExpiry},
-	{"L3_ReleaseTwiceRefused", testReleaseTwice},
-	{"L3_CancelledContextLeavesNoLease", testCancelledContext},
-	{"L2_OddKeysStoredVerbatim", testOddKeys},
-	{"L1_InvalidKeysRefused", testInvalidKeys},
-	{"L1_KeyAtMaxKeyLengthAccepted", testMaxKeyLength},
-	{"L5_LeaseCappedAtMaxLease", testLeaseCap},
-	{"L5_ZeroOrNegativeLeaseRefused", testInvalidLease},
-	{"L4_DisabledWritesNothing", testDisabled},
-	{"L7_NotificationOnRelease", testNotification},
-	{"L7_HolderLookup", testHolder},
-	{"L8_AdvanceMonotonic", testAdvance},
-	{"L6_AcquireWaitsAndWakesOnRelease", testAcquireWaits},
-	{"L6_AcquireCancelledLeavesHolder", testAcquireCancelled},
-	{"L6_HeldExtendsAndStopsAtMaxHold", testHeldMaxHold},
-	{"G1_FencesStrictlyIncreaseAcrossHolders", testFences},
-	{"P2_RefusalNamesHolder", testHeldOwner},
-	{"P2_EventsAcquiredReleasedResign", testEvents},
-	{"P1_ParticipantsRegisteredAndExpire", testParticipants},
-	{"O1_InspectAndKeys", testInspect},
+	{"L3_Exclusivity", testExclusivity, locking.Capabilities{}},
+	{"L3_ConcurrentTryAcquireOneWinner", testConcurrentOneWinner, locking.Capabilities{}},
+	{"L3_HeldErrorRemaining", testHeldErrorRemaining, locking.Capabilities{}},
+	{"L3_ExpiryFreesKey", testExpiry, locking.Capabilities{}},
+	{"L3_StaleTokenExtendAndReleaseRefused", testStaleToken, locking.Capabilities{}},
+	{"L3_ExtendAfterExpiryRefused", testExtendAfterExpiry, locking.Capabilities{}},
+	{"L3_ReleaseTwiceRefused", testReleaseTwice, locking.Capabilities{}},
+	{"L3_CancelledContextLeavesNoLease", testCancelledContext, locking.Capabilities{}},
+	{"L2_OddKeysStoredVerbatim", testOddKeys, locking.Capabilities{}},
+	{"L1_InvalidKeysRefused", testInvalidKeys, locking.Capabilities{}},
+	{"L1_KeyAtMaxKeyLengthAccepted", testMaxKeyLength, locking.Capabilities{}},
+	{"L5_LeaseCappedAtMaxLease", testLeaseCap, locking.Capabilities{}},
+	{"L5_ZeroOrNegativeLeaseRefused", testInvalidLease, locking.Capabilities{}},
+	{"L4_DisabledWritesNothing", testDisabled, locking.Capabilities{}},
+	{"L7_NotificationOnRelease", testNotification, needEvents},
+	{"L7_HolderLookup", testHolder, needInspect},
+	{"L8_AdvanceMonotonic", testAdvance, needJobSlots},
+	{"L6_AcquireWaitsAndWakesOnRelease", testAcquireWaits, locking.Capabilities{}},
+	{"L6_AcquireCancelledLeavesHolder", testAcquireCancelled, locking.Capabilities{}},
+	{"L6_HeldExtendsAndStopsAtMaxHold", testHeldMaxHold, locking.Capabilities{}},
+	{"G1_FencesStrictlyIncreaseAcrossHolders", testFences, locking.Capabilities{}},
+	{"P2_RefusalNamesHolder", testHeldOwner, locking.Capabilities{}},
+	{"P2_EventsAcquiredReleasedResign", testEvents, needResign},
+	{"P1_ParticipantsRegisteredAndExpire", testParticipants, needParticipants},
+	{"O1_InspectAndKeys", testInspect, needInspect},
+	{"L9_CapabilitiesReported", testCapabilitiesReported, locking.Capabilities{}},
+	{"L9_ElectorTakeoverAfterStop", testElectorTakeoverAfterStop, locking.Capabilities{}},
+	{"L9_ElectorStopAndRunReturnNil", testElectorStopRunNil, locking.Capabilities{}},
+	{"L9_ElectorResignOrNotSupported", testElectorResign, locking.Capabilities{}},
+	{"L9_ElectorStopDuringOutage", testElectorStopDuringOutage, locking.Capabilities{}},
 }
 
-// Checks returns the names of the checks Run runs, in order: the names of
-// its subtests.
+// Checks returns the names of the checks Run runs over the backend, in
+// order: the names of its subtests. Over a ProviderBackend, Run also runs
+// them, as far as each restriction allows, under L9_<restriction>/.
 func Checks() []string {
 	names := make([]string, len(checks))
 	for i, c := range checks {
@@ -100,7 +117,11 @@ func Checks() []string {
 }
 
 // Run runs the conformance suite against the backend c describes, one
-// subtest per check.
+// subtest per check. A check that needs an optional capability the
+// backend's locks lack is skipped (L9_CapabilitiesReported checks that
+// the lock says so). When the backend is a ProviderBackend, the suite runs
+// again over its provider restricted to the required methods
+// (L9_Minimal) and to each optional capability alone (L9_EventsOnly, …).
 func Run(t *testing.T, c Config) {
 	t.Helper()
 	if c.New == nil {
@@ -109,13 +130,41 @@ func Run(t *testing.T, c Config) {
 	if c.Short <= 0 {
 		c.Short = 50 * time.Millisecond
 	}
+	runChecks(t, c, func(t *testing.T) Backend { return c.New(t) })
+	for _, v := range variants {
+		t.Run("L9_"+v.name, func(t *testing.T) {
+			runChecks(t, c, func(t *testing.T) Backend {
+				pb, ok := c.New(t).(ProviderBackend)
+				if !ok {
+					t.Skip("the backend does not implement ProviderBackend")
+				}
+				if _, ok := restrict(pb.NewProvider(t), v, &faults{}); !ok {
+					t.Skipf("the provider lacks a capability of %s", v.name)
+				}
+				return restricted{ProviderBackend: pb, v: v, f: &faults{}}
+			})
+		})
+	}
+}
+
+// runChecks runs every check over a fresh backend from newBackend.
+func runChecks(t *testing.T, c Config, newBackend func(t *testing.T) Backend) {
 	for _, ch := range checks {
 		t.Run(ch.name, func(t *testing.T) {
+			run := func(t *testing.T) {
+				b := newBackend(t)
+				if ch.needs != (locking.Capabilities{}) {
+					if have := b.NewLock(t, opts("probe")).Capabilities(); !provides(have, ch.needs) {
+						t.Skipf("the lock lacks %+v (it has %+v)", ch.needs, have)
+					}
+				}
+				ch.run(t, c, b)
+			}
 			if c.Synctest {
-				synctest.Test(t, func(t *testing.T) { ch.run(t, c, c.New(t)) })
+				synctest.Test(t, run)
 				return
 			}
-			ch.run(t, c, c.New(t))
+			run(t)
 		})
 	}
 }
@@ -237,8 +286,10 @@ func testExpiry(t *testing.T, c Config, b Backend) {
 	a, other := b.NewLock(t, opts("exp")), b.NewLock(t, opts("exp"))
 	acquire(t, a, "job", c.Short)
 	expire(c)
-	if _, ok, err := other.Holder(context.Background(), "job"); err != nil || ok {
-		t.Fatalf("Holder after expiry = ok %v, err %v; want nobody", ok, err)
+	if other.Capabilities().Inspect {
+		if _, ok, err := other.Holder(context.Background(), "job"); err != nil || ok {
+			t.Fatalf("Holder after expiry = ok %v, err %v; want nobody", ok, err)
+		}
 	}
 	acquire(t, other, "job", time.Minute)
 }
@@ -413,19 +464,28 @@ func testLeaseCap(t *testing.T, _ Config, b Backend) {
 	if g.Granted() != o.MaxLease {
 		t.Fatalf("Granted = %v, want MaxLease %v", g.Granted(), o.MaxLease)
 	}
-	h, ok, err := l.Holder(ctx, "job")
-	if err != nil || !ok || h.TTL > o.MaxLease || h.TTL <= 0 {
-		t.Fatalf("Holder = %+v, %v, %v; want a TTL within (0, %v]", h, ok, err, o.MaxLease)
+	// The backend holds the capped lease: the refusal's remaining TTL
+	// (and the holder lookup, when the lock has one) is within the cap.
+	ttl := func(what string) {
+		t.Helper()
+		_, err := b.NewLock(t, o).TryAcquire(ctx, "job", time.Minute)
+		if h := wantHeld(t, err, "job"); h.Remaining > o.MaxLease {
+			t.Fatalf("%s: holder's remaining TTL %v, want at most %v", what, h.Remaining, o.MaxLease)
+		}
+		if l.Capabilities().Inspect {
+			if h, ok, err := l.Holder(ctx, "job"); err != nil || !ok || h.TTL > o.MaxLease || h.TTL <= 0 {
+				t.Fatalf("%s: Holder = %+v, %v, %v; want a TTL within (0, %v]", what, h, ok, err, o.MaxLease)
+			}
+		}
 	}
+	ttl("after the acquisition")
 	if err := ls.Extend(ctx, 24*time.Hour); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
 	if g.Granted() != o.MaxLease {
 		t.Fatalf("Granted after Extend = %v, want %v", g.Granted(), o.MaxLease)
 	}
-	if h, _, _ := l.Holder(ctx, "job"); h.TTL > o.MaxLease {
-		t.Fatalf("TTL after Extend = %v, want at most %v", h.TTL, o.MaxLease)
-	}
+	ttl("after Extend")
 	// Below the cap the lease is granted as asked.
 	if g2 := acquire(t, l, "short", time.Second).(locking.GrantedLease); g2.Granted() != time.Second {
 		t.Fatalf("Granted = %v, want 1s", g2.Granted())
@@ -625,13 +685,18 @@ func testAcquireWaits(t *testing.T, c Config, b Backend) {
 	if r.err != nil {
 		t.Fatalf("Acquire: %v", r.err)
 	}
-	if c.Synctest && r.at.Sub(releasedAt) != 0 {
+	caps := waiter.Capabilities()
+	if c.Synctest && caps.Events && r.at.Sub(releasedAt) != 0 {
 		// On fake time only a notification wakes the waiter without time
 		// passing; polling would have cost a poll period.
 		t.Fatalf("Acquire returned %v after the release, want at once (woken by the notification)", r.at.Sub(releasedAt))
 	}
-	if h, ok, _ := holder.Holder(ctx, "job"); !ok || h.Owner != locking.DefaultOwner() {
-		t.Fatalf("Holder after Acquire = %+v, %v", h, ok)
+	if caps.Inspect {
+		if h, ok, _ := holder.Holder(ctx, "job"); !ok || h.Owner != locking.DefaultOwner() {
+			t.Fatalf("Holder after Acquire = %+v, %v", h, ok)
+		}
+	} else if _, err := holder.TryAcquire(ctx, "job", time.Minute); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquire after Acquire = %v, want the key held", err)
 	}
 	if r.h.Key() != "job" {
 		t.Fatalf("Held.Key = %q", r.h.Key())
@@ -649,7 +714,12 @@ func testAcquireCancelled(t *testing.T, _ Config, b Backend) {
 	if _, err := held(t, waiter, ctx, "job", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v, want DeadlineExceeded", err)
 	}
-	if h, ok, err := holder.Holder(context.Background(), "job"); err != nil || !ok || h.Owner != "first" {
+	if !holder.Capabilities().Inspect {
+		// Without holder lookup: the key is still held, by the first.
+		if err := ls.Extend(context.Background(), time.Minute); err != nil {
+			t.Fatalf("first holder's Extend after a cancelled Acquire: %v", err)
+		}
+	} else if h, ok, err := holder.Holder(context.Background(), "job"); err != nil || !ok || h.Owner != "first" {
 		t.Fatalf("Holder after a cancelled Acquire = %+v, %v, %v; want the first holder", h, ok, err)
 	}
 	if err := ls.Release(context.Background()); err != nil {
@@ -681,8 +751,8 @@ func testHeldMaxHold(t *testing.T, c Config, b Backend) {
 		t.Fatalf("Held ended before MaxHold: %v", h.Err())
 	default:
 	}
-	if _, ok, err := l.Holder(ctx, "job"); err != nil || !ok {
-		t.Fatalf("Holder after two leases = %v, %v; want held (extended)", ok, err)
+	if _, err := b.NewLock(t, o).TryAcquire(ctx, "job", time.Minute); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquire after two leases = %v; want the key still held (extended)", err)
 	}
 	select {
 	case <-h.Done():

@@ -34,6 +34,10 @@ func (b backend) Exists(t *testing.T, providerKey string) bool {
 	return ok
 }
 
+// NewProvider implements lockingtest.ProviderBackend: in process, every
+// lock of a check shares the one provider.
+func (b backend) NewProvider(*testing.T) locking.Provider { return b.p }
+
 // Size counts the live leases (memlock exposes no count of state values;
 // no check that asserts on Size writes state).
 func (b backend) Size(*testing.T) int { return b.p.Len() }

@@ -15,13 +15,13 @@
 // prepared with few allocations (BenchmarkTryAcquireRelease compares them
 // with raw go-redis calls).
 //
-//   - Acquire (AcquireWith): when the key is free, SET key value PX ttl,
+//   - Acquire: when the key is free, SET key value PX ttl,
 //     the fence written to the key's meta hash, and an "acquired:OWNER"
 //     message on the key's channel; when it is held, the holder's value
 //     (and so its owner identity, P2) and PTTL, reported by
 //     locking.HeldError. Either way the owner is registered as a
 //     participant.
-//   - Extend (ExtendWith): PEXPIRE when the key still stores this lease's
+//   - Extend: PEXPIRE when the key still stores this lease's
 //     value, and the participant's registration.
 //   - Release: DEL when the key still stores this lease's value, then a
 //     "released" message on the key's channel. The fence and the
@@ -103,8 +103,8 @@
 // acquire script "acquired:OWNER" on success, the release script
 // "released", and RequestResign "resign:OWNER" ("resign:" for whoever
 // holds the key). Releases of earlier versions carry an empty message and
-// count as releases; unknown messages are ignored. Watch wakes on releases
-// only; WatchEvents receives every event plus the subscription's state
+// count as releases; unknown messages are ignored. Subscribe
+// (locking.Subscriber) receives every event plus the subscription's state
 // (locking.EventSubscribed when the server confirms the channel, at first
 // and after every reconnection; locking.EventUnsubscribed when the
 // connection is lost or the provider closed). A provider keeps one pub/sub

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
 )
 
 // acquireRaw, extendRaw and releaseRaw call a provider's required methods
@@ -77,3 +78,7 @@ func waitEvent(t testing.TB, ch <-chan locking.Event, k locking.EventKind) {
 		}
 	}
 }
+
+// fullOnly hides a backend's NewProvider, so lockingtest.Run checks the
+// full provider only.
+type fullOnly struct{ lockingtest.Backend }

@@ -42,6 +42,14 @@ func (b backend) NewLock(t *testing.T, o locking.Options) *locking.DistributedLo
 	return l
 }
 
+// NewProvider implements lockingtest.ProviderBackend: a provider of its
+// own over the deployment, closed when the check ends.
+func (b backend) NewProvider(t *testing.T) locking.Provider {
+	p := redislock.New(b.c)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 func (b backend) Exists(t *testing.T, providerKey string) bool {
 	t.Helper()
 	n, err := b.c.Exists(context.Background(), providerKey).Result()
