@@ -23,13 +23,30 @@ type backend struct {
 
 func (b backend) NewLock(t *testing.T, o locking.Options) *locking.DistributedLock {
 	t.Helper()
-	p := newProvider(t, b.pool, b.o)
-	l, err := locking.New(p.ForLock(), o)
+	l, err := locking.New(b.NewProvider(t), o)
 	if err != nil {
 		t.Fatalf("locking.New: %v", err)
 	}
 	return l
 }
+
+// NewProvider implements lockingtest.ProviderBackend: a provider of its
+// own on the check's tables (the view ForLock gives locking.New).
+func (b backend) NewProvider(t *testing.T) locking.Provider {
+	t.Helper()
+	return newProvider(t, b.pool, b.o).ForLock()
+}
+
+// polled is a backend with notifications disabled, checked without the
+// restricted variants (the L9 variants of TestConformance cover a provider
+// without events already).
+type polled struct{ b backend }
+
+func (p polled) NewLock(t *testing.T, o locking.Options) *locking.DistributedLock {
+	return p.b.NewLock(t, o)
+}
+func (p polled) Exists(t *testing.T, key string) bool { return p.b.Exists(t, key) }
+func (p polled) Size(t *testing.T) int                { return p.b.Size(t) }
 
 // Exists reports a live lease under key (a released key keeps its row
 // for the fence, and is not stored in the sense of the suite).
@@ -63,14 +80,29 @@ func (b backend) Size(t *testing.T) int {
 	return n
 }
 
-// TestConformance runs the provider conformance suite (L1–L8, G1, P1, P2,
-// O1) over a real PostgreSQL server, each check on tables of its own.
+// TestConformance runs the provider conformance suite (L1–L9, G1, P1, P2,
+// O1) over a real PostgreSQL server, each check on tables of its own: the
+// full provider, then restricted to the required methods and to each
+// optional capability alone (L9).
 func TestConformance(t *testing.T) {
 	pool := newDB(t)
 	lockingtest.Run(t, lockingtest.Config{
 		Short: 100 * time.Millisecond,
 		New: func(t *testing.T) lockingtest.Backend {
 			return backend{pool: pool, o: pglock.Options{Table: fmt.Sprintf("locks_%d", seq.Add(1))}}
+		},
+	})
+}
+
+// TestConformance_D2_NotificationsDisabled runs the suite over providers
+// with DisableNotifications (PgBouncer transaction mode): the event checks
+// are skipped because the lock reports no events, everything else holds.
+func TestConformance_D2_NotificationsDisabled(t *testing.T) {
+	pool := newDB(t)
+	lockingtest.Run(t, lockingtest.Config{
+		Short: 100 * time.Millisecond,
+		New: func(t *testing.T) lockingtest.Backend {
+			return polled{backend{pool: pool, o: pglock.Options{Table: fmt.Sprintf("locks_%d", seq.Add(1)), DisableNotifications: true}}}
 		},
 	})
 }
