@@ -24,6 +24,13 @@
 // Debian package), or "nobody" when there is none; the temporary directory
 // is handed to that user.
 //
+// # PgBouncer
+//
+// StartBouncer runs a private PgBouncer (binary from HOSTLOOM_PGBOUNCER,
+// PATH or /usr/sbin/pgbouncer) on 127.0.0.1 in front of a Server, in the
+// pool mode asked for, with a given number of server connections; it
+// returns ErrNoBouncer when there is no binary.
+//
 // # Missing PostgreSQL
 //
 // When the server cannot start, Start returns the reason; the tests skip
@@ -224,7 +231,7 @@ func (s *Server) waitReady() error {
 			return errors.New("process exited")
 		default:
 		}
-		err := s.ping()
+		err := ping(s.port)
 		if err == nil {
 			return nil
 		}
@@ -234,13 +241,14 @@ func (s *Server) waitReady() error {
 	return fmt.Errorf("not ready after %v: %w", startTimeout, lastErr)
 }
 
-// ping opens a session as postgres on database postgres over TCP and
-// reports nil once the server authenticates it and is ready for a query.
+// ping opens a session as postgres on database postgres over TCP at port
+// on 127.0.0.1 and reports nil once the server authenticates it and is
+// ready for a query.
 // It speaks the startup phase of the wire protocol (version 3.0) with the
 // standard library only, so this package adds no driver to the module
 // that imports it.
-func (s *Server) ping() error {
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+func ping(port int) error {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 	if err != nil {
 		return err
 	}
@@ -272,7 +280,7 @@ func (s *Server) ping() error {
 		}
 		switch hdr[0] {
 		case 'E': // ErrorResponse, e.g. "the database system is starting up"
-			return fmt.Errorf("server: %s", strings.ReplaceAll(string(payload), "\x00", " "))
+			return serverError(strings.ReplaceAll(string(payload), "\x00", " "))
 		case 'R': // authentication request: 0 is AuthenticationOk (trust)
 			if len(payload) < 4 || binary.BigEndian.Uint32(payload) != 0 {
 				return errors.New("server asks for authentication")
@@ -283,6 +291,11 @@ func (s *Server) ping() error {
 		}
 	}
 }
+
+// serverError is an ErrorResponse to the startup message.
+type serverError string
+
+func (e serverError) Error() string { return "server: " + string(e) }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {

@@ -1,8 +1,10 @@
 package pgtest_test
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hostloom/hostloom/internal/pgtest"
@@ -34,4 +36,29 @@ func TestStart_ServesAndStops(t *testing.T) {
 		t.Fatalf("%s still accepts connections after Stop", addr)
 	}
 	s.Stop() // a second Stop is harmless
+}
+
+// TestStartBouncer_Serves: PgBouncer in transaction mode answers the
+// startup handshake for the server's database.
+func TestStartBouncer_Serves(t *testing.T) {
+	s, err := pgtest.Start()
+	if err != nil {
+		if pgtest.Required() {
+			t.Fatalf("PostgreSQL did not start: %v", err)
+		}
+		t.Skipf("PostgreSQL did not start: %v", err)
+	}
+	defer s.Stop()
+	b, err := pgtest.StartBouncer(s, "transaction", 1)
+	if errors.Is(err, pgtest.ErrNoBouncer) && !pgtest.Required() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.ConnString("x"), "dbname=x") {
+		t.Errorf("ConnString = %q", b.ConnString("x"))
+	}
+	b.Stop()
+	b.Stop()
 }

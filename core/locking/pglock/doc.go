@@ -59,7 +59,11 @@
 // the pool's DefaultQueryExecMode: no named prepared statement and no
 // session setting outlives a statement (the term check sets one for its
 // transaction only), so a pool through PgBouncer in transaction mode works.
-// LISTEN needs a session: set Options.DisableNotifications there.
+// LISTEN needs a session: set Options.DisableNotifications there. The
+// tests run the conformance suite and the term check through a private
+// PgBouncer in transaction mode with a single server connection shared by
+// every client (where a named prepared statement of pgx's default mode
+// collides at once).
 //
 // # Notifications
 //
