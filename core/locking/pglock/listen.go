@@ -57,6 +57,10 @@ const (
 	pingTimeout = 5 * time.Second
 )
 
+// connectTimeout bounds one attempt to open the LISTEN connection (a
+// server that does not answer at all), so reconnection keeps its cadence.
+const connectTimeout = 10 * time.Second
+
 // watcher is one subscription: its callback, called with listener.mu
 // held, which serialises the deliveries to it.
 type watcher struct {
@@ -215,7 +219,9 @@ func (l *listener) run(ctx context.Context) {
 // connection fails or ctx ends; live is called once LISTEN succeeded.
 func (l *listener) session(ctx context.Context, live func()) error {
 	cfg := l.p.pool.Config().ConnConfig.Copy()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
 	if err != nil {
 		return err
 	}
