@@ -65,8 +65,8 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 		if !before.Held {
 			return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
 		}
-		if !e.lock.Capabilities().Resign {
-			return fmt.Errorf("role %q: resign is not supported by this lock (its provider cannot send resign requests to the leader)", role)
+		if err := canResign(e.lock, role); err != nil {
+			return err
 		}
 		events, stop, _ := e.subscribe(ctx, rk.key)
 		defer stop()
@@ -103,6 +103,16 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 			out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
 		return nil
 	})
+}
+
+// canResign reports, before anything is sent, that lock cannot deliver a
+// resign request to role's leader (its provider publishes no resign
+// requests, or no events the leader would hear them through).
+func canResign(lock *locking.DistributedLock, role string) error {
+	if !lock.Capabilities().Resign {
+		return fmt.Errorf("role %q: resign is not supported by this lock (its provider cannot send resign requests to the leader)", role)
+	}
+	return nil
 }
 
 // withRole is the prologue resign and release share: it checks --wait,

@@ -128,3 +128,35 @@ func ExampleFenced() {
 	// participant: replica-b
 	// participant: replica-c
 }
+
+// required hides every optional capability of the provider it wraps: a
+// backend with the three required methods only.
+type required struct{ p *memlock.Provider }
+
+func (r required) Acquire(ctx context.Context, a locking.AcquireRequest) (locking.AcquireResult, error) {
+	return r.p.Acquire(ctx, a)
+}
+
+func (r required) Extend(ctx context.Context, e locking.ExtendRequest) (locking.ExtendResult, error) {
+	return r.p.Extend(ctx, e)
+}
+
+func (r required) Release(ctx context.Context, q locking.ReleaseRequest) (bool, error) {
+	return r.p.Release(ctx, q)
+}
+
+// A lock reports what its provider can do, found once by New; a method of
+// a capability the provider lacks says so instead of doing nothing.
+func ExampleDistributedLock_Capabilities() {
+	full, _ := locking.New(memlock.New(), locking.Options{})
+	fmt.Printf("%+v\n", full.Capabilities())
+
+	basic, _ := locking.New(required{memlock.New()}, locking.Options{})
+	fmt.Printf("%+v\n", basic.Capabilities())
+	err := basic.RequestResign(context.Background(), "leader:billing", "")
+	fmt.Println(errors.Is(err, locking.ErrNotSupported), err)
+	// Output:
+	// {Events:true Participants:true Inspect:true Resign:true JobSlots:true}
+	// {Events:false Participants:false Inspect:false Resign:false JobSlots:false}
+	// true locking: resign "leader:billing": locking: not supported by this lock
+}
