@@ -72,7 +72,7 @@
 // statement that causes them, on a channel named like the lease table, as
 // JSON; they are delivered at commit. Each provider keeps one dedicated
 // LISTEN connection (a copy of the pool's connection configuration), opened
-// by the first watch and owned by one goroutine until Close. It reconnects
+// by the first subscription and owned by one goroutine until Close. It reconnects
 // with backoff and reports EventUnsubscribed and EventSubscribed like
 // redislock's subscription does, so an elector polls while it is down.
 // With DisableNotifications nothing is published or listened to: electors

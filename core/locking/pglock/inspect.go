@@ -8,14 +8,14 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// Participants implements locking.ProviderParticipants: the key's live
+// Participants implements locking.ParticipantRegistry: the key's live
 // participants, read with the lease in one statement (see Inspect).
 func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
 	st, err := p.Inspect(ctx, key)
 	return st.Participants, err
 }
 
-// Deregister implements locking.ProviderParticipants with one DELETE.
+// Deregister implements locking.ParticipantRegistry with one DELETE.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.begin(ctx, "deregister"); err != nil {
 		return err
@@ -26,7 +26,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// Inspect implements locking.ProviderInspector: the live holder and its
+// Inspect implements locking.Inspector: the live holder and its
 // remaining time, the last fence (kept after a release) and the live
 // participants, by the server's clock, in one statement. Records cannot
 // fail to parse here: the columns are typed.
@@ -62,7 +62,7 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	return st, nil
 }
 
-// Keys implements locking.ProviderInspector: the keys starting with prefix
+// Keys implements locking.Inspector: the keys starting with prefix
 // that have a row in the lease table (held, or released with their fence
 // kept) or a live participant.
 func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {

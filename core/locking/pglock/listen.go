@@ -68,7 +68,7 @@ type watcher struct {
 }
 
 // listener owns the provider's LISTEN connection: one goroutine, started
-// by the first watch, stopped by close.
+// by the first subscription, stopped by close.
 type listener struct {
 	p *Provider
 

@@ -68,7 +68,7 @@ var (
 
 // New returns a provider over pool with options o. It does not talk to the
 // server: the first operation creates the tables (unless
-// o.ExternalSchema) and checks their columns, and the first watch opens
+// o.ExternalSchema) and checks their columns, and the first Subscribe opens
 // the LISTEN connection (unless o.DisableNotifications), with a copy of
 // the pool's connection configuration. It returns ErrNilPool for a nil
 // pool and an error matching ErrInvalidOptions, naming the field and the
@@ -145,9 +145,9 @@ func ProviderOf(l *locking.DistributedLock) (p *Provider, ok bool) {
 // Options.Schema is set), for CheckTerm and operators' queries.
 func (p *Provider) Table() string { return p.t.qualified }
 
-// Close stops the LISTEN connection's goroutine and waits for it; event
-// watchers whose subscription was live receive EventUnsubscribed. Later
-// watches never receive; lock operations keep working. Close does not
+// Close stops the LISTEN connection's goroutine and waits for it;
+// subscribers whose subscription was live receive EventUnsubscribed, and
+// later Subscribe calls fail with ErrClosed; lock operations keep working. Close does not
 // close the pool. It is safe to call more than once and returns nil.
 func (p *Provider) Close() error {
 	p.l.close()
