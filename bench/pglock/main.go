@@ -7,7 +7,12 @@
 //     start of Stop to the successor's leadership, p50/p99;
 //   - takeover after expiry (the leader freezes: every lock call hangs):
 //     from the lease's end at the server (now + the holder's TTL read at the
-//     freeze) to the successor's leadership, p50/p99.
+//     freeze) to the successor's leadership, p50/p99;
+//   - steady load: 100 roles × 3 replicas at the default timings (15s lease,
+//     5s renew, 2s retry), requests per role per second at the server once
+//     every role is led: PostgreSQL transactions committed (pg_stat_database
+//     xact_commit: every statement of the provider is one), Redis commands
+//     processed (INFO stats), each minus the harness's own reads.
 //
 // It is a module of its own (bench/pglock), so neither the library nor the
 // main benchmark module (bench/) gains a database driver. Client and servers
@@ -29,6 +34,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,13 +53,15 @@ import (
 func main() {
 	short := flag.Bool("short", false, "run every measure a few times, to check the harness")
 	rounds := flag.Int("n", 50, "handovers and takeovers per backend")
+	steadyFor := flag.Duration("steady", 30*time.Second, "how long the steady load is measured")
 	ops := flag.Int("ops", 2000, "acquire+release pairs per backend")
 	out := flag.String("out", "", "write the results to FILE (default: stdout)")
 	flag.Parse()
+	roles := 100
 	if *short {
-		*rounds, *ops = 3, 50
+		*rounds, *ops, *steadyFor, roles = 3, 50, 2*time.Second, 5
 	}
-	if err := run(*rounds, *ops, *out); err != nil {
+	if err := run(*rounds, *ops, roles, *steadyFor, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "pglock bench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +74,7 @@ type backend struct {
 	newLock func() (*locking.DistributedLock, func(), error)
 }
 
-func run(rounds, ops int, out string) error {
+func run(rounds, ops, roles int, steadyFor time.Duration, out string) error {
 	pg, err := pgtest.Start()
 	if err != nil {
 		return err
@@ -141,7 +149,97 @@ func run(rounds, ops int, out string) error {
 			fmt.Fprintf(w, "| %s | %s | %v | %v |\n", m.name, b.name, pct(d, 50), pct(d, 99))
 		}
 	}
+	counters := map[string]func() (int64, error){
+		"redislock": func() (int64, error) {
+			m, err := rc.InfoMap(ctx, "stats").Result()
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(m["Stats"]["total_commands_processed"], 10, 64)
+		},
+		"pglock": func() (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", pgx.QueryExecModeSimpleProtocol).Scan(&n)
+			return n, err
+		},
+	}
+	fmt.Fprintf(w, "\n| steady load, %d roles × 3 replicas, %v | backend | requests per role per second |\n|---|---|---|\n", roles, steadyFor)
+	for _, b := range backends {
+		rate, err := steady(b, roles, steadyFor, counters[b.name])
+		if err != nil {
+			return fmt.Errorf("steady load over %s: %w", b.name, err)
+		}
+		fmt.Fprintf(w, "| | %s | %.3f |\n", b.name, rate)
+	}
 	return nil
+}
+
+// steady runs roles × 3 electors at the default timings until every role
+// is led, then counts the server's requests over d with count (a
+// cumulative counter read twice; each read is one request of its own,
+// subtracted) and returns requests per role per second.
+func steady(b backend, roles int, d time.Duration, count func() (int64, error)) (float64, error) {
+	var electors []*elector
+	var closers []func()
+	defer func() { // electors first, then their locks
+		for _, el := range electors {
+			el.stop()
+		}
+		for _, c := range closers {
+			c()
+		}
+	}()
+	// One lock (one provider: one LISTEN connection, one subscription
+	// connection) per replica process, shared by its electors.
+	var locks []*locking.DistributedLock
+	for range 3 {
+		l, done, err := b.newLock()
+		if err != nil {
+			return 0, err
+		}
+		closers = append(closers, done)
+		locks = append(locks, l)
+	}
+	for r := range roles {
+		for i, l := range locks {
+			e, err := leadership.NewElector(fmt.Sprintf("steady-%d", r), l, leadership.DefaultOptions(), leadership.WithIdentity(fmt.Sprintf("replica-%d", i)))
+			if err != nil {
+				return 0, err
+			}
+			if err := e.Start(context.Background()); err != nil {
+				return 0, err
+			}
+			electors = append(electors, &elector{e: e, fault: leadershiptest.NewFaultLock(l), done: func() {}})
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		led := 0
+		for _, el := range electors {
+			if el.e.IsLeader() {
+				led++
+			}
+		}
+		if led == roles {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d of %d roles led after a minute", led, roles)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before, err := count()
+	if err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	time.Sleep(d)
+	after, err := count()
+	if err != nil {
+		return 0, err
+	}
+	elapsed := time.Since(began).Seconds()
+	return float64(after-before-1) / float64(roles) / elapsed, nil
 }
 
 // pct is the p-th percentile of ds (nearest rank).
