@@ -12,7 +12,10 @@
 //     5s renew, 2s retry), requests per role per second at the server once
 //     every role is led: PostgreSQL transactions committed (pg_stat_database
 //     xact_commit: every statement of the provider is one), Redis commands
-//     processed (INFO stats), each minus the harness's own reads.
+//     processed (INFO stats), each minus the harness's own reads. The
+//     PostgreSQL counter is flushed by the server at most once a second and
+//     counts every transaction of the database (autovacuum's too): measure
+//     over tens of seconds (-steady, default 30s), not the -short window.
 //
 // It is a module of its own (bench/pglock), so neither the library nor the
 // main benchmark module (bench/) gains a database driver. Client and servers
