@@ -36,7 +36,10 @@
 //     time when the key is held, in the same round trip, and two
 //     concurrent attempts serialise on the row: exactly one takes a free
 //     key. The same statement registers the participant and announces the
-//     acquisition.
+//     acquisition. The price: a refused attempt rewrites the held row
+//     unchanged (one small update in place); candidates with a live
+//     subscription attempt only when the lease may have run out, or at a
+//     release.
 //   - Extend and release are UPDATEs that match the ownership record and an
 //     unexpired lease.
 //
