@@ -215,3 +215,45 @@ func TestElector_P1_ParticipantsOverPostgres(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// P2, D2: every instance learns the new leader's identity from the
+// acquisition notification (OnNewLeader), after a handover too.
+func TestElector_P2_EveryInstanceLearnsTheLeaderOverPostgres(t *testing.T) {
+	electors, _ := startElectors(t, pglock.Options{Table: "direct"}, 3)
+	var mu sync.Mutex
+	seen := make(map[*leadership.Elector]string)
+	for _, e := range electors {
+		e.OnNewLeader(func(id string) {
+			mu.Lock()
+			seen[e] = id
+			mu.Unlock()
+		})
+	}
+	everyoneSees := func(id string) {
+		t.Helper()
+		deadline := time.Now().Add(waitFor)
+		for {
+			mu.Lock()
+			n := 0
+			for _, e := range electors {
+				if seen[e] == id {
+					n++
+				}
+			}
+			mu.Unlock()
+			if n == len(electors) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d instances learned leader %q", n, len(electors), id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	first, _ := waitLeader(t, electors, nil)
+	if err := first.Resign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := waitLeader(t, electors, first)
+	everyoneSees(leadership.Describe(second).Identity)
+}
