@@ -34,8 +34,19 @@
 //		return nil // a successor has written; this term is over
 //	}
 //
+// # The term check, when the lease is in the same database
+//
+// Over the PostgreSQL lock (core/locking/pglock), InTerm checks the term
+// inside the transaction itself (rule D3): the lease row still carries the
+// fence and has not run out by the database's clock, and stays
+// share-locked until commit, so no successor can take the lease before the
+// transaction ends. Its writes need no fence column. SaveReportInTerm is
+// SaveReport written that way.
+//
 // # Tests
 //
 // The tests start a private PostgreSQL server on 127.0.0.1 (package
 // internal/pgtest) and skip when it cannot start, or fail when CI is set.
+// The paused-leader test starts the test binary again as the leader's
+// process, so it can be stopped with SIGSTOP.
 package fencingpg

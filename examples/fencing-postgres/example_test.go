@@ -9,6 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hostloom/hostloom/core/fencing"
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/pglock"
 	fencingpg "github.com/hostloom/hostloom/examples/fencing-postgres"
 )
 
@@ -57,4 +60,57 @@ func Example() {
 	if err != nil {
 		fmt.Println(err)
 	}
+}
+
+// With the lease in the same database (core/locking/pglock), the
+// transaction checks the term itself and its writes need no fence column.
+// The example needs a PostgreSQL server, so it is compiled but not run.
+func ExampleInTerm() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://app@localhost:5432/app")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	lo := locking.DefaultOptions()
+	lo.Namespace = "billing"
+	lock, err := pglock.NewLock(pool, pglock.Options{}, lo)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+	provider, _ := pglock.ProviderOf(lock) // for the term check
+	e, err := leadership.NewElector("reports", lock, leadership.DefaultOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := e.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = e.Stop(ctx) }()
+	if err := e.WaitForLeadership(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Inside the leader's work, whose ctx derives from e.Token():
+	work := func(ctx context.Context) error {
+		fence, ok := leadership.FenceFrom(ctx)
+		if !ok {
+			return errors.New("not a term's context")
+		}
+		err := fencingpg.InTerm(ctx, pool, provider, leadership.Describe(e).ProviderKey, fence, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE reports SET body = 'closed' WHERE id = 'daily'")
+			return err
+		})
+		if errors.Is(err, fencing.ErrStale) {
+			return nil // the term has ended; nothing was written
+		}
+		return err
+	}
+	_ = work(e.Token())
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	fencingpg "github.com/hostloom/hostloom/examples/fencing-postgres"
-	"github.com/hostloom/hostloom/examples/fencing-postgres/internal/pgtest"
+	"github.com/hostloom/hostloom/internal/pgtest"
 )
 
 // server is the private PostgreSQL server of the test run; startErr says why
@@ -24,6 +24,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childDSN) != "" { // the paused leader's process: no server of its own
+		os.Exit(m.Run())
+	}
 	server, startErr = pgtest.Start()
 	if startErr != nil && pgtest.Required() {
 		fmt.Fprintf(os.Stderr, "PostgreSQL is required here (CI or HOSTLOOM_REQUIRE_POSTGRES=1 is set) but did not start: %v\n", startErr)

@@ -24,6 +24,13 @@
 // Debian package), or "nobody" when there is none; the temporary directory
 // is handed to that user.
 //
+// # PgBouncer
+//
+// StartBouncer runs a private PgBouncer (binary from HOSTLOOM_PGBOUNCER,
+// PATH or /usr/sbin/pgbouncer) on 127.0.0.1 in front of a Server, in the
+// pool mode asked for, with a given number of server connections; it
+// returns ErrNoBouncer when there is no binary.
+//
 // # Missing PostgreSQL
 //
 // When the server cannot start, Start returns the reason; the tests skip
@@ -32,9 +39,11 @@
 package pgtest
 
 import (
-	"context"
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -45,8 +54,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // BinEnv names the environment variable that selects the directory holding
@@ -224,13 +231,7 @@ func (s *Server) waitReady() error {
 			return errors.New("process exited")
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := pgx.Connect(ctx, s.ConnString("postgres"))
-		if err == nil {
-			err = conn.Ping(ctx)
-			_ = conn.Close(ctx)
-		}
-		cancel()
+		err := ping(s.port)
 		if err == nil {
 			return nil
 		}
@@ -239,6 +240,62 @@ func (s *Server) waitReady() error {
 	}
 	return fmt.Errorf("not ready after %v: %w", startTimeout, lastErr)
 }
+
+// ping opens a session as postgres on database postgres over TCP at port
+// on 127.0.0.1 and reports nil once the server authenticates it and is
+// ready for a query.
+// It speaks the startup phase of the wire protocol (version 3.0) with the
+// standard library only, so this package adds no driver to the module
+// that imports it.
+func ping(port int) error {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	var body []byte
+	body = binary.BigEndian.AppendUint32(body, 3<<16) // protocol 3.0
+	for _, kv := range []string{"user", "postgres", "database", "postgres"} {
+		body = append(append(body, kv...), 0)
+	}
+	body = append(body, 0)
+	msg := binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))
+	if _, err := conn.Write(append(msg, body...)); err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[1:])) - 4
+		if n < 0 || n > 1<<20 {
+			return fmt.Errorf("message %q of length %d", hdr[0], n)
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return err
+		}
+		switch hdr[0] {
+		case 'E': // ErrorResponse, e.g. "the database system is starting up"
+			return serverError(strings.ReplaceAll(string(payload), "\x00", " "))
+		case 'R': // authentication request: 0 is AuthenticationOk (trust)
+			if len(payload) < 4 || binary.BigEndian.Uint32(payload) != 0 {
+				return errors.New("server asks for authentication")
+			}
+		case 'Z': // ReadyForQuery
+			_, _ = conn.Write([]byte{'X', 0, 0, 0, 4}) // Terminate
+			return nil
+		}
+	}
+}
+
+// serverError is an ErrorResponse to the startup message.
+type serverError string
+
+func (e serverError) Error() string { return "server: " + string(e) }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {

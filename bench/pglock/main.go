@@ -1,0 +1,406 @@
+// Command pglock compares HostLoom's PostgreSQL provider (pglock) with its
+// Redis provider (redislock), side by side in one run, on private servers
+// it starts on 127.0.0.1 (internal/pgtest, internal/redistest):
+//
+//   - acquire + release of an uncontended key: p50/p99 latency;
+//   - graceful handover between two electors (the leader stops): from the
+//     start of Stop to the successor's leadership, p50/p99;
+//   - takeover after expiry (the leader freezes: every lock call hangs):
+//     from the lease's end at the server (now + the holder's TTL read at the
+//     freeze) to the successor's leadership, p50/p99;
+//   - steady load: 100 roles × 3 replicas at the default timings (15s lease,
+//     5s renew, 2s retry), requests per role per second at the server once
+//     every role is led: PostgreSQL transactions committed (pg_stat_database
+//     xact_commit: every statement of the provider is one), Redis commands
+//     processed (INFO stats), each minus the harness's own reads. The
+//     PostgreSQL counter is flushed by the server at most once a second and
+//     counts every transaction of the database (autovacuum's too): measure
+//     over tens of seconds (-steady, default 30s), not the -short window.
+//
+// It is a module of its own (bench/pglock), so neither the library nor the
+// main benchmark module (bench/) gains a database driver. Client and servers
+// share the machine: compare the two columns of one run, not runs of
+// different machines.
+//
+//	cd bench/pglock && go run . [-short] [-n 50] [-ops 2000] [-out FILE]
+//
+// -short runs every measure a few times to check the harness (CI). It exits
+// non-zero when the harness fails (a server does not start, a leader never
+// appears).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/pglock"
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/internal/redistest"
+)
+
+func main() {
+	short := flag.Bool("short", false, "run every measure a few times, to check the harness")
+	rounds := flag.Int("n", 50, "handovers and takeovers per backend")
+	steadyFor := flag.Duration("steady", 30*time.Second, "how long the steady load is measured")
+	ops := flag.Int("ops", 2000, "acquire+release pairs per backend")
+	out := flag.String("out", "", "write the results to FILE (default: stdout)")
+	flag.Parse()
+	roles := 100
+	if *short {
+		*rounds, *ops, *steadyFor, roles = 3, 50, 2*time.Second, 5
+	}
+	if err := run(*rounds, *ops, roles, *steadyFor, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "pglock bench:", err)
+		os.Exit(1)
+	}
+}
+
+// backend makes the locks of one provider: each call is one simulated
+// process (its own provider; for PostgreSQL over a shared pool).
+type backend struct {
+	name    string
+	newLock func() (*locking.DistributedLock, func(), error)
+}
+
+func run(rounds, ops, roles int, steadyFor time.Duration, out string) error {
+	pg, err := pgtest.Start()
+	if err != nil {
+		return err
+	}
+	defer pg.Stop()
+	rs, err := redistest.Launch(redistest.Options{})
+	if err != nil {
+		return err
+	}
+	defer rs.Stop()
+
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pg.ConnString("postgres"))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rc.Close()
+
+	lockOpts := locking.DefaultOptions()
+	lockOpts.Namespace = "bench"
+	backends := []backend{
+		{"redislock", func() (*locking.DistributedLock, func(), error) {
+			l, err := redislock.NewLock(rc, lockOpts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return l, func() { _ = l.Close() }, nil
+		}},
+		{"pglock", func() (*locking.DistributedLock, func(), error) {
+			l, err := pglock.NewLock(pool, pglock.Options{}, lockOpts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return l, func() { _ = l.Close() }, nil
+		}},
+	}
+
+	var w io.Writer = os.Stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version", pgx.QueryExecModeSimpleProtocol).Scan(&version); err != nil {
+		return err
+	}
+	info, _ := rc.InfoMap(ctx, "server").Result()
+	fmt.Fprintf(w, "# pglock vs redislock\n\nPostgreSQL %s, Redis %s, %d acquire+release pairs, %d handovers and %d takeovers per backend, lease 1s / renew 250ms / retry 250ms.\n\n",
+		version, info["Server"]["redis_version"], ops, rounds, rounds)
+	fmt.Fprintln(w, "| measure | backend | p50 | p99 |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, m := range []struct {
+		name string
+		fn   func(backend, int) ([]time.Duration, error)
+		n    int
+	}{
+		{"acquire + release", acquireRelease, ops},
+		{"graceful handover", handover, rounds},
+		{"takeover after expiry", takeover, rounds},
+	} {
+		for _, b := range backends {
+			d, err := m.fn(b, m.n)
+			if err != nil {
+				return fmt.Errorf("%s over %s: %w", m.name, b.name, err)
+			}
+			fmt.Fprintf(w, "| %s | %s | %v | %v |\n", m.name, b.name, pct(d, 50), pct(d, 99))
+		}
+	}
+	counters := map[string]func() (int64, error){
+		"redislock": func() (int64, error) {
+			m, err := rc.InfoMap(ctx, "stats").Result()
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(m["Stats"]["total_commands_processed"], 10, 64)
+		},
+		"pglock": func() (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", pgx.QueryExecModeSimpleProtocol).Scan(&n)
+			return n, err
+		},
+	}
+	fmt.Fprintf(w, "\n| steady load, %d roles × 3 replicas, %v | backend | requests per role per second |\n|---|---|---|\n", roles, steadyFor)
+	for _, b := range backends {
+		rate, err := steady(b, roles, steadyFor, counters[b.name])
+		if err != nil {
+			return fmt.Errorf("steady load over %s: %w", b.name, err)
+		}
+		fmt.Fprintf(w, "| | %s | %.3f |\n", b.name, rate)
+	}
+	return nil
+}
+
+// steady runs roles × 3 electors at the default timings until every role
+// is led, then counts the server's requests over d with count (a
+// cumulative counter read twice; each read is one request of its own,
+// subtracted) and returns requests per role per second.
+func steady(b backend, roles int, d time.Duration, count func() (int64, error)) (float64, error) {
+	var electors []*elector
+	var closers []func()
+	defer func() { // electors first, then their locks
+		for _, el := range electors {
+			el.stop()
+		}
+		for _, c := range closers {
+			c()
+		}
+	}()
+	// One lock (one provider: one LISTEN connection, one subscription
+	// connection) per replica process, shared by its electors.
+	var locks []*locking.DistributedLock
+	for range 3 {
+		l, done, err := b.newLock()
+		if err != nil {
+			return 0, err
+		}
+		closers = append(closers, done)
+		locks = append(locks, l)
+	}
+	for r := range roles {
+		for i, l := range locks {
+			e, err := leadership.NewElector(fmt.Sprintf("steady-%d", r), l, leadership.DefaultOptions(), leadership.WithIdentity(fmt.Sprintf("replica-%d", i)))
+			if err != nil {
+				return 0, err
+			}
+			if err := e.Start(context.Background()); err != nil {
+				return 0, err
+			}
+			electors = append(electors, &elector{e: e, fault: leadershiptest.NewFaultLock(l), done: func() {}})
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		led := 0
+		for _, el := range electors {
+			if el.e.IsLeader() {
+				led++
+			}
+		}
+		if led == roles {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d of %d roles led after a minute", led, roles)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before, err := count()
+	if err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	time.Sleep(d)
+	after, err := count()
+	if err != nil {
+		return 0, err
+	}
+	elapsed := time.Since(began).Seconds()
+	return float64(after-before-1) / float64(roles) / elapsed, nil
+}
+
+// pct is the p-th percentile of ds (nearest rank).
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)].Round(10 * time.Microsecond)
+}
+
+func acquireRelease(b backend, n int) ([]time.Duration, error) {
+	l, done, err := b.newLock()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ctx := context.Background()
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		began := time.Now()
+		ls, err := l.TryAcquire(ctx, "rt", time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if err := ls.Release(ctx); err != nil {
+			return nil, err
+		}
+		ds = append(ds, time.Since(began))
+	}
+	return ds, nil
+}
+
+// fast are the timings of the handover and takeover rounds.
+func fast() leadership.Options {
+	o := leadership.DefaultOptions()
+	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 250*time.Millisecond
+	return o
+}
+
+// elector is one simulated process's elector for role, with the moment
+// it last became leader.
+type elector struct {
+	e      *leadership.Elector
+	fault  *leadershiptest.FaultLock
+	done   func()
+	leadAt chan time.Time
+}
+
+func newElector(b backend, role, id string) (*elector, error) {
+	l, done, err := b.newLock()
+	if err != nil {
+		return nil, err
+	}
+	f := leadershiptest.NewFaultLock(l)
+	e, err := leadership.NewElector(role, f, fast(), leadership.WithIdentity(id))
+	if err != nil {
+		done()
+		return nil, err
+	}
+	el := &elector{e: e, fault: f, done: done, leadAt: make(chan time.Time, 8)}
+	e.OnChange(func(c leadership.Change) {
+		if c.IsLeader {
+			el.leadAt <- time.Now()
+		}
+	})
+	if err := e.Start(context.Background()); err != nil {
+		done()
+		return nil, err
+	}
+	return el, nil
+}
+
+func (el *elector) stop() {
+	el.fault.Clear()
+	_ = el.e.Stop(context.Background())
+	el.done()
+}
+
+// leads waits for el's next leadership.
+func (el *elector) leads() (time.Time, error) {
+	select {
+	case at := <-el.leadAt:
+		return at, nil
+	case <-time.After(30 * time.Second):
+		return time.Time{}, errors.New("no leader within 30s")
+	}
+}
+
+// pair starts two electors for a fresh role and returns them leader
+// first.
+func pair(b backend, round int) (leader, follower *elector, err error) {
+	role := fmt.Sprintf("r%d", round)
+	a, err := newElector(b, role, "a")
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := a.leads(); err != nil {
+		a.stop()
+		return nil, nil, err
+	}
+	f, err := newElector(b, role, "b")
+	if err != nil {
+		a.stop()
+		return nil, nil, err
+	}
+	time.Sleep(50 * time.Millisecond) // b has tried once and waits
+	return a, f, nil
+}
+
+func handover(b backend, n int) ([]time.Duration, error) {
+	var ds []time.Duration
+	for i := range n {
+		leader, follower, err := pair(b, i)
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		leader.stop()
+		at, err := follower.leads()
+		follower.stop()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, at.Sub(began))
+	}
+	return ds, nil
+}
+
+func takeover(b backend, n int) ([]time.Duration, error) {
+	var ds []time.Duration
+	for i := range n {
+		leader, follower, err := pair(b, 1000+i)
+		if err != nil {
+			return nil, err
+		}
+		// The lease's end at the server: now + the holder's TTL, read
+		// after freezing the leader (no renewal can move it afterwards).
+		for _, op := range []leadershiptest.Op{leadershiptest.OpAcquire, leadershiptest.OpExtend, leadershiptest.OpRelease} {
+			leader.fault.Set(op, leadershiptest.FaultHang)
+		}
+		time.Sleep(20 * time.Millisecond) // a renewal in flight lands
+		h, ok, err := follower.e.LookupLeader(context.Background())
+		if err != nil || !ok {
+			leader.stop()
+			follower.stop()
+			return nil, fmt.Errorf("holder lookup: %v, %w", ok, err)
+		}
+		expiry := time.Now().Add(h.TTL)
+		at, err := follower.leads()
+		leader.stop()
+		follower.stop()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, at.Sub(expiry))
+	}
+	return ds, nil
+}

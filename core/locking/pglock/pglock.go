@@ -1,0 +1,387 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+)
+
+// ErrNilPool is returned by New for a nil pool.
+var ErrNilPool = errors.New("pglock: nil pool")
+
+// ErrClosed is returned by the operations of a closed Provider.
+var ErrClosed = errors.New("pglock: provider closed")
+
+// cleanupTimeout bounds the best-effort release of an acquisition whose
+// reply was lost (L3: a cancelled context leaves no lease behind).
+const cleanupTimeout = time.Second
+
+// execMode is how every statement runs: the extended protocol with an
+// unnamed statement, parameter types taken from the Go values, in one
+// round trip. Nothing outlives the statement (no named prepared
+// statement, no session setting), so a pool behind PgBouncer in
+// transaction mode works, whatever the pool's own DefaultQueryExecMode.
+const execMode = pgx.QueryExecModeExec
+
+// Provider is a locking.Provider over PostgreSQL (see the package
+// documentation). It is safe for concurrent use. Close ends its LISTEN
+// connection; it does not close the pool.
+type Provider struct {
+	pool *pgxpool.Pool
+	o    Options
+	t    tables
+	sql  statements
+
+	schemaMu sync.Mutex
+	ready    bool // tables created (unless ExternalSchema) and probed; guarded by schemaMu
+
+	l *listener
+}
+
+// statements are the provider's SQL with its table names filled in.
+type statements struct {
+	schema, probe, acquire, extend, release, advance, state, resign,
+	inspect, deregister, keys, checkTerm string
+	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory string
+}
+
+var (
+	_ locking.Provider            = (*Provider)(nil)
+	_ locking.Subscriber          = (*Provider)(nil)
+	_ locking.ResignRequester     = (*Provider)(nil)
+	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.Inspector           = (*Provider)(nil)
+	_ slotstore.Jobs              = (*Provider)(nil)
+	_ io.Closer                   = (*Provider)(nil)
+)
+
+// New returns a provider over pool with options o. It does not talk to the
+// server: the first operation creates the tables (unless
+// o.ExternalSchema) and checks their columns, and the first Subscribe opens
+// the LISTEN connection (unless o.DisableNotifications), with a copy of
+// the pool's connection configuration. It returns ErrNilPool for a nil
+// pool and an error matching ErrInvalidOptions, naming the field and the
+// value, for invalid options. Call Close when done.
+func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
+	if pool == nil {
+		return nil, ErrNilPool
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	t := newTables(o.Schema, o.Table)
+	p := &Provider{pool: pool, o: o, t: t, sql: statements{
+		schema:     t.expand(schemaSQL),
+		probe:      t.expand(probeSQL),
+		acquire:    t.expand(acquireSQL),
+		extend:     t.expand(extendSQL),
+		release:    t.expand(releaseSQL),
+		advance:    t.expand(advanceSQL),
+		state:      t.expand(stateSQL),
+		resign:     t.expand(resignSQL),
+		inspect:    t.expand(inspectSQL),
+		deregister: t.expand(deregisterSQL),
+		keys:       t.expand(keysSQL),
+		checkTerm:  t.expand(checkTermSQL),
+
+		jobCreate:    t.expand(jobCreateSQL),
+		jobLock:      t.expand(jobLockSQL),
+		jobWrite:     t.expand(jobWriteSQL),
+		jobClearRuns: t.expand(jobClearRunsSQL),
+		jobRecord:    t.expand(jobRecordSQL),
+		jobStatus:    t.expand(jobStatusSQL),
+		jobHistory:   t.expand(jobHistorySQL),
+	}}
+	p.l = newListener(p)
+	return p, nil
+}
+
+// NewLock is a shorthand for locking.New(p.ForLock(), lo) with p =
+// New(pool, po): a lock that owns its provider, so closing the lock closes
+// the provider (not the pool). It has the shape of memlock.NewLock and
+// redislock.NewLock; ProviderOf returns the provider, for CheckTerm.
+func NewLock(pool *pgxpool.Pool, po Options, lo locking.Options) (*locking.DistributedLock, error) {
+	p, err := New(pool, po)
+	if err != nil {
+		return nil, err
+	}
+	l, err := locking.New(p.ForLock(), lo)
+	if err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// ProviderOf returns the pglock provider a lock was built over (by NewLock,
+// or locking.New with a Provider or its ForLock view); ok is false for a
+// lock over another provider.
+func ProviderOf(l *locking.DistributedLock) (p *Provider, ok bool) {
+	if l == nil {
+		return nil, false
+	}
+	switch v := l.Provider().(type) {
+	case *Provider:
+		return v, v != nil
+	case polling:
+		return v.p, true
+	}
+	return nil, false
+}
+
+// Table returns the lease table's name as configured (schema-qualified when
+// Options.Schema is set), for CheckTerm and operators' queries.
+func (p *Provider) Table() string { return p.t.qualified }
+
+// Close stops the LISTEN connection's goroutine and waits for it;
+// subscribers whose subscription was live receive EventUnsubscribed, and
+// later Subscribe calls fail with ErrClosed; lock operations keep working. Close does not
+// close the pool. It is safe to call more than once and returns nil.
+func (p *Provider) Close() error {
+	p.l.close()
+	return nil
+}
+
+// prepare creates the tables on first use (unless ExternalSchema) and
+// checks their columns, once: a failure is returned and tried again by
+// the next operation.
+func (p *Provider) prepare(ctx context.Context) error {
+	p.schemaMu.Lock()
+	defer p.schemaMu.Unlock()
+	if p.ready {
+		return nil
+	}
+	if !p.o.ExternalSchema {
+		if _, err := p.pool.Exec(ctx, p.sql.schema, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("pglock: create tables %s: %w", p.t.qualified, classify(err))
+		}
+	}
+	if _, err := p.pool.Exec(ctx, p.sql.probe, execMode); err != nil {
+		return fmt.Errorf("pglock: tables %s (and %s, %s, %s, %s) do not match this version's columns or cannot be read (see pglock.Schema): %w",
+			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix,
+			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, classify(err))
+	}
+	p.ready = true
+	return nil
+}
+
+// classify wraps err with locking.ErrUnauthorized when the server refused
+// the credentials (SQLSTATE class 28), a privilege (42501), or the
+// database named does not exist (3D000): configuration errors, which
+// callers tell from an outage (O4).
+func classify(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "42501" || pe.Code == "3D000") {
+		return fmt.Errorf("%w: %w", locking.ErrUnauthorized, err)
+	}
+	return err
+}
+
+// begin checks ctx and the schema before an operation.
+func (p *Provider) begin(ctx context.Context, op string) error {
+	if err := ctxErr(ctx); err != nil {
+		return fmt.Errorf("pglock: %s: %w", op, err)
+	}
+	if err := p.prepare(ctx); err != nil {
+		return opError(op, ctx, err)
+	}
+	return nil
+}
+
+// opError wraps the error of operation op, with ctx's error when ctx has
+// ended whatever the driver reported.
+func opError(op string, ctx context.Context, err error) error {
+	err = classify(err)
+	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("pglock: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("pglock: %s: %w", op, err)
+}
+
+// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// mayHaveRun reports whether a failed statement may have committed: not
+// when the server answered with an error (the statement was rolled back)
+// or pgx knows nothing was sent.
+func mayHaveRun(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return false
+	}
+	return !pgconn.SafeToRetry(err)
+}
+
+// micros converts a time to live to whole microseconds, rounding up so the
+// server never expires a lease before its holder believes it ends.
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
+
+// checkTTL refuses a time to live below a millisecond, as the other
+// providers do.
+func checkTTL(op string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("pglock: %s: ttl %v must be at least 1ms", op, ttl)
+	}
+	return nil
+}
+
+// fromMicros converts a remaining time in µs from the server.
+func fromMicros(us int64) time.Duration { return time.Duration(max(us, 0)) * time.Microsecond }
+
+// Acquire implements locking.Provider in one statement (see the package
+// documentation): a free key is taken with a fence of max(last fence + 1,
+// server time in µs); a held key reports its holder's value and remaining
+// time. With a participant TTL it registers the participant (B2: with its
+// priority, yielding a free key to a higher one for r.Yield) and announces
+// the acquisition with the owner.
+//
+// When the reply is lost after the statement was sent (ctx ended, the
+// connection broke), Acquire releases the value on a detached context
+// bounded by one second, so no lease is left behind, and returns the error.
+func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	var res locking.AcquireResult
+	if err := checkTTL("acquire", r.TTL); err != nil {
+		return res, err
+	}
+	if err := p.begin(ctx, "acquire"); err != nil {
+		return res, err
+	}
+	var pttl, yield int64
+	if r.ParticipantTTL > 0 {
+		pttl = micros(r.ParticipantTTL)
+		yield = micros(max(r.Yield, 0))
+	}
+	var remaining int64
+	var top int32
+	var notes int64
+	err := p.pool.QueryRow(ctx, p.sql.acquire, execMode,
+		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority), yield,
+		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
+	).Scan(&res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
+	if err != nil {
+		if mayHaveRun(err) {
+			p.cleanup(ctx, r.Key, r.Value)
+		}
+		return locking.AcquireResult{}, opError("acquire", ctx, err)
+	}
+	if res.Acquired && res.Fence == 0 {
+		return locking.AcquireResult{}, fmt.Errorf("pglock: acquire %q: the server issued fence 0", r.Key)
+	}
+	res.Remaining, res.TopPriority = fromMicros(remaining), int(top)
+	if !res.Acquired && res.Remaining == 0 && res.HolderValue != "" {
+		res.Remaining = time.Microsecond // expires within the microsecond
+	}
+	return res, nil
+}
+
+// cleanup releases key if it stores value, on a context detached from the
+// caller's and bounded by cleanupTimeout; the outcome is not reported.
+func (p *Provider) cleanup(ctx context.Context, key, value string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var ok bool
+	var n int64
+	_ = p.pool.QueryRow(ctx, p.sql.release, execMode, key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
+}
+
+// Extend implements locking.Provider: the new expiry when the key still
+// stores the value, the participant's registration and the look for a
+// higher-priority participant (B2), in one statement. The fence is kept.
+func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+	var res locking.ExtendResult
+	if err := checkTTL("extend", r.TTL); err != nil {
+		return res, err
+	}
+	if err := p.begin(ctx, "extend"); err != nil {
+		return res, err
+	}
+	var pttl int64
+	if r.ParticipantTTL > 0 {
+		pttl = micros(r.ParticipantTTL)
+	}
+	var live int64
+	err := p.pool.QueryRow(ctx, p.sql.extend, execMode,
+		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
+	).Scan(&res.Extended, &live, &res.Preempt)
+	if err != nil {
+		return locking.ExtendResult{}, opError("extend", ctx, err)
+	}
+	res.Participants = int(live)
+	return res, nil
+}
+
+// Release implements locking.Provider: the row is freed (its fence kept)
+// when it still stores the value, and the release is published, naming
+// r.Target as the participant meant to take the key (B1) when set, in one
+// statement.
+func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
+	key, value, target := r.Key, r.Value, r.Target
+	if err := p.begin(ctx, "release"); err != nil {
+		return false, err
+	}
+	var ok bool
+	var n int64
+	err := p.pool.QueryRow(ctx, p.sql.release, execMode,
+		key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
+	if err != nil {
+		return false, opError("release", ctx, err)
+	}
+	return ok, nil
+}
+
+// Advance implements slotstore.State in one statement (bigint
+// values: no loss of precision).
+func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
+	if err := p.begin(ctx, "advance"); err != nil {
+		return false, 0, err
+	}
+	var cur int64
+	var adv bool
+	if err := p.pool.QueryRow(ctx, p.sql.advance, execMode, key, value).Scan(&cur, &adv); err != nil {
+		return false, 0, opError("advance", ctx, err)
+	}
+	return adv, cur, nil
+}
+
+// State implements slotstore.State.
+func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
+	if err := p.begin(ctx, "state"); err != nil {
+		return 0, false, err
+	}
+	var v int64
+	err := p.pool.QueryRow(ctx, p.sql.state, execMode, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, opError("state", ctx, err)
+	}
+	return v, true, nil
+}
