@@ -70,10 +70,12 @@ func (l LockingConfig) Coordinated() bool {
 	return l.Enabled && l.Provider != ProviderDisabled
 }
 
-// Options returns the locking.Options the section describes. Provider
-// disabled, or enabled false, yields Disabled true.
+// Options returns the locking.Options the section describes, with Enabled
+// and Disabled both spelled out. Provider disabled, or enabled false,
+// yields Enabled false and Disabled true.
 func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
+		Enabled:      l.Coordinated(),
 		Disabled:     !l.Coordinated(),
 		Namespace:    l.Namespace,
 		UseHashTags:  l.UseHashTags,

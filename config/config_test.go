@@ -99,8 +99,9 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 	if c.Locking.Provider != config.ProviderMemory {
 		t.Errorf("provider %q, want memory", c.Locking.Provider)
 	}
-	if got, lo := c.Locking.Options(), locking.DefaultOptions(); got != lo || !reflect.DeepEqual(c.Locking.Redis, d.Locking.Redis) {
-		t.Errorf("locking = %+v, want locking.DefaultOptions() %+v", c.Locking, lo)
+	if got, lo := c.Locking.Options(), (locking.Options{Enabled: true, MaxKeyLength: locking.DefaultMaxKeyLength,
+		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(c.Locking.Redis, d.Locking.Redis) {
+		t.Errorf("locking = %+v, want the defaults %+v", c.Locking, lo)
 	}
 	if got, want := c.Leadership.Options("billing"), d.Leadership.Options("billing"); got != want || c.Leadership.Roles != nil || c.Leadership.Identity != "" {
 		t.Errorf("leadership = %+v, want %+v", c.Leadership, d.Leadership)
@@ -198,7 +199,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Enabled || !reflect.DeepEqual(c.Locking.Redis, wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
+	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
 		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
 		t.Errorf("locking options %+v, want %+v", got, want)
 	}

@@ -259,6 +259,42 @@ func TestDisabled_L4_EveryoneGetsPlaceholder(t *testing.T) {
 	}
 }
 
+// TestOptions_L4_L10_EnabledAndTheZeroValue: Enabled false disables a
+// lock whose Options came from DefaultOptions (L4); in a literal, its zero
+// value is "not set" and the lock coordinates (L10), unless Disabled is
+// set. The lock's own Options report one answer in both fields.
+func TestOptions_L4_L10_EnabledAndTheZeroValue(t *testing.T) {
+	off := locking.DefaultOptions()
+	off.Enabled = false
+	tests := []struct {
+		name        string
+		o           locking.Options
+		coordinated bool
+	}{
+		{"zero Options", locking.Options{}, true},
+		{"literal with a namespace only", locking.Options{Namespace: "ns"}, true},
+		{"literal Enabled true", locking.Options{Enabled: true}, true},
+		{"literal Disabled", locking.Options{Disabled: true}, false},
+		{"DefaultOptions", locking.DefaultOptions(), true},
+		{"DefaultOptions with Enabled false", off, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := locking.New(memlock.New(), tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := l.Coordinated(); got != tt.coordinated {
+				t.Fatalf("Coordinated() = %v, want %v", got, tt.coordinated)
+			}
+			if o := l.Options(); o.Enabled != tt.coordinated || o.Disabled == tt.coordinated {
+				t.Fatalf("Options() Enabled %v Disabled %v, want Enabled %v", o.Enabled, o.Disabled, tt.coordinated)
+			}
+		})
+	}
+}
+
 func TestHolder_L7(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, _ := newLock(t, nil)

@@ -25,11 +25,18 @@ const (
 // field that is set to an invalid value is an error naming the field and
 // the value, matching ErrInvalidOptions.
 type Options struct {
-	// Disabled turns coordination off: every caller is granted a
-	// placeholder lease, nothing reaches the provider, and Coordinated
-	// reports false (L4). Default false (coordinated). It is the negation
-	// of the config key locking.enabled, so that the zero value
-	// coordinates.
+	// Enabled is coordination on (true) or off (false, L4) for Options
+	// that start from DefaultOptions, which sets it to true: setting it to
+	// false there disables the lock. In an Options literal that did not
+	// come from DefaultOptions, false is the zero value and means "not
+	// set": the lock coordinates unless Disabled is set, so a zero Options
+	// never silently grants everyone. A disabled lock grants every caller
+	// a placeholder lease, sends nothing to the provider, and Coordinated
+	// reports false. The lock's own Options report Enabled == !Disabled.
+	Enabled bool
+
+	// Disabled turns coordination off, in any Options value (see
+	// Enabled). Default false (coordinated).
 	Disabled bool
 
 	// Namespace prefixes every provider key: {namespace}:lock:{key}. Replicas
@@ -55,20 +62,31 @@ type Options struct {
 	// automatic extension. Zero means DefaultMaxHold (1h); negative is
 	// invalid.
 	MaxHold time.Duration
+
+	// fromDefaults marks Options made by DefaultOptions, whose Enabled is
+	// read as written (see Enabled).
+	fromDefaults bool
 }
 
 // DefaultOptions returns the documented defaults, with every field
-// spelled out; it equals the zero Options after defaults are applied.
+// spelled out (Enabled true); a lock built from it behaves as one built
+// from the zero Options.
 func DefaultOptions() Options {
 	return Options{
+		Enabled:      true,
+		fromDefaults: true,
 		MaxKeyLength: DefaultMaxKeyLength,
 		MaxLease:     DefaultMaxLease,
 		MaxHold:      DefaultMaxHold,
 	}
 }
 
-// withDefaults returns o with its zero fields set to their defaults.
+// withDefaults returns o with its zero fields set to their defaults, and
+// Enabled and Disabled resolved to one answer (see Enabled).
 func (o Options) withDefaults() Options {
+	o.Disabled = o.Disabled || (o.fromDefaults && !o.Enabled)
+	o.Enabled = !o.Disabled
+	o.fromDefaults = true
 	if o.MaxKeyLength == 0 {
 		o.MaxKeyLength = DefaultMaxKeyLength
 	}
