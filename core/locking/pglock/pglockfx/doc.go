@@ -11,9 +11,8 @@
 //	)
 //
 // It lives in pglock's module, so HostLoom's library module links no
-// database driver; a program without fx passes Build to lockbuild:
-//
-//	built, err := lockbuild.Build(cfg.Locking, lockbuild.WithProvider(config.ProviderPostgres, pglockfx.Build))
+// database driver; a program without fx uses package pglockbuild, which
+// Module is built on.
 //
 // # The pool
 //
@@ -21,13 +20,15 @@
 // keeps closing it and checking its credentials, and locking.postgres.dsn
 // may stay unset. Otherwise a pool is built from the DSN (sized by
 // locking.postgres.max_conns) and closed when the app stops. A DSN that
-// does not parse is a *config.FieldError naming locking.postgres.dsn, its
-// source and what is wrong, never the string itself.
+// does not parse fails fx.New with a *config.FieldError naming
+// locking.postgres.dsn, its source and what is wrong, never the string
+// itself.
 //
 // # At start
 //
-// A pool Module built is checked once when the app starts, bounded by the
-// DSN's connect_timeout (10s when it sets none). A server that refuses the
+// A pool Module built is checked once when the app starts
+// (pglockbuild.Check), bounded by the DSN's connect_timeout (10s when it
+// sets none). A server that refuses the
 // credentials (SQLSTATE class 28) or has no such database (3D000) fails
 // start with a *config.FieldError naming locking.postgres.dsn; a table the
 // role may not create or read, or whose columns do not match, fails it

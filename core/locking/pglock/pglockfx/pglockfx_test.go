@@ -20,6 +20,7 @@ import (
 	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
+	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
@@ -254,7 +255,7 @@ func TestBuild_D1_WithLockbuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithProvider(config.ProviderPostgres, pglockfx.Build))
+	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithProvider(config.ProviderPostgres, pglockbuild.Build))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestBuild_D1_WithLockbuild(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pc, err := pglockfx.PoolConfig(cfg.Locking)
+	pc, err := pglockbuild.PoolConfig(cfg.Locking)
 	if err != nil || pc.MaxConns != 2 {
 		t.Errorf("pool config: max_conns %v, %v", pc, err)
 	}
