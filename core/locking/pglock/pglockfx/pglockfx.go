@@ -81,4 +81,3 @@ func newNamedProvider(p Params) lockingfx.NamedProvider {
 	}
 	return lockingfx.NamedProvider{Name: config.ProviderPostgres, Build: build}
 }
-
