@@ -17,7 +17,7 @@ import (
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
+	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
@@ -121,10 +121,10 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 
 // openPostgres is open over provider postgres: a pool from
 // locking.postgres.dsn (one connection is enough for one command), checked
-// with pglockfx.Check, which also creates the tables on a fresh database.
+// with pglockbuild.Check, which also creates the tables on a fresh database.
 func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config, roles *roleKeys) (*env, error) {
 	lc := cfg.Locking
-	pc, err := pglockfx.PoolConfig(lc)
+	pc, err := pglockbuild.PoolConfig(lc)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	p, err := pglock.New(pool, pglockfx.Options(lc.Postgres))
+	p, err := pglock.New(pool, pglockbuild.Options(lc.Postgres))
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -153,7 +153,7 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 		return nil, err
 	}
 	e := &env{cfg: cfg, pool: pool, pg: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}
-	if err := pglockfx.Check(ctx, pool, p, lc); err != nil {
+	if err := pglockbuild.Check(ctx, pool, p, lc); err != nil {
 		e.close()
 		var fe *config.FieldError
 		if errors.As(err, &fe) {
