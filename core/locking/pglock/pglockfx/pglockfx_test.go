@@ -209,7 +209,8 @@ func TestModule_D1_MissingDSNNamesTheKey(t *testing.T) {
 }
 
 // A server that does not answer: the app starts, says so once at Warn
-// with the cause, and nobody leads.
+// with the cause, the elector logs the outage once (E7) and keeps trying,
+// and nobody leads.
 func TestModule_D1_UnreachableServerStartsLeaderless(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -238,6 +239,15 @@ func TestModule_D1_UnreachableServerStartsLeaderless(t *testing.T) {
 	w := logs.FilterMessage("HostLoomLockUnreachable").All()
 	if len(w) != 1 || !strings.Contains(w[0].ContextMap()["cause"].(string), "refused") {
 		t.Errorf("want one HostLoomLockUnreachable line with the cause:\n%s", allLogs(logs))
+	}
+	// The elector logs the outage once too (E7), with the cause, however
+	// many attempts failed meanwhile.
+	u := logs.FilterMessage("LeadershipProviderUnavailable").All()
+	if len(u) != 1 || !strings.Contains(fmt.Sprint(u[0].ContextMap()["error"]), "refused") {
+		t.Errorf("want one LeadershipProviderUnavailable line with the cause:\n%s", allLogs(logs))
+	}
+	if n := logs.FilterMessage("LeadershipProviderRetry").Len(); n == 0 {
+		t.Errorf("no retries logged at Debug in 1s: the elector did not keep trying:\n%s", allLogs(logs))
 	}
 	noSecret(t, "the log", allLogs(logs))
 }
