@@ -297,3 +297,40 @@ func TestConfig_D1_TableRulesMatchPglock(t *testing.T) {
 		t.Errorf("config %q/%d, pglock %q/%d", config.DefaultPostgresTable, config.MaxPostgresTableLength, pglock.DefaultTable, pglock.MaxTableLength)
 	}
 }
+
+// A role that may not create the tables: start fails once naming
+// locking.postgres.table, not an outage the app would ride out.
+func TestModule_D1_TableWithoutPrivilegeFailsStart(t *testing.T) {
+	db := newDatabase(t)
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, urlDSN("postgres", db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close) // after the cleanup below: cleanups run last first
+	if _, err := admin.Exec(ctx, `DROP ROLE IF EXISTS pglockfx_nopriv; CREATE ROLE pglockfx_nopriv LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP OWNED BY pglockfx_nopriv; DROP ROLE pglockfx_nopriv"); err != nil {
+			t.Error(err)
+		}
+	})
+	a, logs, _ := app(t, []string{"HOSTLOOM_LOCKING__POSTGRES__DSN=" + urlDSN("pglockfx_nopriv", db)})
+	if err := a.Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Start(ctx)
+	if err == nil {
+		_ = a.Stop(ctx)
+		t.Fatal("start succeeded")
+	}
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Key != "locking.postgres.table" || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("error %v: want a FieldError for locking.postgres.table saying permission denied", err)
+	}
+	noSecret(t, "the error", err.Error())
+	if n := logs.FilterMessage("HostLoomLockConfigRefused").Len(); n != 1 {
+		t.Errorf("%d HostLoomLockConfigRefused lines, want 1", n)
+	}
+}
