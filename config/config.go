@@ -40,7 +40,7 @@ type LockingConfig struct {
 	// Enabled turns coordination on; false grants every caller a
 	// placeholder lease, like provider disabled. Default true.
 	Enabled bool `koanf:"enabled"`
-	// Provider is memory, redis or disabled. Required: there is no default,
+	// Provider is memory, redis, postgres or disabled. Required: there is no default,
 	// so a replica never falls back to a lock of its own by accident (G6).
 	Provider ProviderName `koanf:"provider" required:"true"`
 	// Namespace prefixes every provider key. Default "".
@@ -56,6 +56,8 @@ type LockingConfig struct {
 	MaxHold time.Duration `koanf:"max_hold"`
 	// Redis configures the client built for provider redis.
 	Redis RedisConfig `koanf:"redis"`
+	// Postgres configures provider postgres.
+	Postgres PostgresConfig `koanf:"postgres"`
 
 	src sources
 }
@@ -365,6 +367,10 @@ func Defaults() *Config {
 				DialTimeout:  5 * time.Second,
 				ReadTimeout:  3 * time.Second,
 				WriteTimeout: 3 * time.Second,
+			},
+			Postgres: PostgresConfig{
+				Table:         DefaultPostgresTable,
+				Notifications: true,
 			},
 		},
 		Leadership: LeadershipConfig{

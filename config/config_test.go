@@ -63,7 +63,7 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 		want string
 	}{
 		{"nothing", "", []config.LoadOption{config.WithEnviron(nil)},
-			"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
+			"config: locking.provider: is not set: choose memory, redis, postgres, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"missing optional file", filepath.Join(t.TempDir(), "nope.yaml"), []config.LoadOption{config.Optional(), config.WithEnviron(nil)},
 			"(not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"file without provider", path, []config.LoadOption{config.WithYAML("embedded", []byte("locking:\n  namespace: x\n")), config.WithEnviron(nil), config.WithEnvPrefix("APP_")},
@@ -85,7 +85,7 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			}
 		})
 	}
-	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, disabled") {
+	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, postgres, disabled") {
 		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
 	}
 }
@@ -332,7 +332,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "bad enum",
 			yaml: "locking:\n  provider: etcd\n",
-			want: []string{`locking.provider: "etcd" is not one of memory, redis, disabled`},
+			want: []string{`locking.provider: "etcd" is not one of memory, redis, postgres, disabled`},
 		},
 		{
 			name: "bad env enum",
@@ -666,7 +666,7 @@ func TestKeys_CoverEveryField(t *testing.T) {
 	}
 	for _, w := range []config.Key{
 		{Name: "leadership.lease", Type: "duration", Default: "15s", Env: "HOSTLOOM_LEADERSHIP__LEASE"},
-		{Name: "locking.provider", Type: "memory | redis | disabled", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
+		{Name: "locking.provider", Type: "memory | redis | postgres | disabled", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
 		{Name: "leadership.safety_margin", Type: "duration", Default: "0s", Env: "HOSTLOOM_LEADERSHIP__SAFETY_MARGIN"},
 		{Name: "leadership.balance", Type: "bool", Default: "false", Env: "HOSTLOOM_LEADERSHIP__BALANCE"},
 		{Name: "leadership.roles.<role>.priority", Type: "int", Default: "leadership.priority", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__PRIORITY"},

@@ -21,16 +21,21 @@ const (
 	// ProviderRedis is Redis or Valkey (standalone, Sentinel or Cluster),
 	// configured under locking.redis.
 	ProviderRedis ProviderName = "redis"
+	// ProviderPostgres is PostgreSQL, configured under locking.postgres.
+	// Its provider lives in a module of its own (core/locking/pglock, with
+	// its fx glue pglockfx), so a program that uses it includes that
+	// module: the library itself links no database driver.
+	ProviderPostgres ProviderName = "postgres"
 	// ProviderDisabled grants every caller a placeholder lease: nothing is
 	// coordinated and leadership.when_uncoordinated applies.
 	ProviderDisabled ProviderName = "disabled"
 )
 
-// UnmarshalText accepts memory, redis or disabled.
+// UnmarshalText accepts memory, redis, postgres or disabled.
 func (p *ProviderName) UnmarshalText(text []byte) error {
 	s := ProviderName(text)
 	switch s {
-	case ProviderMemory, ProviderRedis, ProviderDisabled:
+	case ProviderMemory, ProviderRedis, ProviderPostgres, ProviderDisabled:
 		*p = s
 		return nil
 	}
@@ -38,7 +43,7 @@ func (p *ProviderName) UnmarshalText(text []byte) error {
 }
 
 // providerNames are the values of locking.provider.
-var providerNames = []string{string(ProviderMemory), string(ProviderRedis), string(ProviderDisabled)}
+var providerNames = []string{string(ProviderMemory), string(ProviderRedis), string(ProviderPostgres), string(ProviderDisabled)}
 
 // enumNames lists the values of an enum setting in config spelling, for
 // Keys and for errors; nil when t is not an enum. The core enums accept

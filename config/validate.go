@@ -99,6 +99,9 @@ func (l LockingConfig) validate(src sources) []*FieldError {
 	if l.Provider == ProviderRedis && l.Coordinated() {
 		errs = append(errs, l.Redis.validate(src)...)
 	}
+	if l.Provider == ProviderPostgres && l.Coordinated() {
+		errs = append(errs, l.Postgres.validate(src)...)
+	}
 	return errs
 }
 

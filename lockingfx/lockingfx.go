@@ -130,8 +130,9 @@ type LockResult struct {
 	// DistributedLock is the same lock with its limits, holder lookup and
 	// state store.
 	DistributedLock *locking.DistributedLock
-	// Provider is the backend: *memlock.Provider or *redislock.Provider;
-	// nil when coordination is disabled.
+	// Provider is the backend: *memlock.Provider, *redislock.Provider or
+	// the provider of another module's WithProvider (pglockfx.Module's
+	// for PostgreSQL); nil when coordination is disabled.
 	Provider locking.Provider
 }
 

@@ -40,11 +40,11 @@ func TestModule_G6_NoProviderFailsStart(t *testing.T) {
 		want []string
 	}{
 		{"no configuration in the graph", nil,
-			[]string{"lockingfx: the graph has no config.LockingConfig", "config: locking.provider: is not set: choose memory, redis, disabled"}},
+			[]string{"lockingfx: the graph has no config.LockingConfig", "config: locking.provider: is not set: choose memory, redis, postgres, disabled"}},
 		{"configuration without provider", []fx.Option{configfx.Supply(config.Defaults())},
-			[]string{"config: locking.provider: is not set: choose memory, redis, disabled"}},
+			[]string{"config: locking.provider: is not set: choose memory, redis, postgres, disabled"}},
 		{"loaded configuration without provider", []fx.Option{configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=20s"}))},
-			[]string{"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"}},
+			[]string{"config: locking.provider: is not set: choose memory, redis, postgres, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			app := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module, fx.Invoke(func(locking.Lock) {})}, tt.opts...)...)
@@ -232,7 +232,7 @@ func TestBuild_BadConfigNamesTheKey(t *testing.T) {
 		t.Errorf("O4 port out of range: %v", err)
 	}
 	cfg.Provider = "etcd"
-	if _, err := lockingfx.Build(cfg, nil); err == nil || !strings.Contains(err.Error(), `config: locking.provider: "etcd" is not one of memory, redis, disabled`) {
+	if _, err := lockingfx.Build(cfg, nil); err == nil || !strings.Contains(err.Error(), `config: locking.provider: "etcd" is not one of memory, redis, postgres, disabled`) {
 		t.Errorf("unknown provider: %v", err)
 	}
 }

@@ -9,7 +9,7 @@
 //	status [ROLE...]          who leads each role: leader, lease TTL, fence, participants
 //	watch [ROLE...]           handovers as they happen (notifications, with polling)
 //	resign ROLE               ask the leader to step down cooperatively
-//	release --force ROLE      delete the lease (after a warning; --yes without a terminal)
+//	release --force ROLE      delete the lease (after a warning; --yes without a terminal; Redis only)
 //	jobs [ROLE]               the scheduler's jobs: paused, running, last slot and run
 //	history ROLE JOB          a job's latest runs, newest first
 //	pause ROLE JOB            pause a job on every replica
@@ -17,7 +17,8 @@
 //
 // Every verb takes --json (JSON for scripts instead of tables), --config
 // (or -config, -c: the service's YAML file) and --timeout (bound on
-// connecting and on each request; default locking.redis.dial_timeout).
+// connecting and on each request; default locking.redis.dial_timeout, or
+// over PostgreSQL the DSN's connect_timeout, else 5s).
 // "hostloom <verb> --help" documents each verb and its flags.
 //
 // # Configuration
@@ -25,14 +26,16 @@
 // hostloom reads the configuration the service reads, through the config
 // package: defaults, the YAML file (--config, or the environment variable
 // HOSTLOOM_CONFIG), then HOSTLOOM_* environment variables.
-// It needs locking.provider redis: the memory provider lives inside one
-// process. Roles are found through leadership.lock_key_format and the
-// per-role overrides; passwords are used, never printed.
+// It needs locking.provider redis or postgres (with locking.postgres.dsn,
+// in the file or in HOSTLOOM_LOCKING__POSTGRES__DSN): the memory provider
+// lives inside one process. Roles are found through
+// leadership.lock_key_format and the per-role overrides; passwords and the
+// DSN are used, never printed.
 //
 // # Exit codes
 //
-// 0 on success; 1 when the command ran and failed (Redis unreachable or
-// refusing the credentials, a configuration error, no such role in the
+// 0 on success; 1 when the command ran and failed (the server unreachable
+// or refusing the credentials, a configuration error, no such role in the
 // namespace, release refused without confirmation); 2 when the command line
 // is wrong (unknown verb or flag, missing argument), with the usage on
 // stderr.

@@ -11,19 +11,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/pglock"
+	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
 // env is a connection to the namespace the configuration names: the
 // client, the provider and the lock the service itself builds from it.
+// Over provider redis, client and provider are set; over provider
+// postgres, pool and pg.
 type env struct {
 	cfg      *config.Config
 	client   redis.UniversalClient
 	provider *redislock.Provider
+	pool     *pgxpool.Pool
+	pg       *pglock.Provider
 	lock     *locking.DistributedLock
 	roles    *roleKeys
 	timeout  time.Duration // bound on each request
@@ -42,12 +49,18 @@ func (e *env) request(ctx context.Context) (context.Context, context.CancelFunc)
 // provider) and the client.
 func (e *env) close() {
 	_ = e.lock.Close()
-	_ = e.client.Close()
+	if e.client != nil {
+		_ = e.client.Close()
+	}
+	if e.pool != nil {
+		e.pool.Close()
+	}
 }
 
 // open loads the configuration as the service does (the file, then
-// HOSTLOOM_* variables), builds the Redis client and the lock, and checks
-// that Redis answers within the dial timeout.
+// HOSTLOOM_* variables), builds the Redis client (or the PostgreSQL pool)
+// and the lock, and checks that the server answers within the dial
+// timeout (the DSN's connect_timeout over PostgreSQL).
 func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	path := g.configPath
 	if path == "" {
@@ -68,12 +81,15 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	switch {
 	case !lc.Coordinated():
 		return nil, fmt.Errorf("locking.provider is %s (%s): nothing is coordinated, so there is nothing to show", lc.Provider, cfg.Source("locking.provider"))
-	case lc.Provider != config.ProviderRedis:
-		return nil, fmt.Errorf("locking.provider is %s (%s): a memory lock lives inside one process; the hostloom CLI needs provider redis", lc.Provider, cfg.Source("locking.provider"))
+	case lc.Provider == config.ProviderMemory:
+		return nil, fmt.Errorf("locking.provider is %s (%s): a memory lock lives inside one process; the hostloom CLI needs provider redis or postgres", lc.Provider, cfg.Source("locking.provider"))
 	}
 	roles, err := newRoleKeys(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if lc.Provider == config.ProviderPostgres {
+		return openPostgres(ctx, g, sio, cfg, roles)
 	}
 	client, err := lc.Redis.NewClient()
 	if err != nil {
@@ -101,6 +117,64 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 		return nil, err
 	}
 	return &env{cfg: cfg, client: client, provider: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}, nil
+}
+
+// openPostgres is open over provider postgres: a pool from
+// locking.postgres.dsn (one connection is enough for one command), checked
+// with pglockbuild.Check, which also creates the tables on a fresh database.
+func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config, roles *roleKeys) (*env, error) {
+	lc := cfg.Locking
+	pc, err := pglockbuild.PoolConfig(lc)
+	if err != nil {
+		return nil, err
+	}
+	pc.MaxConns = min(pc.MaxConns, 2)
+	timeout := g.timeout
+	if timeout <= 0 {
+		timeout = pc.ConnConfig.ConnectTimeout
+	}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	pc.ConnConfig.ConnectTimeout = timeout
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	p, err := pglock.New(pool, pglockbuild.Options(lc.Postgres))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	lock, err := locking.New(p.ForLock(), lc.Options())
+	if err != nil {
+		_ = p.Close()
+		pool.Close()
+		return nil, err
+	}
+	e := &env{cfg: cfg, pool: pool, pg: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}
+	if err := pglockbuild.Check(ctx, pool, p, lc); err != nil {
+		e.close()
+		var fe *config.FieldError
+		if errors.As(err, &fe) {
+			return nil, err
+		}
+		where := fmt.Sprintf("postgres %s:%d", pc.ConnConfig.Host, pc.ConnConfig.Port)
+		bound := "the DSN's connect_timeout"
+		if g.timeout > 0 {
+			bound = "--timeout"
+		}
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+			return nil, fmt.Errorf("%s unreachable: no answer within %v (%s)", where, timeout, bound)
+		case errors.Is(err, context.Canceled):
+			return nil, fmt.Errorf("%s: interrupted", where)
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("%s unreachable: connection refused", where)
+		}
+		return nil, fmt.Errorf("%s unreachable: %s", where, firstLine(err.Error()))
+	}
+	return e, nil
 }
 
 // withEnv opens the namespace (see open), runs fn with it and closes it

@@ -64,7 +64,7 @@ func newJobs(g *globals, sio stdio) *cobra.Command {
 		Use:   "jobs [ROLE]",
 		Short: "List the scheduler's jobs: paused, running, last slot and run",
 		Long: `jobs lists the exclusive scheduler's jobs of every role (or of ROLE) that
-the job store (the slot store, over Redis) keeps records for: whether the job
+the job store (the slot store, in Redis or PostgreSQL) keeps records for: whether the job
 is paused (on every replica), whether a run is going, the latest slot that
 ran, the number of runs and the newest run's outcome. A slot that fell due
 while the job was paused is not run: it shows in STATE ("paused, skipped
@@ -185,10 +185,11 @@ func (e *env) warnSkipped(skipped error) {
 }
 
 // jobRefs lists the jobs the job store keeps records for, of role or of
-// every role, sorted. The store has no listing of its own, so this scans
-// the keyspace for the namespace's job keys (SCAN; every master on
-// Cluster), like locking.DistributedLock.Keys does for leases: for
-// operators' tools, not hot paths.
+// every role, sorted. The store has no listing of its own, so over Redis
+// this scans the keyspace for the namespace's job keys (SCAN; every master
+// on Cluster), like locking.DistributedLock.Keys does for leases: for
+// operators' tools, not hot paths. Over PostgreSQL it asks the jobs table
+// (pglock's JobKeys).
 func (e *env) jobRefs(ctx context.Context, role string) ([]jobRef, error) {
 	const probe = "x"
 	full, err := e.lock.JobKey(scheduling.JobKey(role, probe))
@@ -203,6 +204,17 @@ func (e *env) jobRefs(ctx context.Context, role string) ([]jobRef, error) {
 	defer cancel()
 	var mu sync.Mutex // ForEachMaster scans the masters concurrently
 	seen := map[string]bool{}
+	if e.pg != nil {
+		keys, err := e.pg.JobKeys(rctx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		for _, k := range keys {
+			if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
+				seen[rest] = true
+			}
+		}
+	}
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		it := c.Scan(ctx, 0, globEscape(prefix)+"*", 256).Iterator()
 		for it.Next(ctx) {
@@ -214,9 +226,10 @@ func (e *env) jobRefs(ctx context.Context, role string) ([]jobRef, error) {
 		}
 		return it.Err()
 	}
-	if cc, ok := e.client.(*redis.ClusterClient); ok {
+	switch cc, ok := e.client.(*redis.ClusterClient); {
+	case ok:
 		err = cc.ForEachMaster(rctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
-	} else {
+	case e.client != nil:
 		err = scan(rctx, e.client)
 	}
 	if err != nil {

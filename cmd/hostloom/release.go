@@ -49,6 +49,9 @@ leader.`,
 
 func release(ctx context.Context, g *globals, sio stdio, role string, yes bool, wait time.Duration) error {
 	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
+		if e.provider == nil {
+			return fmt.Errorf("role %q: release --force works over provider redis only; over %s, ask the leader with resign, or let its lease run out", role, e.cfg.Locking.Provider)
+		}
 		pkey, err := e.lock.ProviderKey(rk.key)
 		if err != nil {
 			return err
@@ -168,6 +171,9 @@ func (e *env) unmarkForced(ctx context.Context, pkey string) {
 // forcedDelete reports whether the term of key with fence ended by
 // release --force (its marker is there and names that fence).
 func (e *env) forcedDelete(ctx context.Context, key string, fence uint64) bool {
+	if e.client == nil {
+		return false // only release --force over Redis leaves a marker
+	}
 	pkey, err := e.lock.ProviderKey(key)
 	if err != nil {
 		return false

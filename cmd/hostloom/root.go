@@ -99,9 +99,10 @@ func newRoot(g *globals, sio stdio) *cobra.Command {
 handovers as they happen, asks a leader to step down, and reads and steers
 the exclusive scheduler's jobs. It reads the same configuration as the
 service (the YAML file given with --config or HOSTLOOM_CONFIG, then
-HOSTLOOM_* environment variables) and talks to the same Redis or Valkey.
+HOSTLOOM_* environment variables) and talks to the same Redis or Valkey,
+or PostgreSQL (locking.provider: postgres).
 
-Exit codes: 0 success, 1 the command failed (Redis unreachable, no such
+Exit codes: 0 success, 1 the command failed (server unreachable, no such
 role, ...), 2 the command line is wrong (unknown verb or flag).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -117,7 +118,7 @@ role, ...), 2 the command line is wrong (unknown verb or flag).`,
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.configPath, "config", "c", "", "YAML configuration file, the one the service reads (default $HOSTLOOM_CONFIG; none: HOSTLOOM_* environment only)")
 	pf.BoolVar(&g.json, "json", false, "write JSON for scripts instead of tables")
-	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request to Redis (default locking.redis.dial_timeout)")
+	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request (default locking.redis.dial_timeout, or the PostgreSQL DSN's connect_timeout)")
 
 	root.AddCommand(
 		newStatus(g, sio),

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,12 +36,15 @@ type participantJSON struct {
 	Since    time.Time `json:"since"`
 }
 
-// storeJSON echoes where the CLI looked, never a password.
+// storeJSON echoes where the CLI looked, never a password (nor, over
+// PostgreSQL, the DSN: its host, port, user and database only).
 type storeJSON struct {
 	Provider  string   `json:"provider"`
 	Addrs     []string `json:"addrs"`
 	Username  string   `json:"username,omitempty"`
 	Password  bool     `json:"password_set"`
+	Database  string   `json:"database,omitempty"`
+	Table     string   `json:"table,omitempty"`
 	Namespace string   `json:"namespace"`
 }
 
@@ -49,6 +54,18 @@ type statusJSON struct {
 }
 
 func (e *env) store() storeJSON {
+	if e.pool != nil {
+		cc := e.pool.Config().ConnConfig
+		return storeJSON{
+			Provider:  string(e.cfg.Locking.Provider),
+			Addrs:     []string{net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))},
+			Username:  cc.User,
+			Password:  cc.Password != "",
+			Database:  cc.Database,
+			Table:     e.pg.Table(),
+			Namespace: e.namespace(),
+		}
+	}
 	r := e.cfg.Locking.Redis
 	return storeJSON{
 		Provider:  string(e.cfg.Locking.Provider),
@@ -83,13 +100,14 @@ func newStatus(g *globals, sio stdio) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [ROLE...]",
 		Short: "Show who leads each role: leader, lease TTL, fence, participants",
-		Long: `status lists every role of the namespace that Redis stores anything for
+		Long: `status lists every role of the namespace that the store (Redis or
+PostgreSQL) keeps anything for
 (a lease, a fence or a participant), or the roles given, with the leader's
 identity, the lease's remaining TTL, the current term's fencing token and
 the role's live participants (the running electors, leader or not).
 
 A role nobody leads shows "-" as leader; its last fence stays in the JSON
-as last_fence. A role given by name that Redis knows nothing about is an
+as last_fence. A role given by name that the store knows nothing about is an
 error (exit 1).`,
 		Example: `  hostloom status -config app.yaml
   hostloom status billing --json`,

@@ -55,7 +55,8 @@ deleted (an operator deleted the lease with release --force), expired (the
 lease vanished without a release notification: it ran out, or the
 notification was missed), resign (someone asked the leader to step down).
 
-Changes arrive through the lock's notifications (Redis pub/sub) and are
+Changes arrive through the lock's notifications (Redis pub/sub, PostgreSQL
+LISTEN/NOTIFY) and are
 confirmed by reading the role; every --interval watch also reads every role,
 so expiries, roles that appear later and notifications lost while the
 subscription was down are seen too. watch runs until interrupted, until

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
+	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -36,6 +37,8 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		configfx.Module(s.configPath, cfgOpts...),
 		fx.Provide(newMetrics),
 		lockingfx.Module,
+		// locking.provider postgres: the pool from locking.postgres.dsn.
+		pglockfx.Module,
 		leadershipfx.Role(roleBilling),
 		leadershipfx.Role(roleInventory),
 		schedulingfx.Module,
@@ -58,8 +61,8 @@ type startupParams struct {
 	Log    *zap.Logger
 }
 
-// logStartup logs what the service runs with (the Redis password
-// redacted).
+// logStartup logs what the service runs with (the Redis password and
+// the PostgreSQL DSN redacted).
 func logStartup(p startupParams) {
 	roles := make([]string, 0, 2)
 	for _, e := range p.Health.Electors() {
@@ -73,6 +76,9 @@ func logStartup(p startupParams) {
 	}
 	if p.Config.Locking.Provider == config.ProviderRedis {
 		fields = append(fields, zap.Object("redis", p.Config.Locking.Redis))
+	}
+	if p.Config.Locking.Provider == config.ProviderPostgres {
+		fields = append(fields, zap.Object("postgres", p.Config.Locking.Postgres))
 	}
 	p.Log.Info("HostLoomExample", fields...)
 }

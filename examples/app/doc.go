@@ -16,6 +16,14 @@
 //	curl -s 127.0.0.1:8081/leadership
 //	curl -s 127.0.0.1:8082/jobs
 //
+// On PostgreSQL, the provider and the connection string are all it needs
+// (the tables are created on first use):
+//
+//	export HOSTLOOM_LOCKING__PROVIDER=postgres
+//	export HOSTLOOM_LOCKING__POSTGRES__DSN='postgres://svc:secret@127.0.0.1:5432/app'
+//	go run ./examples/app -http 127.0.0.1:8081 &
+//	go run ./examples/app -http 127.0.0.1:8082 &
+//
 // One process leads each role, and every process shows the same leader,
 // participants and job history. Stop the leader with Ctrl-C or SIGTERM: it
 // releases its leases on the way out and another process takes over at

@@ -237,21 +237,38 @@ func TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM(t *testing.T) {
 		t.Skip("builds and runs the example binary")
 	}
 	srv := redistest.Start(t)
+	electAndHandOver(t, "HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS="+srv.Addr())
+}
+
+// TestProcesses_D4_PostgresElectOneLeaderAndHandOverOnSIGTERM is the same
+// over a real PostgreSQL, configured with nothing but the provider and the
+// DSN (the tables are created on first use).
+func TestProcesses_D4_PostgresElectOneLeaderAndHandOverOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the example binary")
+	}
+	dsn := newPostgres(t)
+	electAndHandOver(t, "HOSTLOOM_LOCKING__PROVIDER=postgres", "HOSTLOOM_LOCKING__POSTGRES__DSN="+dsn)
+}
+
+// electAndHandOver runs three example processes with backend, the
+// environment that selects the lock: see
+// TestProcesses_RedisElectOneLeaderAndHandOverOnSIGTERM.
+func electAndHandOver(t *testing.T, backend ...string) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "example")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	env := []string{
-		"HOSTLOOM_LOCKING__PROVIDER=redis",
-		"HOSTLOOM_LOCKING__REDIS__ADDRS=" + srv.Addr(),
+	env := append(backend,
 		"HOSTLOOM_LEADERSHIP__LEASE=30s",
 		"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=10s",
 		"HOSTLOOM_LEADERSHIP__RETRY_INTERVAL=5s",
 		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__LEASE=30s",
 		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__RENEW_INTERVAL=10s",
 		"HOSTLOOM_LEADERSHIP__ROLES__INVENTORY__RETRY_INTERVAL=5s",
-	}
+	)
 	procs := []*proc{
 		startProc(t, bin, "p1", env...),
 		startProc(t, bin, "p2", env...),

@@ -52,6 +52,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -72,10 +73,15 @@ func Required() bool {
 	return os.Getenv("CI") != "" || os.Getenv("HOSTLOOM_REQUIRE_POSTGRES") == "1"
 }
 
-// Server is a private PostgreSQL server process.
+// Server is a private PostgreSQL server process. Shutdown and Restart
+// stop it and start it again on the same port and data, as a fault
+// injector does; its methods are safe for concurrent use.
 type Server struct {
-	dir  string
-	port int
+	dir, bin, data string
+	cred           *syscall.Credential
+	port           int
+
+	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited and been reaped
 }
@@ -186,39 +192,110 @@ func launch(bin, dir, data string, cred *syscall.Credential) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "server.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: log file: %w", err)
+	s := &Server{dir: dir, bin: bin, data: data, cred: cred, port: port}
+	if err := s.run(); err != nil {
+		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"),
-		"-D", data,
-		"-p", strconv.Itoa(port),
-		"-k", dir, // unix socket directory: private to this server
+	return s, nil
+}
+
+// run starts postgres on s.port and waits until it accepts connections;
+// on failure the process is killed.
+func (s *Server) run() error {
+	logPath := filepath.Join(s.dir, "server.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("pgtest: log file: %w", err)
+	}
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"),
+		"-D", s.data,
+		"-p", strconv.Itoa(s.port),
+		"-k", s.dir, // unix socket directory: private to this server
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
 		"-c", "logging_collector=off",
 	)
-	cmd.Dir = dir
+	cmd.Dir = s.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr(cred)
+	cmd.SysProcAttr = sysProcAttr(s.cred)
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
-	s := &Server{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
+	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		_ = logFile.Close()
-		close(s.done)
+		close(done)
 	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
 	if err := s.waitReady(); err != nil {
 		s.kill()
 		log, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("pgtest: postgres on 127.0.0.1:%d: %w; log:\n%s", port, err, log)
+		return fmt.Errorf("pgtest: postgres on 127.0.0.1:%d: %w; log:\n%s", s.port, err, log)
 	}
-	return s, nil
+	return nil
+}
+
+// Shutdown modes of Server.Shutdown: PostgreSQL's own (pg_ctl -m), and a
+// crash.
+const (
+	// ShutdownFast (SIGINT) ends every session and checkpoints.
+	ShutdownFast = "fast"
+	// ShutdownImmediate (SIGQUIT) ends every process at once without a
+	// checkpoint: the next start runs crash recovery from the WAL.
+	ShutdownImmediate = "immediate"
+	// ShutdownKill (SIGKILL to the postmaster) is a crash of the server
+	// process; its backends notice and exit.
+	ShutdownKill = "kill"
+)
+
+// Shutdown stops the server in mode (ShutdownFast, ShutdownImmediate or
+// ShutdownKill) and waits for it, keeping its data, so Restart can start it
+// again. A server that does not stop within ten seconds is killed.
+func (s *Server) Shutdown(mode string) error {
+	sig := map[string]syscall.Signal{ShutdownFast: syscall.SIGINT, ShutdownImmediate: syscall.SIGQUIT, ShutdownKill: syscall.SIGKILL}
+	sg, ok := sig[mode]
+	if !ok {
+		return fmt.Errorf("pgtest: shutdown mode %q is not one of fast, immediate, kill", mode)
+	}
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	_ = cmd.Process.Signal(sg)
+	select {
+	case <-done:
+	case <-time.After(stopTimeout):
+		s.kill()
+	}
+	return nil
+}
+
+// Restart starts the server again on its port and data after Shutdown (or
+// stops it fast first when it runs), retrying while the port is being
+// released, and waits until it accepts connections.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		if err := s.Shutdown(ShutdownFast); err != nil {
+			return err
+		}
+	}
+	var err error
+	for range 20 {
+		if err = s.run(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // waitReady connects until the server answers, it exits, or startTimeout.
@@ -226,8 +303,11 @@ func (s *Server) waitReady() error {
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		done := s.done
+		s.mu.Unlock()
 		select {
-		case <-s.done:
+		case <-done:
 			return errors.New("process exited")
 		default:
 		}
@@ -309,20 +389,18 @@ func freePort() (int, error) {
 
 // kill sends SIGKILL and waits until the process is reaped.
 func (s *Server) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
 }
 
 // Stop shuts the server down (SIGINT: fast shutdown, then SIGKILL after
 // ten seconds), waits for it and removes its directory. It is safe to call
 // more than once.
 func (s *Server) Stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.done:
-	case <-time.After(stopTimeout):
-		s.kill()
-	}
+	_ = s.Shutdown(ShutdownFast)
 	_ = os.RemoveAll(s.dir)
 }
 

@@ -62,3 +62,41 @@ func TestStartBouncer_Serves(t *testing.T) {
 	b.Stop()
 	b.Stop()
 }
+
+// TestServer_ShutdownAndRestart: every shutdown mode stops the server, and
+// Restart brings it back on the same port with the same data directory;
+// an unknown mode is an error naming it.
+func TestServer_ShutdownAndRestart(t *testing.T) {
+	s, err := pgtest.Start()
+	if err != nil {
+		if pgtest.Required() {
+			t.Fatalf("PostgreSQL did not start: %v", err)
+		}
+		t.Skipf("PostgreSQL did not start: %v", err)
+	}
+	defer s.Stop()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port()))
+	for _, mode := range []string{pgtest.ShutdownFast, pgtest.ShutdownImmediate, pgtest.ShutdownKill} {
+		if err := s.Shutdown(mode); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.Close()
+			t.Fatalf("%s: %s still accepts connections", mode, addr)
+		}
+		if err := s.Restart(); err != nil {
+			t.Fatalf("restart after %s: %v\n%s", mode, err, s.Log())
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("after %s and Restart: %v", mode, err)
+		}
+		_ = c.Close()
+	}
+	if err := s.Restart(); err != nil { // a running server restarts too
+		t.Fatal(err)
+	}
+	if err := s.Shutdown("smart"); err == nil || !strings.Contains(err.Error(), `"smart"`) {
+		t.Errorf("Shutdown(smart) = %v", err)
+	}
+}

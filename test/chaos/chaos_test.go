@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/internal/pgtest"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
@@ -26,6 +27,7 @@ var (
 	flagDir        = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory)")
 	flagCluster    = flag.Bool("chaos.cluster", false, "also run TestChaosCluster (Redis Cluster failovers)")
 	flagSentinel   = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
+	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server) or postgres (PostgreSQL through pglock)")
 	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
 )
 
@@ -77,6 +79,12 @@ func runChaos(t *testing.T, cfg Config) *Result {
 		defer cancel()
 	}
 	res, err := Run(ctx, cfg)
+	if errors.Is(err, ErrNoPostgres) {
+		if pgtest.Required() {
+			t.Fatalf("%v (required here: CI or HOSTLOOM_REQUIRE_POSTGRES=1 is set)", err)
+		}
+		t.Skipf("%v: install the postgresql package to run the PostgreSQL chaos test", err)
+	}
 	if errors.Is(err, redistest.ErrNoServer) {
 		if redistest.Required() {
 			t.Fatalf("%v (required here: CI or HOSTLOOM_REQUIRE_REDIS=1 is set)", err)
@@ -105,11 +113,28 @@ func runChaos(t *testing.T, cfg Config) *Result {
 // redis-server on sub-second leases (1s/250ms/250ms), every standalone
 // fault kind, then the checker. Longer: -chaos.duration=10m, or
 // go run ./test/chaos/cmd/chaos.
+//
+// With -chaos.backend postgres the replicas elect over PostgreSQL
+// (pglock, D1–D4) through their proxies instead, with PostgresFaults:
+// replica kill and pause, fast and immediate restarts and an outage of
+// the server, blackholed, delayed and reset links; the same checker judges
+// the history.
 func TestChaos(t *testing.T) {
-	cfg := testConfig(t, "standalone")
+	kinds := StandaloneFaults
+	name := "standalone"
+	postgres := false
+	switch *flagBackend {
+	case "redis":
+	case "postgres":
+		kinds, name, postgres = PostgresFaults, "postgres", true
+	default:
+		t.Fatalf("-chaos.backend %q is not one of redis, postgres", *flagBackend)
+	}
+	cfg := testConfig(t, name)
 	cfg.Duration = *flagDuration
+	cfg.Postgres = postgres
 	res := runChaos(t, cfg)
-	for _, k := range StandaloneFaults {
+	for _, k := range kinds {
 		if cfg.Duration >= 40*time.Second && res.Report.FaultsByKind[k] == 0 {
 			t.Errorf("chaos: fault kind %s never injected in %v", k, cfg.Duration)
 		}

@@ -65,6 +65,13 @@
 // old master acknowledged: FailoverStats counts how often that let two
 // replicas lead one role.
 //
+// # PostgreSQL
+//
+// With Config.Postgres the replicas elect over PostgreSQL (package pglock)
+// through their proxies, and the server faults are PostgresFaults: fast and
+// immediate restarts and an outage. PostgreSQL keeps its data across them,
+// so the checker allows no lost-state overlap after them.
+//
 // # Running
 //
 // go test ./test/chaos runs a short smoke (skipped under -short);

@@ -65,6 +65,10 @@ type Config struct {
 	// MinReplicas runs them with redislock.Options.MinReplicas
 	// (locking.redis.min_replicas).
 	MinReplicas int
+	// Postgres runs the replicas over PostgreSQL (pglock) through one
+	// proxy each instead of over redis-server (which still holds the
+	// fenced effects); the faults are PostgresFaults.
+	Postgres bool
 }
 
 // CheckFaultKinds reports an error naming the first of cfg.Faults that
@@ -76,6 +80,8 @@ func CheckFaultKinds(cfg Config) error {
 		known = ClusterFaults
 	case cfg.Sentinel:
 		known = sentinelKinds
+	case cfg.Postgres:
+		known = PostgresFaults
 	}
 	for _, k := range cfg.Faults {
 		if !slices.Contains(known, k) {
@@ -129,6 +135,7 @@ type run struct {
 	redis    *RedisServer // standalone
 	cluster  *redisCluster
 	sentinel *redisSentinel
+	pg       *postgresBackend
 	proxies  []*Proxy
 	client   redis.UniversalClient // direct, for leader lookups
 	effects  *redistest.Server     // the effects store: never faulted
@@ -155,6 +162,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if cfg.Sentinel {
 			cfg.Faults = SentinelFaults
+		}
+		if cfg.Postgres {
+			cfg.Faults = PostgresFaults
 		}
 	}
 	if _, err := redisBinary(); err != nil {
@@ -317,8 +327,17 @@ func (r *run) logf(format string, args ...any) {
 	fmt.Fprintf(r.log, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
 }
 
-// startBackend starts redis-server (or the cluster) and the proxies.
+// startBackend starts redis-server (or the cluster, the Sentinel set or
+// PostgreSQL) and the proxies.
 func (r *run) startBackend() error {
+	if r.cfg.Postgres {
+		b, err := startPostgres()
+		if err != nil {
+			return err
+		}
+		r.pg = b
+		return r.startProxies(b.addr())
+	}
 	if r.cfg.Cluster {
 		c, err := startCluster(r.cfg.Dir)
 		if err != nil {
@@ -346,8 +365,13 @@ func (r *run) startBackend() error {
 	}
 	r.redis = s
 	r.client = redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: time.Second, DialTimeout: time.Second, MaxRetries: -1})
+	return r.startProxies(s.Addr())
+}
+
+// startProxies starts one proxy per replica in front of addr.
+func (r *run) startProxies(addr string) error {
 	for range r.cfg.Replicas {
-		p, err := NewProxy(s.Addr())
+		p, err := NewProxy(addr)
 		if err != nil {
 			return err
 		}
@@ -382,15 +406,26 @@ func (r *run) close() {
 	if r.sentinel != nil {
 		r.sentinel.stop()
 	}
+	if r.pg != nil {
+		r.pg.stop()
+	}
 }
 
-// holder returns the replica leading role according to Redis.
+// holder returns the replica leading role according to the backend.
 func (r *run) holder(ctx context.Context, role string) (int, string, bool) {
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	v, err := r.client.Get(cctx, LockKey(role)).Result()
-	if err != nil {
-		return 0, "", false
+	var v string
+	if r.pg != nil {
+		var ok bool
+		if v, ok = r.pg.holderValue(cctx, LockKey(role)); !ok {
+			return 0, "", false
+		}
+	} else {
+		var err error
+		if v, err = r.client.Get(cctx, LockKey(role)).Result(); err != nil {
+			return 0, "", false
+		}
 	}
 	// The stored value is "<32 hex token>:<owner>".
 	_, owner, ok := strings.Cut(v, ":")
@@ -566,6 +601,8 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		err = r.clusterFault(ctx, &f)
 	case FaultSentinelFailover, FaultSentinelKillMaster, FaultSentinelLagKillMaster:
 		err = r.sentinelFault(ctx, &f)
+	case FaultPostgresRestartFast, FaultPostgresRestartImmediate, FaultPostgresDown:
+		err = r.postgresFault(ctx, &f)
 	default:
 		return f, fmt.Errorf("unknown fault kind %q", kind)
 	}

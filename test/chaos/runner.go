@@ -85,6 +85,9 @@ func (f *fleet) start(i int) (string, error) {
 	if f.cfg.Quarantine {
 		args = append(args, "-quarantine")
 	}
+	if f.cfg.Postgres {
+		args = append(args, "-postgres")
+	}
 	if f.cfg.MinReplicas > 0 {
 		args = append(args, "-min-replicas", strconv.Itoa(f.cfg.MinReplicas))
 	}

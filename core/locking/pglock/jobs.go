@@ -42,6 +42,8 @@ ON CONFLICT (key, idx) DO UPDATE SET record = EXCLUDED.record`
 	jobStatusSQL = `SELECT j.slot, j.open, j.run, j.att, j.paused, j.seq,
     ceil(extract(epoch FROM j.expires_at - now.t) * 1000000)::bigint
 FROM {J} j, (SELECT clock_timestamp() AS t) now WHERE j.key = $1 AND j.expires_at > now.t`
+	// jobKeysSQL: the keys of live job records starting with $1.
+	jobKeysSQL = `SELECT key FROM {J} WHERE starts_with(key, $1) AND expires_at > clock_timestamp() ORDER BY key`
 	// jobHistorySQL: up to $2 records, newest first, from seq down.
 	jobHistorySQL = `WITH j AS (SELECT seq FROM {J} WHERE key = $1 AND expires_at > clock_timestamp()),
 s AS (SELECT g FROM j, generate_series(j.seq, greatest(j.seq - least($2::int, $3::int) + 1, 1), -1) g WHERE j.seq > 0)
@@ -260,6 +262,25 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, opError("history", ctx, err)
+	}
+	return out, nil
+}
+
+// JobKeys lists the keys starting with prefix (provider keys, as
+// locking.DistributedLock.JobKey returns them) that have a live job record,
+// sorted: for operators' tools such as the hostloom CLI's jobs verb, which
+// has no other way to list jobs. One statement.
+func (p *Provider) JobKeys(ctx context.Context, prefix string) ([]string, error) {
+	if err := p.begin(ctx, "job keys"); err != nil {
+		return nil, err
+	}
+	rows, err := p.pool.Query(ctx, p.sql.jobKeys, execMode, prefix)
+	if err != nil {
+		return nil, opError("job keys", ctx, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, opError("job keys", ctx, err)
 	}
 	return out, nil
 }

@@ -192,3 +192,41 @@ func jobStoreSuite(t *testing.T, l *locking.DistributedLock) {
 		t.Errorf("history(2) = %d records, %v", len(h), err)
 	}
 }
+
+// TestJobKeys_D4_ListsLiveJobRecordsByPrefix: JobKeys lists the provider
+// keys of live job records under a prefix (data, never SQL: a quote and a
+// semicolon in a name are listed as they are), sorted, leaving out expired
+// records and other prefixes.
+func TestJobKeys_D4_ListsLiveJobRecordsByPrefix(t *testing.T) {
+	pool := newDB(t)
+	ctx := context.Background()
+	l, p := newLock(t, pool, pglock.Options{}, "ns")
+	claim := func(key string, ttl time.Duration) string {
+		t.Helper()
+		c := slotstore.SlotClaim{Slot: 1, Attempt: 1, Term: "t", Record: "r", TTL: ttl}
+		if r, err := l.ClaimSlot(ctx, key, c); err != nil || r.Status != slotstore.ClaimGranted {
+			t.Fatalf("claim %q: %+v %v", key, r, err)
+		}
+		full, err := l.JobKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	b := claim("sched:billing:invoices", time.Minute)
+	q := claim("sched:billing:it's;DROP_TABLE_x", time.Minute)
+	claim("sched:inventory:sync", time.Minute)
+	claim("sched:billing:gone", 50*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	prefix := strings.TrimSuffix(b, "invoices")
+	got, err := p.JobKeys(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{b, q}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("JobKeys(%q) = %q, want %q", prefix, got, want)
+	}
+	if all, err := p.JobKeys(ctx, ""); err != nil || len(all) != 3 {
+		t.Errorf("JobKeys(\"\") = %q, %v: want the 3 live records", all, err)
+	}
+}

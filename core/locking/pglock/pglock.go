@@ -53,7 +53,7 @@ type Provider struct {
 type statements struct {
 	schema, probe, acquire, extend, release, advance, state, resign,
 	inspect, deregister, keys, checkTerm string
-	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory string
+	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory, jobKeys string
 }
 
 var (
@@ -103,6 +103,7 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		jobRecord:    t.expand(jobRecordSQL),
 		jobStatus:    t.expand(jobStatusSQL),
 		jobHistory:   t.expand(jobHistorySQL),
+		jobKeys:      t.expand(jobKeysSQL),
 	}}
 	p.l = newListener(p)
 	return p, nil

@@ -1,5 +1,6 @@
 // Command replica is one process of the chaos harness (package
-// test/chaos): it elects every role over Redis through its own proxy and,
+// test/chaos): it elects every role over Redis (or PostgreSQL, with
+// -postgres) through its own proxy and,
 // while it leads a role, does work in short slices and appends one record
 // per slice to its history file. The harness builds it with go build,
 // starts several of them and injects faults.
@@ -17,7 +18,7 @@
 // # Shutdown
 //
 // On SIGTERM or SIGINT it stops every elector (releasing its leases),
-// closes the Redis provider and client, waits for its goroutines, and
+// closes the lock (its provider) and the client, waits for its goroutines, and
 // writes an exit record with runtime.NumGoroutine before and after, so the
 // harness can detect leaks. Any other exit is a crash.
 package main
@@ -38,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -45,6 +47,7 @@ import (
 	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/pglock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/test/chaos"
 )
@@ -66,6 +69,7 @@ type config struct {
 	verbose     bool
 	quarantine  bool
 	minReplicas int
+	postgres    bool
 }
 
 func main() {
@@ -85,6 +89,7 @@ func main() {
 	flag.StringVar(&c.effects, "effects", "", "address of the effects store (redis-server) for the fenced effects")
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
 	flag.IntVar(&c.minReplicas, "min-replicas", 0, "replicas that must acknowledge an acquisition or renewal (redislock.Options.MinReplicas)")
+	flag.BoolVar(&c.postgres, "postgres", false, "-addrs is a PostgreSQL server (the proxy): elect over pglock")
 	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -145,19 +150,6 @@ func run(c config) error {
 	// Timeouts well under the lease: the elector's own deadlines govern
 	// (ContextTimeoutEnabled), these only bound what has no deadline.
 	timeout := c.lease / 2
-	var client redis.UniversalClient
-	addrs := strings.Split(c.addrs, ",")
-	switch {
-	case c.sentinel != "":
-		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.sentinel, SentinelAddrs: addrs, DialTimeout: timeout,
-			ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
-	case c.cluster:
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout,
-			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
-	default:
-		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
-			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
-	}
 	// The effects store: never faulted, no retries (one attempt per
 	// effect, so the store and the records can be compared exactly).
 	effects := redis.NewClient(&redis.Options{Addr: c.effects, DialTimeout: c.lease, ReadTimeout: c.lease,
@@ -166,7 +158,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine, MinReplicas: c.minReplicas})
+	provider, closeBackend, err := newProvider(c, timeout)
 	if err != nil {
 		return err
 	}
@@ -234,10 +226,10 @@ func run(c config) error {
 	}
 	cancel()
 	workers.Wait()
-	if err := provider.Close(); err != nil {
+	if err := lock.Close(); err != nil {
 		logger.Warn("ReplicaProviderClose", zap.Error(err))
 	}
-	if err := client.Close(); err != nil {
+	if err := closeBackend(); err != nil {
 		logger.Warn("ReplicaClientClose", zap.Error(err))
 	}
 	if err := effects.Close(); err != nil {
@@ -259,6 +251,52 @@ func run(c config) error {
 		exit.Leaked = buf.String()
 	}
 	return h.write(exit)
+}
+
+// newProvider returns the lock provider c selects and the function that
+// closes its client (the provider itself is closed with its lock).
+func newProvider(c config, timeout time.Duration) (locking.Provider, func() error, error) {
+	addrs := strings.Split(c.addrs, ",")
+	if c.postgres {
+		// One connection per role and two spare: no role waits for a
+		// connection another role's stalled statement holds.
+		pc, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", addrs[0]))
+		if err != nil {
+			return nil, nil, err
+		}
+		pc.MaxConns = int32(c.roles + 2)
+		pc.ConnConfig.ConnectTimeout = timeout
+		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := pglock.New(pool, pglock.Options{})
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return p.ForLock(), func() error { pool.Close(); return nil }, nil
+	}
+	// Timeouts well under the lease: the elector's own deadlines govern
+	// (ContextTimeoutEnabled), these only bound what has no deadline.
+	var client redis.UniversalClient
+	switch {
+	case c.sentinel != "":
+		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.sentinel, SentinelAddrs: addrs, DialTimeout: timeout,
+			ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	case c.cluster:
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout,
+			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	default:
+		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
+			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+	}
+	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine, MinReplicas: c.minReplicas})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
+	return provider, client.Close, nil
 }
 
 // work does slices of work for e's role while it leads. Before each slice

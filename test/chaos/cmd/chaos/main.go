@@ -39,9 +39,22 @@ func main() {
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
 	flag.IntVar(&cfg.MinReplicas, "min-replicas", 0, "run the replicas with locking.redis.min_replicas")
 	flag.BoolVar(&cfg.Quarantine, "quarantine", false, "run the replicas with locking.redis.quarantine")
+	backend := flag.String("backend", "redis", "redis (redis-server; -cluster and -sentinel choose the replicated ones) or postgres (PostgreSQL through pglock, with its restarts and outage)")
 	faults := flag.String("faults", "", "comma-separated fault kinds to draw from (default: every kind of the backend), e.g. redis-restart")
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
 	flag.Parse()
+	switch *backend {
+	case "redis":
+	case "postgres":
+		if cfg.Cluster || cfg.Sentinel {
+			fmt.Fprintln(os.Stderr, "chaos: -backend postgres takes neither -cluster nor -sentinel")
+			os.Exit(2)
+		}
+		cfg.Postgres = true
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: -backend %q is not one of redis, postgres\n", *backend)
+		os.Exit(2)
+	}
 	if *recheck != "" {
 		rep, err := chaos.Recheck(*recheck, cfg.ExpiryRace)
 		if err != nil {
