@@ -73,18 +73,11 @@ func Required() bool {
 }
 
 // Server is a private PostgreSQL server process.
-type Server struct {
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited and been reaped
-}
+type Server struct{ proc }
 
 // ConnString is the connection string of the server's database dbname, as
 // the superuser postgres, over TCP on 127.0.0.1.
-func (s *Server) ConnString(dbname string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", s.port, dbname)
-}
+func (s *Server) ConnString(dbname string) string { return s.connString(dbname) }
 
 // Port is the server's TCP port on 127.0.0.1.
 func (s *Server) Port() int { return s.port }
@@ -147,15 +140,9 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
+	dir, err := privateDir("pgtest-", cred)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: temp dir: %w", err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("pgtest: hand %s to uid %d: %w", dir, cred.Uid, err)
-		}
+		return nil, err
 	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"),
@@ -199,20 +186,11 @@ func launch(bin, dir, data string, cred *syscall.Credential) (*Server, error) {
 		"-c", "fsync=off",
 		"-c", "logging_collector=off",
 	)
-	cmd.Dir = dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr(cred)
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+	p, err := startProc(cmd, dir, port, cred, logFile)
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
 	}
-	s := &Server{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(s.done)
-	}()
+	s := &Server{*p}
 	if err := s.waitReady(); err != nil {
 		s.kill()
 		log, _ := os.ReadFile(logPath)
@@ -307,24 +285,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// kill sends SIGKILL and waits until the process is reaped.
-func (s *Server) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-}
-
 // Stop shuts the server down (SIGINT: fast shutdown, then SIGKILL after
 // ten seconds), waits for it and removes its directory. It is safe to call
 // more than once.
-func (s *Server) Stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.done:
-	case <-time.After(stopTimeout):
-		s.kill()
-	}
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.stop() }
 
 // Log returns the end of the server's log, for failure messages.
 func (s *Server) Log() string {
