@@ -62,3 +62,33 @@ func TestStartBouncer_Serves(t *testing.T) {
 	b.Stop()
 	b.Stop()
 }
+
+// TestExec_RunsStatementsAndReportsErrors: Exec runs a statement on the
+// database it names and returns the server's error for a bad one, with
+// the session usable afterwards.
+func TestExec_RunsStatementsAndReportsErrors(t *testing.T) {
+	s, err := pgtest.Start()
+	if err != nil {
+		if pgtest.Required() {
+			t.Fatalf("PostgreSQL did not start: %v", err)
+		}
+		t.Skipf("PostgreSQL did not start: %v", err)
+	}
+	defer s.Stop()
+	if err := s.Exec("postgres", `CREATE DATABASE "exec ""x"""`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(`exec "x"`, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatalf("a statement on the new database: %v", err)
+	}
+	err = s.Exec(`exec "x"`, "CREATE TABLE t (x int)")
+	if err == nil || !strings.Contains(err.Error(), "42P07") {
+		t.Fatalf("creating the table again: %v, want the server's duplicate_table error", err)
+	}
+	if err := s.Exec("no_such_database", "SELECT 1"); err == nil || !strings.Contains(err.Error(), "no_such_database") {
+		t.Fatalf("on a missing database: %v, want an error naming it", err)
+	}
+	if err := s.Exec("postgres", `DROP DATABASE "exec ""x""" WITH (FORCE)`); err != nil {
+		t.Fatal(err)
+	}
+}
