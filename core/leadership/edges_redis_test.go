@@ -1,6 +1,8 @@
 package leadership_test
 
 import (
+	"iter"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,27 +26,12 @@ import (
 func TestElector_Q1_Redis_RestartWithoutPersistenceEndsTheTermAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
-	type span struct {
-		who        int
-		start, end time.Time
-	}
-	var mu sync.Mutex
-	var spans []span
-	open := map[int]time.Time{}
+	var terms termLog
 	var electors []*leadership.Elector
 	for i := range 3 {
 		n := newRedisNode(t, srv)
 		e := mustElector(t, "q1", n.lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		e.OnChange(func(c leadership.Change) {
-			mu.Lock()
-			defer mu.Unlock()
-			if c.IsLeader {
-				open[i] = c.At
-				return
-			}
-			spans = append(spans, span{i, open[i], c.At})
-			delete(open, i)
-		})
+		terms.watch(i, e)
 		electors = append(electors, e)
 	}
 	for _, e := range electors {
@@ -68,23 +55,13 @@ func TestElector_Q1_Redis_RestartWithoutPersistenceEndsTheTermAtOnce(t *testing.
 		t.Fatalf("new fence %d after %d", next.Fence(), fence)
 	}
 	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	now := time.Now()
-	for i, at := range open {
-		spans = append(spans, span{i, at, now})
-	}
 	var overlap time.Duration
-	for _, a := range spans {
-		for _, b := range spans {
-			if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
-				end := a.end
-				if b.end.Before(end) {
-					end = b.end
-				}
-				overlap = max(overlap, end.Sub(b.start))
-			}
+	for a, b := range terms.overlaps() {
+		end := a.end
+		if b.end.Before(end) {
+			end = b.end
 		}
+		overlap = max(overlap, end.Sub(b.start))
 	}
 	t.Logf("old term ended %v after the restart began; longest overlap of two terms %v", ended.Round(time.Millisecond), overlap)
 }
@@ -98,13 +75,7 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 250*time.Millisecond
-	type span struct {
-		who        int
-		start, end time.Time
-	}
-	var mu sync.Mutex
-	var spans []span
-	open := map[int]time.Time{}
+	var terms termLog
 	var electors []*leadership.Elector
 	for i := range 3 {
 		c := srv.Client(t)
@@ -115,16 +86,7 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := mustElector(t, "q3", lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		e.OnChange(func(c leadership.Change) {
-			mu.Lock()
-			defer mu.Unlock()
-			if c.IsLeader {
-				open[i] = c.At
-				return
-			}
-			spans = append(spans, span{i, open[i], c.At})
-			delete(open, i)
-		})
+		terms.watch(i, e)
 		electors = append(electors, e)
 	}
 	for _, e := range electors {
@@ -148,18 +110,8 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	})
 	leaderless := time.Since(restarted)
 	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	now := time.Now()
-	for i, at := range open {
-		spans = append(spans, span{i, at, now})
-	}
-	for _, a := range spans {
-		for _, b := range spans {
-			if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
-				t.Errorf("terms of %d [%v, %v] and %d [%v, %v] overlap", a.who, a.start, a.end, b.who, b.start, b.end)
-			}
-		}
+	for a, b := range terms.overlaps() {
+		t.Errorf("terms of %d [%v, %v] and %d [%v, %v] overlap", a.who, a.start, a.end, b.who, b.start, b.end)
 	}
 	if leaderless < o.Lease {
 		t.Errorf("a new term %v after the restart, within the quarantine of one lease (%v)", leaderless, o.Lease)
@@ -175,4 +127,57 @@ func mustProvider(t *testing.T, c redis.UniversalClient, o redislock.Options) *r
 		t.Fatal(err)
 	}
 	return p
+}
+
+// term is one elector's term, from its OnChange times.
+type term struct {
+	who        int
+	start, end time.Time
+}
+
+// termLog records the terms of electors from their OnChange times.
+type termLog struct {
+	mu    sync.Mutex
+	ended []term
+	open  map[int]time.Time // who: start of the running term
+}
+
+// watch records e's terms as who's.
+func (l *termLog) watch(who int, e *leadership.Elector) {
+	e.OnChange(func(c leadership.Change) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.open == nil {
+			l.open = map[int]time.Time{}
+		}
+		if c.IsLeader {
+			l.open[who] = c.At
+			return
+		}
+		l.ended = append(l.ended, term{who, l.open[who], c.At})
+		delete(l.open, who)
+	})
+}
+
+// overlaps yields every pair of terms of two electors where b began
+// within a; terms still running count as ending now.
+func (l *termLog) overlaps() iter.Seq2[term, term] {
+	l.mu.Lock()
+	terms := slices.Clone(l.ended)
+	now := time.Now()
+	for who, at := range l.open {
+		terms = append(terms, term{who, at, now})
+	}
+	l.mu.Unlock()
+	return func(yield func(a, b term) bool) {
+		for _, a := range terms {
+			for _, b := range terms {
+				if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
+					if !yield(a, b) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
