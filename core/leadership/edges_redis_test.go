@@ -26,18 +26,11 @@ import (
 func TestElector_Q1_Redis_RestartWithoutPersistenceEndsTheTermAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
-	var terms termLog
-	var electors []*leadership.Elector
-	for i := range 3 {
-		n := newRedisNode(t, srv)
-		e := mustElector(t, "q1", n.lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		terms.watch(i, e)
-		electors = append(electors, e)
+	var locks []*locking.DistributedLock
+	for range 3 {
+		locks = append(locks, newRedisNode(t, srv).lock)
 	}
-	for _, e := range electors {
-		mustStart(t, e)
-		defer mustStop(t, e)
-	}
+	electors, terms := startWatched(t, "q1", o, locks)
 	leader := waitLeader(t, electors, nil)
 	fence := leader.Fence()
 	time.Sleep(time.Second)
@@ -75,24 +68,17 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 250*time.Millisecond
-	var terms termLog
-	var electors []*leadership.Elector
-	for i := range 3 {
-		c := srv.Client(t)
-		p := mustProvider(t, c, redislock.Options{Quarantine: true})
+	var locks []*locking.DistributedLock
+	for range 3 {
+		p := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
 		t.Cleanup(func() { _ = p.Close() })
 		lock, err := locking.New(p, locking.DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := mustElector(t, "q3", lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		terms.watch(i, e)
-		electors = append(electors, e)
+		locks = append(locks, lock)
 	}
-	for _, e := range electors {
-		mustStart(t, e)
-		defer mustStop(t, e)
-	}
+	electors, terms := startWatched(t, "q3", o, locks)
 	leader := waitLeader(t, electors, nil)
 	fence := leader.Fence()
 	time.Sleep(2 * time.Second) // the server is no longer young
@@ -127,6 +113,24 @@ func mustProvider(t *testing.T, c redis.UniversalClient, o redislock.Options) *r
 		t.Fatal(err)
 	}
 	return p
+}
+
+// startWatched starts an elector for role over each lock (identities a,
+// b, c, …), stopped when t ends, and records their terms.
+func startWatched(t *testing.T, role string, o leadership.Options, locks []*locking.DistributedLock) ([]*leadership.Elector, *termLog) {
+	t.Helper()
+	terms := &termLog{}
+	var electors []*leadership.Elector
+	for i, l := range locks {
+		e := mustElector(t, role, l, o, leadership.WithIdentity(string(rune('a'+i))))
+		terms.watch(i, e)
+		electors = append(electors, e)
+	}
+	for _, e := range electors {
+		mustStart(t, e)
+		t.Cleanup(func() { mustStop(t, e) })
+	}
+	return electors, terms
 }
 
 // term is one elector's term, from its OnChange times.
