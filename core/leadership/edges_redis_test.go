@@ -1,6 +1,8 @@
 package leadership_test
 
 import (
+	"iter"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,33 +26,11 @@ import (
 func TestElector_Q1_Redis_RestartWithoutPersistenceEndsTheTermAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
-	type span struct {
-		who        int
-		start, end time.Time
+	var locks []*locking.DistributedLock
+	for range 3 {
+		locks = append(locks, newRedisNode(t, srv).lock)
 	}
-	var mu sync.Mutex
-	var spans []span
-	open := map[int]time.Time{}
-	var electors []*leadership.Elector
-	for i := range 3 {
-		n := newRedisNode(t, srv)
-		e := mustElector(t, "q1", n.lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		e.OnChange(func(c leadership.Change) {
-			mu.Lock()
-			defer mu.Unlock()
-			if c.IsLeader {
-				open[i] = c.At
-				return
-			}
-			spans = append(spans, span{i, open[i], c.At})
-			delete(open, i)
-		})
-		electors = append(electors, e)
-	}
-	for _, e := range electors {
-		mustStart(t, e)
-		defer mustStop(t, e)
-	}
+	electors, terms := startWatched(t, "q1", o, locks)
 	leader := waitLeader(t, electors, nil)
 	fence := leader.Fence()
 	time.Sleep(time.Second)
@@ -68,23 +48,13 @@ func TestElector_Q1_Redis_RestartWithoutPersistenceEndsTheTermAtOnce(t *testing.
 		t.Fatalf("new fence %d after %d", next.Fence(), fence)
 	}
 	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	now := time.Now()
-	for i, at := range open {
-		spans = append(spans, span{i, at, now})
-	}
 	var overlap time.Duration
-	for _, a := range spans {
-		for _, b := range spans {
-			if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
-				end := a.end
-				if b.end.Before(end) {
-					end = b.end
-				}
-				overlap = max(overlap, end.Sub(b.start))
-			}
+	for a, b := range terms.overlaps() {
+		end := a.end
+		if b.end.Before(end) {
+			end = b.end
 		}
+		overlap = max(overlap, end.Sub(b.start))
 	}
 	t.Logf("old term ended %v after the restart began; longest overlap of two terms %v", ended.Round(time.Millisecond), overlap)
 }
@@ -98,39 +68,17 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 250*time.Millisecond
-	type span struct {
-		who        int
-		start, end time.Time
-	}
-	var mu sync.Mutex
-	var spans []span
-	open := map[int]time.Time{}
-	var electors []*leadership.Elector
-	for i := range 3 {
-		c := srv.Client(t)
-		p := mustProvider(t, c, redislock.Options{Quarantine: true})
+	var locks []*locking.DistributedLock
+	for range 3 {
+		p := mustProvider(t, srv.Client(t), redislock.Options{Quarantine: true})
 		t.Cleanup(func() { _ = p.Close() })
 		lock, err := locking.New(p, locking.DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := mustElector(t, "q3", lock, o, leadership.WithIdentity(string(rune('a'+i))))
-		e.OnChange(func(c leadership.Change) {
-			mu.Lock()
-			defer mu.Unlock()
-			if c.IsLeader {
-				open[i] = c.At
-				return
-			}
-			spans = append(spans, span{i, open[i], c.At})
-			delete(open, i)
-		})
-		electors = append(electors, e)
+		locks = append(locks, lock)
 	}
-	for _, e := range electors {
-		mustStart(t, e)
-		defer mustStop(t, e)
-	}
+	electors, terms := startWatched(t, "q3", o, locks)
 	leader := waitLeader(t, electors, nil)
 	fence := leader.Fence()
 	time.Sleep(2 * time.Second) // the server is no longer young
@@ -148,18 +96,8 @@ func TestElector_Q3_Redis_QuarantineLeavesNoOverlapAfterRestart(t *testing.T) {
 	})
 	leaderless := time.Since(restarted)
 	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	now := time.Now()
-	for i, at := range open {
-		spans = append(spans, span{i, at, now})
-	}
-	for _, a := range spans {
-		for _, b := range spans {
-			if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
-				t.Errorf("terms of %d [%v, %v] and %d [%v, %v] overlap", a.who, a.start, a.end, b.who, b.start, b.end)
-			}
-		}
+	for a, b := range terms.overlaps() {
+		t.Errorf("terms of %d [%v, %v] and %d [%v, %v] overlap", a.who, a.start, a.end, b.who, b.start, b.end)
 	}
 	if leaderless < o.Lease {
 		t.Errorf("a new term %v after the restart, within the quarantine of one lease (%v)", leaderless, o.Lease)
@@ -175,4 +113,75 @@ func mustProvider(t *testing.T, c redis.UniversalClient, o redislock.Options) *r
 		t.Fatal(err)
 	}
 	return p
+}
+
+// startWatched starts an elector for role over each lock (identities a,
+// b, c, …), stopped when t ends, and records their terms.
+func startWatched(t *testing.T, role string, o leadership.Options, locks []*locking.DistributedLock) ([]*leadership.Elector, *termLog) {
+	t.Helper()
+	terms := &termLog{}
+	var electors []*leadership.Elector
+	for i, l := range locks {
+		e := mustElector(t, role, l, o, leadership.WithIdentity(string(rune('a'+i))))
+		terms.watch(i, e)
+		electors = append(electors, e)
+	}
+	for _, e := range electors {
+		mustStart(t, e)
+		t.Cleanup(func() { mustStop(t, e) })
+	}
+	return electors, terms
+}
+
+// term is one elector's term, from its OnChange times.
+type term struct {
+	who        int
+	start, end time.Time
+}
+
+// termLog records the terms of electors from their OnChange times.
+type termLog struct {
+	mu    sync.Mutex
+	ended []term
+	open  map[int]time.Time // who: start of the running term
+}
+
+// watch records e's terms as who's.
+func (l *termLog) watch(who int, e *leadership.Elector) {
+	e.OnChange(func(c leadership.Change) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.open == nil {
+			l.open = map[int]time.Time{}
+		}
+		if c.IsLeader {
+			l.open[who] = c.At
+			return
+		}
+		l.ended = append(l.ended, term{who, l.open[who], c.At})
+		delete(l.open, who)
+	})
+}
+
+// overlaps yields every pair of terms of two electors where b began
+// within a; terms still running count as ending now.
+func (l *termLog) overlaps() iter.Seq2[term, term] {
+	l.mu.Lock()
+	terms := slices.Clone(l.ended)
+	now := time.Now()
+	for who, at := range l.open {
+		terms = append(terms, term{who, at, now})
+	}
+	l.mu.Unlock()
+	return func(yield func(a, b term) bool) {
+		for _, a := range terms {
+			for _, b := range terms {
+				if a.who != b.who && b.start.After(a.start) && b.start.Before(a.end) {
+					if !yield(a, b) {
+						return
+					}
+				}
+			}
+		}
+	}
 }

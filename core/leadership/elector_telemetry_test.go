@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
+	"github.com/hostloom/hostloom/internal/oteltest"
 )
 
 const electorScope = "github.com/hostloom/hostloom/core/leadership"
@@ -230,22 +231,7 @@ func TestElector_O6_TelemetryConventions(t *testing.T) {
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatal(err)
 		}
-		seen := map[string]bool{}
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				seen[m.Name] = true
-				if !strings.HasPrefix(m.Name, "hostloom.") || m.Unit == "" {
-					t.Errorf("metric %q unit %q: want a hostloom. name and a unit", m.Name, m.Unit)
-				}
-				for _, set := range pointAttributes(t, m) {
-					for _, kv := range set.ToSlice() {
-						if !strings.HasPrefix(string(kv.Key), "hostloom.") {
-							t.Errorf("metric %s: attribute %q lacks the hostloom. prefix", m.Name, kv.Key)
-						}
-					}
-				}
-			}
-		}
+		seen := oteltest.CheckMetrics(t, rm)
 		for _, name := range []string{leadership.MetricIsLeader, leadership.MetricFence, leadership.MetricTransitions,
 			leadership.MetricRenewals, leadership.MetricRenewalDuration, leadership.MetricAcquireAttempts,
 			leadership.MetricParticipants, leadership.MetricChannelDropped} {
@@ -269,29 +255,6 @@ func TestElector_O6_TelemetryConventions(t *testing.T) {
 			t.Errorf("spans = %v, want acquire, renew and release", names)
 		}
 	})
-}
-
-// pointAttributes returns the attribute sets of a metric's data points.
-func pointAttributes(t *testing.T, m metricdata.Metrics) []attribute.Set {
-	t.Helper()
-	var out []attribute.Set
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Gauge[int64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Histogram[float64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	default:
-		t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
-	}
-	return out
 }
 
 // refusingMeter is a meter whose gauges cannot be created.

@@ -10,12 +10,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/internal/oteltest"
 )
 
 // TestScheduler_S4_TelemetryConventions: every instrument has a unit, and
@@ -36,22 +36,7 @@ func TestScheduler_S4_TelemetryConventions(t *testing.T) {
 		time.Sleep(time.Minute) // one run
 		synctest.Wait()
 
-		seen := map[string]bool{}
-		for _, sm := range m.collect(t).ScopeMetrics {
-			for _, mt := range sm.Metrics {
-				seen[mt.Name] = true
-				if !strings.HasPrefix(mt.Name, "hostloom.") || mt.Unit == "" {
-					t.Errorf("metric %q unit %q: want a hostloom. name and a unit", mt.Name, mt.Unit)
-				}
-				for _, set := range pointSets(t, mt) {
-					for _, kv := range set.ToSlice() {
-						if !strings.HasPrefix(string(kv.Key), "hostloom.") {
-							t.Errorf("metric %s: attribute %q lacks the hostloom. prefix", mt.Name, kv.Key)
-						}
-					}
-				}
-			}
-		}
+		seen := oteltest.CheckMetrics(t, m.collect(t))
 		for _, name := range []string{scheduling.MetricRuns, scheduling.MetricRunDuration, scheduling.MetricSkipped,
 			scheduling.MetricLag, scheduling.MetricLastSuccess} {
 			if !seen[name] {
@@ -72,29 +57,6 @@ func TestScheduler_S4_TelemetryConventions(t *testing.T) {
 			}
 		}
 	})
-}
-
-// pointSets returns the attribute sets of a metric's data points.
-func pointSets(t *testing.T, m metricdata.Metrics) []attribute.Set {
-	t.Helper()
-	var out []attribute.Set
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Gauge[float64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Histogram[float64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	default:
-		t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
-	}
-	return out
 }
 
 // refusingHistograms is a meter provider whose histograms cannot be created.

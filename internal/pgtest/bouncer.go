@@ -22,12 +22,7 @@ const BouncerEnv = "HOSTLOOM_PGBOUNCER"
 var ErrNoBouncer = errors.New("pgtest: pgbouncer not found: install the pgbouncer package to run the PgBouncer tests")
 
 // Bouncer is a private PgBouncer process in front of a Server.
-type Bouncer struct {
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+type Bouncer struct{ proc }
 
 // StartBouncer starts PgBouncer on 127.0.0.1 at a free port in front of s,
 // in pool mode mode ("session", "transaction" or "statement"), accepting
@@ -51,15 +46,9 @@ func StartBouncer(s *Server, mode string, poolSize int) (*Bouncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgbouncer-")
+	dir, err := privateDir("pgbouncer-", cred)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: temp dir: %w", err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("pgtest: hand %s to uid %d: %w", dir, cred.Uid, err)
-		}
+		return nil, err
 	}
 	b, err := launchBouncer(bin, dir, s, mode, poolSize, cred)
 	if err != nil {
@@ -93,24 +82,15 @@ func launchBouncer(bin, dir string, s *Server, mode string, poolSize int, cred *
 	if err := os.WriteFile(conf, []byte(ini), 0o644); err != nil {
 		return nil, fmt.Errorf("pgtest: pgbouncer config: %w", err)
 	}
-	cmd := exec.Command(bin, conf)
-	cmd.Dir = dir
-	cmd.SysProcAttr = sysProcAttr(cred)
 	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
+	p, err := startProc(exec.Command(bin, conf), dir, port, cred, out)
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: start pgbouncer: %w", err)
 	}
-	b := &Bouncer{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = out.Close()
-		close(b.done)
-	}()
+	b := &Bouncer{*p}
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
@@ -135,23 +115,8 @@ func launchBouncer(bin, dir string, s *Server, mode string, poolSize int, cred *
 
 // ConnString is the connection string of database dbname through the
 // bouncer, as postgres.
-func (b *Bouncer) ConnString(dbname string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", b.port, dbname)
-}
-
-func (b *Bouncer) kill() {
-	_ = b.cmd.Process.Signal(syscall.SIGKILL)
-	<-b.done
-}
+func (b *Bouncer) ConnString(dbname string) string { return b.connString(dbname) }
 
 // Stop shuts PgBouncer down (SIGINT, then SIGKILL after ten seconds) and
 // removes its directory. It is safe to call more than once.
-func (b *Bouncer) Stop() {
-	_ = b.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-b.done:
-	case <-time.After(stopTimeout):
-		b.kill()
-	}
-	_ = os.RemoveAll(b.dir)
-}
+func (b *Bouncer) Stop() { b.stop() }

@@ -2,6 +2,8 @@ package pgtest_test
 
 import (
 	"fmt"
+	"os"
+	"testing"
 
 	"github.com/hostloom/hostloom/internal/pgtest"
 )
@@ -16,4 +18,18 @@ func Example() {
 	}
 	defer s.Stop()
 	fmt.Println(s.Port() > 0)
+}
+
+// A test binary shares one server among its tests: its TestMain runs them
+// through Main, and each test takes a database of its own (dropped when
+// the test ends), skipping when there is no server. The example needs
+// PostgreSQL, so it is compiled but not run.
+func ExampleShared() {
+	var pg pgtest.Shared
+	testMain := func(m *testing.M) { os.Exit(pg.Main(m)) }
+	aTest := func(t *testing.T) {
+		dsn := pg.NewDatabase(t) // connection string of a fresh database
+		_ = dsn
+	}
+	_, _ = testMain, aTest
 }

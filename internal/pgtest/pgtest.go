@@ -10,6 +10,14 @@
 // directory. On Linux the server also receives SIGKILL when the test binary
 // dies.
 //
+// # One server per test binary
+//
+// A test binary's TestMain runs its tests through Shared.Main, which
+// starts a Server for all of them and stops it afterwards; each test
+// takes a database of its own from Shared.NewDatabase (created and
+// dropped with Server.Exec, which speaks the wire protocol itself: the
+// package links no driver).
+//
 // # Binaries
 //
 // initdb and postgres are taken from the directory named by
@@ -66,6 +74,9 @@ const startTimeout = 30 * time.Second
 
 // stopTimeout bounds the fast shutdown before the server is killed.
 const stopTimeout = 10 * time.Second
+
+// execTimeout bounds one Exec (CREATE DATABASE copies a template).
+const execTimeout = time.Minute
 
 // Required reports whether the PostgreSQL tests must run rather than skip:
 // the environment variable CI is non-empty or HOSTLOOM_REQUIRE_POSTGRES is 1.
@@ -153,15 +164,9 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
+	dir, err := privateDir("pgtest-", cred)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: temp dir: %w", err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("pgtest: hand %s to uid %d: %w", dir, cred.Uid, err)
-		}
+		return nil, err
 	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"),
@@ -324,50 +329,106 @@ func (s *Server) waitReady() error {
 // ping opens a session as postgres on database postgres over TCP at port
 // on 127.0.0.1 and reports nil once the server authenticates it and is
 // ready for a query.
-// It speaks the startup phase of the wire protocol (version 3.0) with the
-// standard library only, so this package adds no driver to the module
-// that imports it.
 func ping(port int) error {
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	conn, _, err := startup(port, "postgres", time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	terminate(conn)
+	return nil
+}
+
+// startup opens a session as postgres on database dbname over TCP at port
+// on 127.0.0.1, all of it within timeout, and returns it once the server
+// has authenticated it and is ready for a query.
+// It speaks the wire protocol (version 3.0) with the standard library
+// only, so this package adds no driver to the module that imports it.
+func startup(port int, dbname string, timeout time.Duration) (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(timeout))
 	var body []byte
 	body = binary.BigEndian.AppendUint32(body, 3<<16) // protocol 3.0
-	for _, kv := range []string{"user", "postgres", "database", "postgres"} {
+	for _, kv := range []string{"user", "postgres", "database", dbname} {
 		body = append(append(body, kv...), 0)
 	}
 	body = append(body, 0)
 	msg := binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))
 	if _, err := conn.Write(append(msg, body...)); err != nil {
-		return err
+		conn.Close()
+		return nil, nil, err
 	}
 	r := bufio.NewReader(conn)
 	for {
-		var hdr [5]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return err
+		typ, payload, err := readMessage(r)
+		if err != nil {
+			conn.Close()
+			return nil, nil, err
 		}
-		n := int(binary.BigEndian.Uint32(hdr[1:])) - 4
-		if n < 0 || n > 1<<20 {
-			return fmt.Errorf("message %q of length %d", hdr[0], n)
-		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return err
-		}
-		switch hdr[0] {
+		switch typ {
 		case 'E': // ErrorResponse, e.g. "the database system is starting up"
-			return serverError(strings.ReplaceAll(string(payload), "\x00", " "))
+			conn.Close()
+			return nil, nil, serverError(strings.ReplaceAll(string(payload), "\x00", " "))
 		case 'R': // authentication request: 0 is AuthenticationOk (trust)
 			if len(payload) < 4 || binary.BigEndian.Uint32(payload) != 0 {
-				return errors.New("server asks for authentication")
+				conn.Close()
+				return nil, nil, errors.New("server asks for authentication")
 			}
 		case 'Z': // ReadyForQuery
-			_, _ = conn.Write([]byte{'X', 0, 0, 0, 4}) // Terminate
-			return nil
+			return conn, r, nil
+		}
+	}
+}
+
+// readMessage reads one backend message: its type and payload.
+func readMessage(r *bufio.Reader) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[1:])) - 4
+	if n < 0 || n > 1<<20 {
+		return 0, nil, fmt.Errorf("message %q of length %d", hdr[0], n)
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], payload, nil
+}
+
+// terminate ends a session politely.
+func terminate(conn net.Conn) { _, _ = conn.Write([]byte{'X', 0, 0, 0, 4}) }
+
+// Exec runs sql, one statement, as postgres on database dbname (simple
+// query protocol, within a minute) and returns the server's error, if
+// any. It is how the package creates and drops test databases without a
+// driver.
+func (s *Server) Exec(dbname, sql string) error {
+	conn, r, err := startup(s.port, dbname, execTimeout)
+	if err != nil {
+		return fmt.Errorf("pgtest: connect to %s: %w", dbname, err)
+	}
+	defer conn.Close()
+	msg := append([]byte{'Q'}, binary.BigEndian.AppendUint32(nil, uint32(4+len(sql)+1))...)
+	if _, err := conn.Write(append(append(msg, sql...), 0)); err != nil {
+		return fmt.Errorf("pgtest: %s: %w", sql, err)
+	}
+	var qerr error
+	for {
+		typ, payload, err := readMessage(r)
+		if err != nil {
+			return fmt.Errorf("pgtest: %s: %w", sql, err)
+		}
+		switch typ {
+		case 'E':
+			qerr = fmt.Errorf("pgtest: %s: %w", sql, serverError(strings.ReplaceAll(string(payload), "\x00", " ")))
+		case 'Z': // ReadyForQuery: the statement is done
+			terminate(conn)
+			return qerr
 		}
 	}
 }

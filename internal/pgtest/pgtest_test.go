@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -13,13 +14,7 @@ import (
 // TestStart_ServesAndStops starts a server, checks it listens on loopback
 // only and is gone after Stop.
 func TestStart_ServesAndStops(t *testing.T) {
-	s, err := pgtest.Start()
-	if err != nil {
-		if pgtest.Required() {
-			t.Fatalf("PostgreSQL did not start: %v", err)
-		}
-		t.Skipf("PostgreSQL did not start: %v", err)
-	}
+	s := start(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port()))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -41,13 +36,7 @@ func TestStart_ServesAndStops(t *testing.T) {
 // TestStartBouncer_Serves: PgBouncer in transaction mode answers the
 // startup handshake for the server's database.
 func TestStartBouncer_Serves(t *testing.T) {
-	s, err := pgtest.Start()
-	if err != nil {
-		if pgtest.Required() {
-			t.Fatalf("PostgreSQL did not start: %v", err)
-		}
-		t.Skipf("PostgreSQL did not start: %v", err)
-	}
+	s := start(t)
 	defer s.Stop()
 	b, err := pgtest.StartBouncer(s, "transaction", 1)
 	if errors.Is(err, pgtest.ErrNoBouncer) && !pgtest.Required() {
@@ -63,10 +52,34 @@ func TestStartBouncer_Serves(t *testing.T) {
 	b.Stop()
 }
 
-// TestServer_ShutdownAndRestart: every shutdown mode stops the server, and
-// Restart brings it back on the same port with the same data directory;
-// an unknown mode is an error naming it.
-func TestServer_ShutdownAndRestart(t *testing.T) {
+// TestExec_RunsStatementsAndReportsErrors: Exec runs a statement on the
+// database it names and returns the server's error for a bad one, with
+// the session usable afterwards.
+func TestExec_RunsStatementsAndReportsErrors(t *testing.T) {
+	s := start(t)
+	defer s.Stop()
+	if err := s.Exec("postgres", `CREATE DATABASE "exec ""x"""`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(`exec "x"`, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatalf("a statement on the new database: %v", err)
+	}
+	err := s.Exec(`exec "x"`, "CREATE TABLE t (x int)")
+	if err == nil || !strings.Contains(err.Error(), "42P07") {
+		t.Fatalf("creating the table again: %v, want the server's duplicate_table error", err)
+	}
+	if err := s.Exec("no_such_database", "SELECT 1"); err == nil || !strings.Contains(err.Error(), "no_such_database") {
+		t.Fatalf("on a missing database: %v, want an error naming it", err)
+	}
+	if err := s.Exec("postgres", `DROP DATABASE "exec ""x""" WITH (FORCE)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start starts a server or skips t (fails it when Required); the caller
+// stops it.
+func start(t *testing.T) *pgtest.Server {
+	t.Helper()
 	s, err := pgtest.Start()
 	if err != nil {
 		if pgtest.Required() {
@@ -74,6 +87,55 @@ func TestServer_ShutdownAndRestart(t *testing.T) {
 		}
 		t.Skipf("PostgreSQL did not start: %v", err)
 	}
+	return s
+}
+
+// runner is a testing.M stand-in: Run runs the function.
+type runner func() int
+
+func (r runner) Run() int { return r() }
+
+// TestShared_NewDatabaseIsFreshAndDropped: Main runs the tests with a
+// server up and returns their code; each NewDatabase is a database of its
+// own, usable at once and dropped when its test ends.
+func TestShared_NewDatabaseIsFreshAndDropped(t *testing.T) {
+	var sh pgtest.Shared
+	var s *pgtest.Server
+	var names []string
+	code := sh.Main(runner(func() int {
+		for i := range 2 {
+			t.Run(fmt.Sprint("db", i), func(t *testing.T) {
+				s = sh.Server(t)
+				dsn := sh.NewDatabase(t)
+				name := dsn[strings.Index(dsn, "dbname=")+len("dbname=") : strings.Index(dsn, " sslmode")]
+				names = append(names, name)
+				if err := s.Exec(name, "CREATE TABLE t (x int)"); err != nil {
+					t.Fatalf("a fresh database: %v", err)
+				}
+			})
+		}
+		if len(names) == 2 && names[0] != names[1] {
+			for _, name := range names {
+				if err := s.Exec(name, "SELECT 1"); err == nil {
+					t.Errorf("database %s still exists after its test ended", name)
+				}
+			}
+		}
+		return 7
+	}))
+	if code != 7 {
+		t.Errorf("Main returned %d, want the tests' 7", code)
+	}
+	if len(names) != 2 || names[0] == names[1] {
+		t.Fatalf("databases %q, want two distinct ones", names)
+	}
+}
+
+// TestServer_ShutdownAndRestart: every shutdown mode stops the server, and
+// Restart brings it back on the same port with the same data directory;
+// an unknown mode is an error naming it.
+func TestServer_ShutdownAndRestart(t *testing.T) {
+	s := start(t)
 	defer s.Stop()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port()))
 	for _, mode := range []string{pgtest.ShutdownFast, pgtest.ShutdownImmediate, pgtest.ShutdownKill} {

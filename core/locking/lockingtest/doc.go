@@ -48,6 +48,13 @@
 // the capability (and makes the leader step down with it), and a Stop
 // whose deregistration fails during an outage returns nil.
 //
+// # Job store (S9–S11)
+//
+// RunJobStore checks a lock's job records: claims, recovery after a hold
+// or a returned run, completion (a superseded claim's included), pause,
+// bounded attempts and bounded history. Its steps share one key, in
+// order; memlock, redislock and pglock run it over a lock of their own.
+//
 // # Time
 //
 // With Config.Synctest every check runs in a testing/synctest bubble: the

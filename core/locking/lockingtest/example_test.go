@@ -44,3 +44,18 @@ func ExampleChecks() {
 	// L9_ElectorResignOrNotSupported
 	// L9_ElectorStopDuringOutage
 }
+
+// The job store steps a lock with job slots must pass, in order on one
+// key. A backend's test runs them with lockingtest.RunJobStore.
+func ExampleJobStoreChecks() {
+	for _, name := range lockingtest.JobStoreChecks() {
+		fmt.Println(name)
+	}
+	// Output:
+	// S9_FirstClaimGrantedOnce
+	// S9_RecoveryWaitsForTheHold
+	// S9_RecoveryAfterTheRunReturned
+	// S10_PauseRecordsTheSlotAsPassed
+	// S9_AttemptsBounded
+	// S11_HistoryKeepsTheNewest
+}

@@ -544,8 +544,8 @@ func testDisabled(t *testing.T, _ Config, b Backend) {
 func testNotification(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	waiter, holder := b.NewLock(t, opts("note")), b.NewLock(t, opts("note"))
-	released, _ := subscribe(t, waiter, "job")
-	other, _ := subscribe(t, waiter, "other")
+	released, _ := Subscribe(t, waiter, "job")
+	other, _ := Subscribe(t, waiter, "other")
 	wantEvent(t, released, locking.EventSubscribed, "")
 	wantEvent(t, other, locking.EventSubscribed, "")
 	// A plain lock user's acquisition may or may not be announced; the

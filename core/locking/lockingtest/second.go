@@ -103,10 +103,11 @@ func testHeldOwner(t *testing.T, _ Config, b Backend) {
 	}
 }
 
-// subscribe subscribes l to key's events, delivered on a buffered channel
-// (a full channel fails t: the suite reads them as they come), and ends
-// the subscription with the check.
-func subscribe(t *testing.T, l *locking.DistributedLock, key string) (<-chan locking.Event, func()) {
+// Subscribe subscribes l to key's events, delivered on a buffered channel
+// (64 events; a full channel fails t: read them as they come), and ends
+// the subscription when t ends; stop ends it earlier. Backends' own event
+// tests use it as the suite does.
+func Subscribe(t *testing.T, l *locking.DistributedLock, key string) (<-chan locking.Event, func()) {
 	t.Helper()
 	ch := make(chan locking.Event, 64)
 	stop, err := l.Subscribe(key, func(e locking.Event) {
@@ -168,8 +169,8 @@ func wantEvent(t *testing.T, ch <-chan locking.Event, k locking.EventKind, owner
 func testEvents(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	watcher, holder := b.NewLock(t, opts("ev")), b.NewLock(t, opts("ev"))
-	events, stop := subscribe(t, watcher, "job")
-	other, _ := subscribe(t, watcher, "other")
+	events, stop := Subscribe(t, watcher, "job")
+	other, _ := Subscribe(t, watcher, "other")
 	wantEvent(t, events, locking.EventSubscribed, "")
 	wantEvent(t, other, locking.EventSubscribed, "")
 
@@ -195,7 +196,7 @@ func testEvents(t *testing.T, _ Config, b Backend) {
 	}
 	wantEvent(t, events, locking.EventReleased, "")
 	// A second subscriber of the same key gets the same events.
-	second, _ := subscribe(t, watcher, "job")
+	second, _ := Subscribe(t, watcher, "job")
 	wantEvent(t, second, locking.EventSubscribed, "")
 	ls, err = holder.TryAcquireAs(ctx, "job", time.Minute, "carol")
 	if err != nil {

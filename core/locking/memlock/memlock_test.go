@@ -50,3 +50,12 @@ func TestConformance(t *testing.T) {
 		Synctest: true,
 	})
 }
+
+// TestJobStore_S9_Memlock runs the job store checks (S9–S11) over memlock.
+func TestJobStore_S9_Memlock(t *testing.T) {
+	l, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockingtest.RunJobStore(t, l)
+}

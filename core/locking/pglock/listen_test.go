@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
@@ -34,25 +35,6 @@ func wantEvent(t *testing.T, ch <-chan locking.Event, k locking.EventKind, owner
 	}
 }
 
-// subscribe subscribes l to key's events on a buffered channel, ended
-// with t.
-func subscribe(t *testing.T, l *locking.DistributedLock, key string) <-chan locking.Event {
-	t.Helper()
-	ch := make(chan locking.Event, 64)
-	stop, err := l.Subscribe(key, func(e locking.Event) {
-		select {
-		case ch <- e:
-		default:
-			t.Errorf("Subscribe(%q): event %v not read in time", key, e.Kind)
-		}
-	})
-	if err != nil {
-		t.Fatalf("Subscribe(%q): %v", key, err)
-	}
-	t.Cleanup(stop)
-	return ch
-}
-
 // listeners counts the server sessions whose last statement was a LISTEN
 // on channel.
 func listeners(t *testing.T, pool *pgxpool.Pool, channel string) int {
@@ -75,8 +57,8 @@ func TestListen_D2_OneConnectionPerProviderCarriesEveryEvent(t *testing.T) {
 	watcher, _ := newLock(t, pool, pglock.Options{}, "ns")
 	holder, _ := newLock(t, pool, pglock.Options{}, "ns")
 	elsewhere, _ := newLock(t, pool, pglock.Options{Table: "other_locks"}, "ns")
-	a := subscribe(t, watcher, "a")
-	b := subscribe(t, watcher, "b")
+	a, _ := lockingtest.Subscribe(t, watcher, "a")
+	b, _ := lockingtest.Subscribe(t, watcher, "b")
 	wantEvent(t, a, locking.EventSubscribed, "")
 	wantEvent(t, b, locking.EventSubscribed, "")
 	if n := listeners(t, pool, "hostloom_locks"); n != 1 {
@@ -126,7 +108,7 @@ func TestListen_D2_ReconnectsAfterTheSessionIsTerminated(t *testing.T) {
 	ctx := context.Background()
 	watcher, _ := newLock(t, pool, pglock.Options{}, "")
 	holder, _ := newLock(t, pool, pglock.Options{}, "")
-	events := subscribe(t, watcher, "job")
+	events, _ := lockingtest.Subscribe(t, watcher, "job")
 	wantEvent(t, events, locking.EventSubscribed, "")
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -17,27 +15,18 @@ import (
 	"github.com/hostloom/hostloom/internal/pgtest"
 )
 
-// server is the private PostgreSQL server of the test run; startErr says why
-// there is none.
+// pg is the private PostgreSQL server of the test run; seq numbers the
+// tables of the conformance checks.
 var (
-	server   *pgtest.Server
-	startErr error
-	seq      atomic.Int64
+	pg  pgtest.Shared
+	seq atomic.Int64
 )
 
 func TestMain(m *testing.M) {
 	if child() {
 		return
 	}
-	server, startErr = pgtest.Start()
-	if startErr != nil && pgtest.Required() {
-		fmt.Fprintf(os.Stderr, "PostgreSQL is required here (CI or HOSTLOOM_REQUIRE_POSTGRES=1 is set) but did not start: %v\n", startErr)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if server != nil {
-		server.Stop()
-	}
+	code := pg.Main(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
@@ -51,48 +40,12 @@ func TestMain(m *testing.M) {
 // database dropped) when t ends. Without a server it skips t.
 func newDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	dsn := newDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
+	pool, err := pgxpool.New(context.Background(), pg.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
-}
-
-// newDatabase creates a fresh database and returns its connection string;
-// the database is dropped when t ends.
-func newDatabase(t testing.TB) string {
-	t.Helper()
-	if startErr != nil {
-		t.Skipf("PostgreSQL did not start, skipping (install the postgresql package; set CI=1 to make this a failure): %v", startErr)
-	}
-	ctx := context.Background()
-	name := fmt.Sprintf("t%d_%s", seq.Add(1), strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name())))
-	if len(name) > 60 {
-		name = name[:60]
-	}
-	admin, err := pgx.Connect(ctx, server.ConnString("postgres"))
-	if err != nil {
-		t.Fatalf("connect: %v\nserver log:\n%s", err, server.Log())
-	}
-	defer admin.Close(ctx)
-	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, server.ConnString("postgres"))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+ident+" WITH (FORCE)"); err != nil {
-			t.Error(err)
-		}
-	})
-	return server.ConnString(name)
 }
 
 // newProvider returns a provider over pool, closed when t ends.

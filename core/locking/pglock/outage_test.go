@@ -22,7 +22,7 @@ import (
 // the table and matches locking.ErrUnauthorized (a configuration error,
 // not an outage).
 func TestTable_D1_NoPrivilegeIsAConfigurationError(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pg.NewDatabase(t)
 	ctx := context.Background()
 	admin, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -118,7 +118,7 @@ func (p *proxy) port() string {
 // E5, D1: a leader whose link to the database is lost ends its term at its
 // local deadline, never later: nothing waits on the dead connection.
 func TestElector_E5_LostConnectionEndsTheTermAtItsDeadline(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pg.NewDatabase(t)
 	ctx := context.Background()
 	// Create the tables directly, so the elector's first attempt is quick.
 	direct, err := pgxpool.New(ctx, dsn)
@@ -130,8 +130,8 @@ func TestElector_E5_LostConnectionEndsTheTermAtItsDeadline(t *testing.T) {
 	if _, err := warm.Inspect(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	port := "port=" + strconv.Itoa(server.Port())
-	px := startProxy(t, "127.0.0.1:"+strconv.Itoa(server.Port()))
+	port := "port=" + strconv.Itoa(pg.Server(t).Port())
+	px := startProxy(t, "127.0.0.1:"+strconv.Itoa(pg.Server(t).Port()))
 	pool, err := pgxpool.New(ctx, strings.Replace(dsn, port, "port="+px.port(), 1))
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 // direct is a pool on the same database without the bouncer.
 func bouncedPool(t *testing.T) (bounced, direct *pgxpool.Pool) {
 	t.Helper()
-	dsn := newDatabase(t)
-	b, err := pgtest.StartBouncer(server, "transaction", 1)
+	dsn := pg.NewDatabase(t)
+	b, err := pgtest.StartBouncer(pg.Server(t), "transaction", 1)
 	if errors.Is(err, pgtest.ErrNoBouncer) && !pgtest.Required() {
 		t.Skip(err)
 	}

@@ -231,7 +231,7 @@ func TestExpiry_D1_DecidedByTheDatabaseClock(t *testing.T) {
 // statement, no session setting, whatever the pool's own query mode, so a
 // pool behind PgBouncer in transaction mode works.
 func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pg.NewDatabase(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -313,10 +313,7 @@ func TestProviderOf_L9(t *testing.T) {
 // O4: a database that does not exist is a configuration error, like
 // refused credentials, not an outage.
 func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
-	if startErr != nil {
-		t.Skip(startErr)
-	}
-	pool, err := pgxpool.New(context.Background(), server.ConnString("no_such_database"))
+	pool, err := pgxpool.New(context.Background(), pg.Server(t).ConnString("no_such_database"))
 	if err != nil {
 		t.Fatal(err)
 	}

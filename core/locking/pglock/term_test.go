@@ -31,6 +31,30 @@ func checkIn(ctx context.Context, pool *pgxpool.Pool, p *pglock.Provider, key st
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return p.CheckTerm(ctx, tx, key, f) })
 }
 
+// checkedTx has a lock on pool take "job" for lease and opens a
+// transaction on pool that checked the term (rolled back when t ends unless
+// committed). successor is another lock on pool.
+func checkedTx(t *testing.T, pool *pgxpool.Pool, lease time.Duration) (tx pgx.Tx, successor *locking.DistributedLock) {
+	t.Helper()
+	ctx := context.Background()
+	a, pa := newLock(t, pool, pglock.Options{}, "")
+	successor, _ = newLock(t, pool, pglock.Options{}, "")
+	pk, _ := a.ProviderKey("job")
+	ls, err := a.TryAcquire(ctx, "job", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if err := pa.CheckTerm(ctx, tx, pk, fence(t, ls)); err != nil {
+		t.Fatalf("CheckTerm: %v", err)
+	}
+	return tx, successor
+}
+
 func TestCheckTerm_D3_RefusesEndedTerms(t *testing.T) {
 	pool := newDB(t)
 	ctx := context.Background()
@@ -96,22 +120,8 @@ func TestCheckTerm_D3_RefusesEndedTerms(t *testing.T) {
 func TestCheckTerm_D3_SuccessorWaitsForTheCheckedTransaction(t *testing.T) {
 	pool := newDB(t)
 	ctx := context.Background()
-	a, pa := newLock(t, pool, pglock.Options{}, "")
-	b, _ := newLock(t, pool, pglock.Options{}, "")
 	const lease = 300 * time.Millisecond
-	pk, _ := a.ProviderKey("job")
-	ls, err := a.TryAcquire(ctx, "job", lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if err := pa.CheckTerm(ctx, tx, pk, fence(t, ls)); err != nil {
-		t.Fatalf("CheckTerm: %v", err)
-	}
+	tx, b := checkedTx(t, pool, lease)
 	var timeout string
 	if err := tx.QueryRow(ctx, "SHOW idle_in_transaction_session_timeout").Scan(&timeout); err != nil {
 		t.Fatal(err)
@@ -160,22 +170,8 @@ func TestCheckTerm_D3_SuccessorWaitsForTheCheckedTransaction(t *testing.T) {
 func TestCheckTerm_D3_IdleHolderDisconnectedAtItsLeaseEnd(t *testing.T) {
 	pool := newDB(t)
 	ctx := context.Background()
-	a, pa := newLock(t, pool, pglock.Options{}, "")
-	b, _ := newLock(t, pool, pglock.Options{}, "")
-	pk, _ := a.ProviderKey("job")
 	const lease = 300 * time.Millisecond
-	ls, err := a.TryAcquire(ctx, "job", lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if err := pa.CheckTerm(ctx, tx, pk, fence(t, ls)); err != nil {
-		t.Fatalf("CheckTerm: %v", err)
-	}
+	tx, b := checkedTx(t, pool, lease)
 	actx, cancel := context.WithTimeout(ctx, waitFor)
 	defer cancel()
 	if _, err := b.TryAcquire(actx, "job", time.Minute); err != nil {

@@ -3,14 +3,49 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
+
+// TestJobStore_S9_Redis runs the job store checks (S9–S11) over a real
+// redis-server, with and without hash tags.
+func TestJobStore_S9_Redis(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tags := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hash tags %v", tags), func(t *testing.T) {
+			o := locking.DefaultOptions()
+			o.Namespace, o.UseHashTags = "billing", tags
+			l, err := redislock.NewLock(srv.Client(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			lockingtest.RunJobStore(t, l)
+		})
+	}
+}
+
+// TestJobStore_S9_RedisCluster runs the job store checks over Redis
+// Cluster without hash tags: each operation touches the job's one key.
+func TestJobStore_S9_RedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	o := locking.DefaultOptions()
+	o.Namespace = "billing"
+	l, err := redislock.NewLock(cl.Client(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	lockingtest.RunJobStore(t, l)
+}
 
 // TestJobs_S11_KeysExpireAndParse covers the Redis side of the job records:
 // every write sets the hash's time to live; fields that are not numbers
