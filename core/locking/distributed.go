@@ -446,7 +446,7 @@ func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
-	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target})
+	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Notify: s.register})
 	if err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}

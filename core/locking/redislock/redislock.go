@@ -24,6 +24,8 @@ var (
 	acquireLua string
 	//go:embed extend.lua
 	extendLua string
+	//go:embed take.lua
+	takeLua string
 	//go:embed release.lua
 	releaseLua string
 	//go:embed get.lua
@@ -66,12 +68,13 @@ func newScript(src string) script {
 
 // scripts are the provider's Lua scripts.
 type scripts struct {
-	acquire, extend, release, get, advance, inspect script
+	acquire, take, extend, release, get, advance, inspect script
 }
 
 func newScripts() scripts {
 	return scripts{
 		acquire: newScript(acquireLua),
+		take:    newScript(takeLua),
 		extend:  newScript(extendLua),
 		release: newScript(releaseLua),
 		get:     newScript(getLua),
@@ -391,18 +394,28 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	if err := ctxErr(ctx); err != nil {
 		return res, opError("acquire", ctx, err)
 	}
-	qmode, qrid := p.quarantineArgs(r.Key)
-	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	// A plain lock user (no participant) without quarantine takes the
+	// short script (take.lua): three commands whether refused or taken.
+	s := p.s.acquire
+	var args []any
+	plain := r.ParticipantTTL <= 0 && !p.quarantine
+	if plain {
+		s = p.s.take
+		args = []any{nil, nil, "2", r.Key, metaKey(r.Key), r.Value, ms, metaTTLFor(r.TTL, 0)}
+	} else {
+		qmode, qrid := p.quarantineArgs(r.Key)
+		args = []any{nil, nil, "2", r.Key, metaKey(r.Key),
+			r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	}
 	var cmd *redis.Cmd
 	acked := 0
 	if p.minReplicas > 0 {
-		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.acquire, args)
+		cmd, acked, err = p.runAcked(ctx, r.Key, s, args)
 		if cmd == nil {
 			return res, opError("acquire", ctx, err)
 		}
 	} else {
-		cmd = p.run(ctx, p.s.acquire, args)
+		cmd = p.run(ctx, s, args)
 	}
 	if err == nil {
 		err = cmd.Err()
@@ -413,7 +426,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	}
 	if err != nil {
 		if mayHaveRun(err) {
-			p.cleanup(ctx, r.Key, r.Value)
+			p.cleanup(ctx, r.Key, r.Value, r.ParticipantTTL > 0)
 		}
 		return res, opError("acquire", ctx, err)
 	}
@@ -430,15 +443,18 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			// a notification (candidates would only meet the same wait).
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer cancel()
-			_ = p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, "", p.publish}).Err()
+			_ = p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, "", p.publish}).Err()
 			return res, &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
-	case kind == heldReply && len(reply) == 4:
+	case kind == heldReply && (len(reply) == 4 || len(reply) == 3 && plain):
 		n, ok1 := replyInt(reply, 1)
 		v, ok2 := reply[2].(string)
-		top, ok3 := replyInt(reply, 3)
+		top, ok3 := int64(0), true
+		if len(reply) == 4 {
+			top, ok3 = replyInt(reply, 3)
+		}
 		if !ok1 || !ok2 || !ok3 {
 			break
 		}
@@ -482,12 +498,22 @@ func participantMillis(d time.Duration) any {
 
 // cleanup deletes key if it stores value, on a context detached from the
 // caller's (which may have ended) and bounded by cleanupTimeout, and then
-// publishes the release like Release (an acquisition that ran announced
-// itself). The outcome is not reported: the acquisition already failed.
-func (p *Provider) cleanup(ctx context.Context, key, value string) {
+// publishes the release like Release (an elector's acquisition that ran
+// announced itself: notify). The outcome is not reported: the acquisition
+// already failed.
+func (p *Provider) cleanup(ctx context.Context, key, value string, notify bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Err()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "2", key, waitKey(key), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
+}
+
+// notifyArg is release.lua's ARGV[5]: '1' publishes the release whether
+// or not the key has a waiter mark.
+func notifyArg(notify bool) string {
+	if notify {
+		return "1"
+	}
+	return "0"
 }
 
 // opError wraps the error of operation op. When ctx has ended, its error is
@@ -627,7 +653,10 @@ func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, a
 
 // Release implements locking.Provider: DEL when the key still stores the
 // value, then a notification on the key's event channel (PUBLISH, or
-// SPUBLISH on Redis Cluster), in one script. The notification names
+// SPUBLISH on Redis Cluster), in one script (see release.lua). The
+// notification is sent when someone may listen: r.Notify or r.Target is
+// set, or the key's waiter mark exists (Subscribe sets it); a plain
+// release nobody waits for costs three commands. The notification names
 // r.Target as the participant meant to take the key (B1):
 // "released:TARGET".
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
@@ -637,7 +666,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, p.channelMode(r.Key), p.publish, r.Target}).Int64()
+	n, err := p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, p.channelMode(r.Key), p.publish, r.Target, notifyArg(r.Notify)}).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}

@@ -25,7 +25,8 @@ const (
 
 // watcher is one local subscriber of a channel (Subscribe).
 type watcher struct {
-	fn func(locking.Event)
+	fn  func(locking.Event)
+	key string // the lock key whose channel it watches
 }
 
 // send delivers e to the subscriber. p.mu is held, which serialises the
@@ -102,7 +103,7 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 	if fn == nil {
 		return nil, errors.New("redislock: subscribe: nil callback")
 	}
-	return p.watch(key, &watcher{fn: fn})
+	return p.watch(key, &watcher{fn: fn, key: key})
 }
 
 // RequestResign implements locking.ResignRequester: it publishes
@@ -180,6 +181,9 @@ func (p *Provider) watch(key string, w *watcher) (func(), error) {
 		go p.receive(s)
 	}
 	s.op.Unlock()
+	// Mark the key listened to once the SUBSCRIBE is sent (the receive
+	// loop marks it again whenever the server confirms the channel).
+	p.markListened(key)
 
 	var once sync.Once
 	return func() { once.Do(func() { p.unwatch(s, name, w) }) }, nil
@@ -293,6 +297,17 @@ func (p *Provider) receive(s *subscription) {
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
+				p.mu.Lock()
+				key, ok := "", len(s.watchers[m.Channel]) > 0
+				if ok {
+					key = s.watchers[m.Channel][0].key
+				}
+				p.mu.Unlock()
+				if ok {
+					// Before the watchers hear the channel is live, so a
+					// release after that finds the mark.
+					p.markListened(key)
+				}
 				p.subscribed(s, m.Channel)
 			case "unsubscribe", "sunsubscribe":
 				p.mu.Lock()
@@ -303,6 +318,16 @@ func (p *Provider) receive(s *subscription) {
 			}
 		}
 	}
+}
+
+// markListened sets key's waiter mark for WaitMarkTTL, so its releases
+// are published (see release.lua): best effort, like the subscription
+// (the server may have lost the mark with its state; the next
+// subscription confirmation sets it again).
+func (p *Provider) markListened(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+	defer cancel()
+	_ = p.c.Set(ctx, waitKey(key), "1", WaitMarkTTL).Err()
 }
 
 // dispatch delivers a message on channel name to its watchers.
