@@ -401,7 +401,9 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	plain := r.ParticipantTTL <= 0 && !p.quarantine
 	if plain {
 		s = p.s.take
-		args = []any{nil, nil, "2", r.Key, metaKey(r.Key), r.Value, ms, metaTTLFor(r.TTL, 0)}
+		c := &takeCall{key: r.Key, meta: metaKey(r.Key), value: r.Value, ms: ms, metaTTL: metaTTLFor(r.TTL, 0)}
+		c.args = [...]any{nil, nil, "2", &c.key, &c.meta, &c.value, &c.ms, &c.metaTTL}
+		args = c.args[:]
 	} else {
 		qmode, qrid := p.quarantineArgs(r.Key)
 		args = []any{nil, nil, "2", r.Key, metaKey(r.Key),
@@ -419,6 +421,9 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	}
 	if err == nil {
 		err = cmd.Err()
+	}
+	if plain && err == nil {
+		return p.takeResult(ctx, r, cmd.Val(), acked)
 	}
 	reply, rerr := cmd.Slice()
 	if err == nil {
@@ -439,39 +444,95 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			break
 		}
 		if acked < p.minReplicas {
-			// Q2: a failover could lose this lease. Take it back without
-			// a notification (candidates would only meet the same wait).
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			defer cancel()
-			_ = p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, "", p.publish}).Err()
-			return res, &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
+			return res, p.unacked(ctx, r, acked)
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
-	case kind == heldReply && (len(reply) == 4 || len(reply) == 3 && plain):
+	case kind == heldReply && len(reply) == 4:
 		n, ok1 := replyInt(reply, 1)
 		v, ok2 := reply[2].(string)
-		top, ok3 := int64(0), true
-		if len(reply) == 4 {
-			top, ok3 = replyInt(reply, 3)
-		}
+		top, ok3 := replyInt(reply, 3)
 		if !ok1 || !ok2 || !ok3 {
 			break
 		}
 		res.HolderValue, res.TopPriority = v, int(top)
-		switch {
-		case n > 0:
-			res.Remaining = time.Duration(n) * time.Millisecond
-		case n == 0: // expires within the millisecond
-			res.Remaining = time.Millisecond
-		default: // -1: held without expiry (written by someone else); unknown
-		}
+		res.Remaining = remaining(n)
 		return res, nil
 	case kind == badFenceReply && len(reply) == 2:
 		v, _ := reply[1].(string)
 		return res, fmt.Errorf("redislock: acquire: %w", locking.NewRecordError(metaKey(r.Key), fenceField, v))
 	}
 	return res, fmt.Errorf("redislock: acquire %q: unexpected reply %v", r.Key, reply)
+}
+
+// unacked takes back an acquisition too few replicas acknowledged (Q2: a
+// failover could lose it), without a notification (candidates would only
+// meet the same wait), and returns the AckError.
+func (p *Provider) unacked(ctx context.Context, r locking.AcquireRequest, acked int) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, "", p.publish}).Err()
+	return &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
+}
+
+// remaining converts a PTTL reply: 0 (expires within the millisecond)
+// counts as 1ms, -1 (held without expiry, written by someone else) as
+// unknown.
+func remaining(pttl int64) time.Duration {
+	switch {
+	case pttl > 0:
+		return time.Duration(pttl) * time.Millisecond
+	case pttl == 0:
+		return time.Millisecond
+	default:
+		return 0
+	}
+}
+
+// takeResult interprets take.lua's reply v: the fence (taken), "PTTL:VALUE"
+// (held) or {2, stored} (a bad stored fence).
+func (p *Provider) takeResult(ctx context.Context, r locking.AcquireRequest, v any, acked int) (locking.AcquireResult, error) {
+	var res locking.AcquireResult
+	switch v := v.(type) {
+	case int64:
+		if v <= 0 {
+			break
+		}
+		if acked < p.minReplicas {
+			return res, p.unacked(ctx, r, acked)
+		}
+		res.Acquired, res.Fence = true, uint64(v)
+		return res, nil
+	case string:
+		ms, holder, ok := strings.Cut(v, ":")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			break
+		}
+		res.HolderValue, res.Remaining = holder, remaining(n)
+		return res, nil
+	case []any:
+		if kind, _ := replyInt(v, 0); kind == badFenceReply && len(v) == 2 {
+			stored, _ := v[1].(string)
+			return res, fmt.Errorf("redislock: acquire: %w", locking.NewRecordError(metaKey(r.Key), fenceField, stored))
+		}
+	}
+	return res, fmt.Errorf("redislock: acquire %q: unexpected reply %v", r.Key, v)
+}
+
+// takeCall and releaseCall hold the arguments of the plain lock's
+// scripts in one allocation: go-redis writes *string and *int64 arguments
+// (and routes Cluster commands by a *string key) like their values, so
+// pointing into the struct saves boxing each value on its own.
+type takeCall struct {
+	args             [8]any
+	key, meta, value string
+	ms, metaTTL      int64
+}
+
+type releaseCall struct {
+	args                     [10]any
+	key, wait, value, target string
 }
 
 // replyInt returns element i of a script reply as an integer.
@@ -666,7 +727,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, p.channelMode(r.Key), p.publish, r.Target, notifyArg(r.Notify)}).Int64()
+	c := &releaseCall{key: r.Key, wait: waitKey(r.Key), value: r.Value, target: r.Target}
+	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
+	n, err := p.run(ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}

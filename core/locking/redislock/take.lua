@@ -12,12 +12,13 @@
 -- command. Fences written by acquire.lua (max(last + 1, TIME)) and by this
 -- script interleave and keep increasing.
 --
--- Returns {1, fence} when taken; {0, pttl, holder value} when held (pttl
--- -1: no expiry); {2, stored} when the stored fence is not an integer in
--- [0, 2^53 - 1) (nothing is left written then).
+-- Returns the fence (an integer) when taken; 'PTTL:HOLDER VALUE' (a
+-- string; pttl -1: no expiry) when held; {2, stored} when the stored fence
+-- is not an integer in [0, 2^53 - 1) (nothing is left written then). The
+-- flat replies cost the client fewer allocations than tables.
 local held = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if held then
-  return {0, redis.call('PTTL', KEYS[1]), held}
+  return redis.call('PTTL', KEYS[1]) .. ':' .. held
 end
 local f = redis.pcall('HINCRBY', KEYS[2], 'fence', 1)
 if type(f) == 'table' then
@@ -38,4 +39,4 @@ if f == 1 then
     redis.call('PEXPIRE', KEYS[2], ARGV[3])
   end
 end
-return {1, f}
+return f
