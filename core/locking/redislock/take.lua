@@ -16,7 +16,15 @@
 -- string; pttl -1: no expiry) when held; {2, stored} when the stored fence
 -- is not an integer in [0, 2^53 - 1) (nothing is left written then). The
 -- flat replies cost the client fewer allocations than tables.
-local held = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+local held = redis.pcall('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+if type(held) == 'table' then
+  -- Redis 6.2 refuses NX with GET (7.0 accepts it); a key of another type
+  -- fails the GET below as it did the SET.
+  held = redis.call('GET', KEYS[1])
+  if not held then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  end
+end
 if held then
   return redis.call('PTTL', KEYS[1]) .. ':' .. held
 end
