@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,4 +219,53 @@ func TestProvider_G1_PlainBadFenceWritesNothing(t *testing.T) {
 			t.Fatalf("fence %q: stored fence is now %q", bad, got)
 		}
 	}
+}
+
+// Extensions that fall due while one is on the wire share one pipelined
+// round trip; every caller gets its own answer.
+func TestProvider_L3_ConcurrentExtendsCoalesce(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := redislock.New(c)
+	defer p.Close()
+	ctx := context.Background()
+	const n = 200
+	for i := range n {
+		if ok, _, err := acquireRaw(p, ctx, "k"+strconv.Itoa(i), "v", time.Minute); !ok || err != nil {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+	}
+	before := c.PoolStats().Hits + c.PoolStats().Misses
+	results := make(chan error, n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			value := "v"
+			if i%2 == 1 {
+				value = "other" // not the holder: refused
+			}
+			ok, err := extendRaw(p, ctx, "k"+strconv.Itoa(i), value, time.Minute)
+			switch {
+			case err != nil:
+				results <- err
+			case ok != (i%2 == 0):
+				results <- fmt.Errorf("Extend(k%d, %s) = %v", i, value, ok)
+			default:
+				results <- nil
+			}
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Connections taken from the pool: one per round trip.
+	trips := c.PoolStats().Hits + c.PoolStats().Misses - before
+	if trips >= n {
+		t.Fatalf("%d concurrent extensions took %d round trips, want fewer", n, trips)
+	}
+	t.Logf("%d concurrent extensions in %d round trips", n, trips)
 }

@@ -114,6 +114,8 @@ type Provider struct {
 	ackTimeout  time.Duration // Options.ReplicaAckTimeout (Q2)
 	seenMu      sync.Mutex
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
+
+	batch batcher // coalesced extensions (batch.go)
 }
 
 // Options are a Provider's optional behaviours; the zero value is the
@@ -661,7 +663,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return p.extendChecked(ctx, r, args)
 	}
 	{
-		reply, err := p.run(ctx, p.s.extend, args).Int64Slice()
+		reply, err := p.runBatched(ctx, p.s.extend, args).Int64Slice()
 		if err != nil {
 			return locking.ExtendResult{}, opError("extend", ctx, err)
 		}
