@@ -8,13 +8,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher coalesces extensions (renewals) that fall due while another is
-// on the wire into one pipelined round trip (on Cluster go-redis splits a
-// pipeline by node). A lone extension is sent at once, by its caller, as
-// before; only those that arrive while one is in flight wait for it, so
-// none is sent later than the in-flight one's reply. An elector measures
-// its deadline from before it called Extend, so the wait only makes that
-// deadline more conservative.
+// batcher coalesces acquisitions and extensions (candidates' tries and
+// renewals) that fall due while another is on the wire into one pipelined
+// round trip (on Cluster go-redis splits a pipeline by node). A lone call
+// is sent at once, by its caller, as before; only those that arrive while
+// one is in flight wait for it, so none is sent later than the in-flight
+// one's reply. An elector measures its deadline from before it called
+// Extend or Acquire, so the wait only makes that deadline more
+// conservative. A caller whose context ends while its call is queued
+// takes it out (nothing is sent); while it is on the wire, waits for the
+// reply as a lost reply's cleanup would, so Acquire's cleanup follows the
+// acquisition.
 type batcher struct {
 	mu    sync.Mutex
 	busy  bool       // a round trip is in flight
@@ -60,11 +64,31 @@ func (p *Provider) runBatched(ctx context.Context, s script, args []any) *redis.
 	case <-w.done:
 		return w.cmd
 	case <-ctx.Done():
-		// args may be on the wire: not touched here.
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
 	}
+	b.mu.Lock()
+	queued := false
+	for i, x := range b.queue {
+		if x == w {
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			queued = true
+			break
+		}
+	}
+	b.mu.Unlock()
+	if !queued {
+		// On the wire: wait (as long as a lost reply's cleanup may) for
+		// the reply, so a cleanup the caller makes next (Acquire) runs
+		// after the command did. args are not touched meanwhile.
+		t := time.NewTimer(cleanupTimeout)
+		select {
+		case <-w.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ctx.Err())
+	return cmd
 }
 
 // flush sends the queued calls, one pipeline per round, until none is

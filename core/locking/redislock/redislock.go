@@ -419,7 +419,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			return res, opError("acquire", ctx, err)
 		}
 	} else {
-		cmd = p.run(ctx, s, args)
+		cmd = p.runBatched(ctx, s, args)
 	}
 	if err == nil {
 		err = cmd.Err()
