@@ -28,9 +28,10 @@ const metaInfix = ":meta:"
 const waitInfix = ":wait:"
 
 // WaitMarkTTL is how long a subscription marks its key as listened to: a
-// release publishes its notification while the mark lives (release.lua),
-// and every Subscribe sets it again. Electors' releases are published
-// whatever the mark says.
+// release publishes its notification while the mark lives (release.lua).
+// Every Subscribe sets it, and a live subscription sets its keys' marks
+// again every half WaitMarkTTL and after a lost connection. Electors'
+// releases are published whatever the mark says.
 const WaitMarkTTL = 24 * time.Hour
 
 // waitKey returns key's waiter mark, "{TAG}:wait:" + key with metaKey's
