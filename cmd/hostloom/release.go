@@ -97,7 +97,7 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 		e.markForced(ctx, pkey, before.Fence)
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
-		released, err := e.provider.Release(rctx, locking.ReleaseRequest{Key: pkey, Value: value})
+		released, err := e.provider.Release(rctx, locking.ReleaseRequest{Key: pkey, Value: value, Notify: true})
 		cancel()
 		if err != nil || !released {
 			e.unmarkForced(ctx, pkey)

@@ -16,7 +16,12 @@ import (
 
 // wakeMargin is added to a holder's remaining lease before the next
 // attempt, so the attempt lands just after the lease ran out (E1, P3).
-const wakeMargin = 2 * time.Millisecond
+// One millisecond is enough: the remaining time is measured from when the
+// refusal arrived, after the server read its clock, and Redis reports it
+// truncated to the millisecond and frees a key once its clock has passed
+// the expiry millisecond, so the key is free at most 1ms after the
+// refusal's arrival plus Remaining.
+const wakeMargin = time.Millisecond
 
 // Elector lifecycle phases.
 const (

@@ -129,8 +129,8 @@ func TestElector_P3_CrashTakeoverAtTheLearnedExpiry(t *testing.T) {
 		if err := e.WaitForLeadership(bg); err != nil {
 			t.Fatal(err)
 		}
-		if got := time.Since(start); got != 7*time.Second+2*time.Millisecond {
-			t.Fatalf("took over after %v, want at the expiry plus the 2ms wake margin", got)
+		if got := time.Since(start); got != 7*time.Second+time.Millisecond {
+			t.Fatalf("took over after %v, want at the expiry plus the 1ms wake margin", got)
 		}
 	})
 }

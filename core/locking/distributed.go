@@ -219,7 +219,6 @@ func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Dur
 	if err != nil {
 		return nil, err
 	}
-	ls := &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}
 	var pttl time.Duration
 	if register {
 		pttl = participantTTL(ttl)
@@ -238,10 +237,13 @@ func (l *DistributedLock) tryAcquire(ctx context.Context, key string, d time.Dur
 		}
 		return nil, h
 	}
+	// One allocation for the lease, after the outcome is known.
 	if r.Fence != 0 {
-		return &fencedLease{lease: ls, fence: r.Fence}, nil
+		fl := &fencedLease{fence: r.Fence}
+		fl.lease = lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}
+		return fl, nil
 	}
-	return ls, nil
+	return &lease{l: l, key: key, pkey: pkey, value: value, owner: owner, priority: priority, granted: ttl, register: register}, nil
 }
 
 // participantTTL is how long a request registers its owner as a
@@ -446,7 +448,7 @@ func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
-	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target})
+	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Notify: s.register})
 	if err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
@@ -460,7 +462,7 @@ func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 // providers without fences are plain *lease values, which do not implement
 // Fenced.
 type fencedLease struct {
-	*lease
+	lease
 	fence uint64
 }
 

@@ -132,6 +132,12 @@ type ReleaseRequest struct {
 	// (B1): the release notification names it. Providers without a
 	// Subscriber capability ignore it.
 	Target string
+	// Notify asks a provider with a Subscriber capability to publish the
+	// release even when it knows of no subscriber (DistributedLock sets
+	// it for electors' leases, whose candidates listen). Without it
+	// redislock publishes only when the key has a subscriber or a waiter
+	// (Subscribe marks the key) or Target is set.
+	Notify bool
 }
 
 // Subscriber is the events capability (L7, P2, O1): a key's releases,

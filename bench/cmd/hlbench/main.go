@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ type config struct {
 	handovers       int
 	failovers       int
 	handoverDefault bool
-	steadyRoles     int
+	steadyRoles     []int
 	steadyWarm      time.Duration
 	steadyWindow    time.Duration
 	memRoles        int
@@ -58,7 +59,7 @@ func fullConfig() config {
 	return config{
 		repeats: 3, lockRepeats: 7, lockWarm: 300 * time.Millisecond, lockTime: 600 * time.Millisecond,
 		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
-		steadyRoles: 100, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
+		steadyRoles: []int{100, 1000}, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
 		scaleRoles: 1000, scaleReplicas: 5, scaleSet: defaultSettings, scaleJoins: 3,
 		scaleWarm: 5 * time.Second, scaleWindow: 20 * time.Second, scaleTimeout: 180 * time.Second, scaleCompare: true,
@@ -69,11 +70,43 @@ func shortConfig() config {
 	return config{
 		short: true, repeats: 1, lockRepeats: 1, lockWarm: 30 * time.Millisecond, lockTime: 100 * time.Millisecond,
 		refusedOps: 200, handovers: 2, failovers: 2, handoverDefault: true,
-		steadyRoles: 10, steadyWarm: 500 * time.Millisecond, steadyWindow: 6 * time.Second, // longer than RenewInterval (5s): at least one renewal per leader
+		steadyRoles: []int{10, 50}, steadyWarm: 500 * time.Millisecond, steadyWindow: 6 * time.Second, // longer than RenewInterval (5s): at least one renewal per leader
 		memRoles: 200, memTimeout: 30 * time.Second,
 		scaleRoles: 50, scaleReplicas: 3, scaleSet: fastSettings, scaleJoins: 2,
 		scaleWarm: 300 * time.Millisecond, scaleWindow: time.Second, scaleTimeout: 30 * time.Second, scaleCompare: true,
 	}
+}
+
+// overrides are the command line's sizes; zero values keep the config's.
+type sizeFlags struct {
+	scaleRoles, scaleReplicas int
+	steadyRoles               string
+}
+
+var overrides sizeFlags
+
+// apply sets cfg's sizes from the flags that were given.
+func (o *sizeFlags) apply(cfg *config) error {
+	if o.scaleRoles < 0 || o.scaleReplicas < 0 || o.scaleReplicas == 1 {
+		return fmt.Errorf("-scale-roles %d and -scale-replicas %d: roles must not be negative, replicas 0 or at least 2", o.scaleRoles, o.scaleReplicas)
+	}
+	if o.scaleRoles > 0 {
+		cfg.scaleRoles = o.scaleRoles
+	}
+	if o.scaleReplicas > 0 {
+		cfg.scaleReplicas = o.scaleReplicas
+	}
+	if o.steadyRoles != "" {
+		cfg.steadyRoles = nil
+		for _, f := range strings.Split(o.steadyRoles, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-steady-roles %q: %q is not a positive count", o.steadyRoles, f)
+			}
+			cfg.steadyRoles = append(cfg.steadyRoles, n)
+		}
+	}
+	return nil
 }
 
 var logOut io.Writer = os.Stderr
@@ -91,6 +124,9 @@ func main() {
 	out := flag.String("out", "", "where to write the Markdown results (default RESULTS.md, or a temp file with -short)")
 	server := flag.String("redis-server", "redis-server", "redis-server binary")
 	only := flag.String("only", "", "comma-separated sections to run (locks,refused,handover,failover,steady,memory,channel,scale); default all")
+	flag.IntVar(&overrides.scaleRoles, "scale-roles", 0, "roles of the scale section (0: 1000, 50 with -short); e.g. 100000 for the large run")
+	flag.IntVar(&overrides.scaleReplicas, "scale-replicas", 0, "replica processes of the scale section (0: 5, 3 with -short)")
+	flag.StringVar(&overrides.steadyRoles, "steady-roles", "", "comma-separated role counts of the steady section (default 100,1000; 10,50 with -short)")
 	flag.Parse()
 	if err := run(*short, *out, *server, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "hlbench: FAILED:", err)
@@ -111,6 +147,9 @@ func run(short bool, out, server, only string) error {
 		if err := flag.Set("test.benchtime", "20ms"); err != nil {
 			return err
 		}
+	}
+	if err := overrides.apply(&cfg); err != nil {
+		return err
 	}
 	if out == "" {
 		if short {
@@ -182,12 +221,14 @@ func run(short bool, out, server, only string) error {
 			return nil
 		}},
 		{"steady", "steady-state Redis load", func() error {
-			for _, lib := range libs {
-				r, err := runSteady(ctx, cfg, lib, srv.Addr(), admin)
-				if err != nil {
-					return fmt.Errorf("%s: %w", lib.name(), err)
+			for _, roles := range cfg.steadyRoles {
+				for _, lib := range libs {
+					r, err := runSteady(ctx, cfg, lib, srv.Addr(), admin, roles)
+					if err != nil {
+						return fmt.Errorf("%s, %d roles: %w", lib.name(), roles, err)
+					}
+					rep.steady = append(rep.steady, r)
 				}
-				rep.steady = append(rep.steady, r)
 			}
 			return nil
 		}},
@@ -252,14 +293,14 @@ type steadyResult struct {
 	ReqPerRole float64
 }
 
-func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, admin *redis.Client) (steadyResult, error) {
+func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, admin *redis.Client, roles int) (steadyResult, error) {
 	const replicas = 3
-	f, err := startFleet(lib, addr, fmt.Sprintf("steady-%s-%d", lib.name(), time.Now().UnixNano()), cfg.steadyRoles, replicas, defaultSettings)
+	f, err := startFleet(lib, addr, fmt.Sprintf("steady-%s-%d", lib.name(), time.Now().UnixNano()), roles, replicas, defaultSettings)
 	if err != nil {
 		return steadyResult{}, err
 	}
 	defer f.stop()
-	if err := f.waitLeaders(cfg.steadyRoles, 60*time.Second); err != nil {
+	if err := f.waitLeaders(roles, 60*time.Second); err != nil {
 		return steadyResult{}, err
 	}
 	time.Sleep(cfg.steadyWarm)
@@ -281,11 +322,11 @@ func runSteady(ctx context.Context, cfg config, lib electionLib, addr string, ad
 	for k, v := range delta {
 		per[k] = float64(v) / win.Seconds()
 	}
-	r := steadyResult{Lib: lib.name(), Roles: cfg.steadyRoles, Replicas: replicas, Window: win,
+	r := steadyResult{Lib: lib.name(), Roles: roles, Replicas: replicas, Window: win,
 		CmdsPerSec: float64(total) / win.Seconds(), PerCommand: per,
 		ReqPerSec: float64(w1-w0) / win.Seconds()}
-	r.PerRole = r.CmdsPerSec / float64(cfg.steadyRoles)
-	r.ReqPerRole = r.ReqPerSec / float64(cfg.steadyRoles)
+	r.PerRole = r.CmdsPerSec / float64(roles)
+	r.ReqPerRole = r.ReqPerSec / float64(roles)
 	logf("steady %-9s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role) %v", r.Lib, r.Roles, replicas, r.ReqPerSec, r.ReqPerRole, r.CmdsPerSec, r.PerRole, fmtCmds(per))
 	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ type scaleLoad struct {
 	Acquired   int64   // acquisitions during the window (0 when steady)
 	Leads      []int64 // roles led per replica
 	AllLed     time.Duration
+	RedisCPU   float64 // redis-server's CPU (user + sys) over the window, in cores
 }
 
 // scaleMove is one membership change (a join or a leave) and the balancing
@@ -253,8 +255,8 @@ func (m *scaleMove) account(before, after []replicaMsg) {
 }
 
 func logScaleLoad(what string, roles, n int, l scaleLoad) {
-	logf("scale steady %s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role), %d acquisitions in %s, leads %v; %v",
-		what, roles, n, l.ReqPerSec, l.ReqPerRole, l.CmdsPerSec, l.PerRole, l.Acquired, l.Window.Round(100*time.Millisecond), l.Leads, fmtCmds(l.PerCommand))
+	logf("scale steady %s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role), Redis CPU %.3f cores, %d acquisitions in %s, leads %v; %v",
+		what, roles, n, l.ReqPerSec, l.ReqPerRole, l.CmdsPerSec, l.PerRole, l.RedisCPU, l.Acquired, l.Window.Round(100*time.Millisecond), l.Leads, fmtCmds(l.PerCommand))
 }
 
 // perElector is the replica's heap and stacks over its electors: an upper
@@ -476,6 +478,10 @@ func (f *scaleFleet) waitConverged(balanced bool, timeout, quiet time.Duration) 
 // replicas' requests over cfg.scaleWindow.
 func (f *scaleFleet) measureLoad(ctx context.Context, cfg config, admin *redis.Client) (scaleLoad, error) {
 	time.Sleep(cfg.scaleWarm)
+	cpu0, err := redisCPU(ctx, admin)
+	if err != nil {
+		return scaleLoad{}, err
+	}
 	before, err := redisproc.CommandStats(ctx, admin)
 	if err != nil {
 		return scaleLoad{}, err
@@ -491,6 +497,10 @@ func (f *scaleFleet) measureLoad(ctx context.Context, cfg config, admin *redis.C
 		return scaleLoad{}, err
 	}
 	win := time.Since(t0)
+	cpu1, err := redisCPU(ctx, admin)
+	if err != nil {
+		return scaleLoad{}, err
+	}
 	time.Sleep(1100 * time.Millisecond) // every replica reports within a second
 	s1, err := f.statuses()
 	if err != nil {
@@ -510,7 +520,30 @@ func (f *scaleFleet) measureLoad(ctx context.Context, cfg config, admin *redis.C
 	}
 	l.PerRole = l.CmdsPerSec / float64(f.roles)
 	l.ReqPerRole = l.ReqPerSec / float64(f.roles)
+	l.RedisCPU = (cpu1 - cpu0) / win.Seconds()
 	return l, nil
+}
+
+// redisCPU is redis-server's used_cpu_user + used_cpu_sys in seconds
+// (INFO cpu).
+func redisCPU(ctx context.Context, admin *redis.Client) (float64, error) {
+	info, err := admin.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s: %w", line, err)
+		}
+		total += f
+	}
+	return total, nil
 }
 
 // memory asks every replica for its heap and stacks after GC.
@@ -606,8 +639,8 @@ func (r *report) scaleSection(p func(string, ...any)) {
 		if x.l.AllLed > 0 {
 			extra = fmt.Sprintf("; all %d roles led %s after the first start", sc.Roles, fmtDur(x.l.AllLed))
 		}
-		p("| Redis load %s, steady | **%.3f** commands/s per role (%.1f/s in all: %s); %.3f requests/s per role (%.1f/s); %d acquisitions in the %s window; leads %v%s |",
-			x.name, x.l.PerRole, x.l.CmdsPerSec, fmtCmds(x.l.PerCommand), x.l.ReqPerRole, x.l.ReqPerSec, x.l.Acquired, x.l.Window.Round(100*time.Millisecond), x.l.Leads, extra)
+		p("| Redis load %s, steady | **%.3f** commands/s per role (%.1f/s in all: %s); %.3f requests/s per role (%.1f/s); Redis CPU %.3f cores (timing, not a count); %d acquisitions in the %s window; leads %v%s |",
+			x.name, x.l.PerRole, x.l.CmdsPerSec, fmtCmds(x.l.PerCommand), x.l.ReqPerRole, x.l.ReqPerSec, x.l.RedisCPU, x.l.Acquired, x.l.Window.Round(100*time.Millisecond), x.l.Leads, extra)
 	}
 	for _, m := range sc.Mem {
 		p("| memory of %s (%d electors) | heap %.1f MB + stacks %.1f MB = **%.1f MB** (%.0f B per elector, the Redis client included), %d goroutines; before the electors were built: %.1f MB, %d goroutines |",

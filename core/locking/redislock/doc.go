@@ -23,8 +23,17 @@
 //     participant.
 //   - Extend: PEXPIRE when the key still stores this lease's
 //     value, and the participant's registration.
-//   - Release: DEL when the key still stores this lease's value, then a
-//     "released" message on the key's channel. The fence and the
+//   - Plain lock users (TryAcquire, Acquire: no participant) without
+//     quarantine: one SET NX PX GET takes the key or reads its holder
+//     (then PTTL), one HINCRBY of the meta hash's fence issues the fence:
+//     three commands, EVALSHA included, taken or refused.
+//   - Release: DEL when the key still stores this lease's value (one MGET
+//     reads it with the key's waiter mark), then a "released" message on
+//     the key's channel when someone may listen: a handover, an elector's
+//     lease (locking.ReleaseRequest.Notify), or a waiter mark
+//     "{TAG}:wait:" + K, which every Subscribe sets for WaitMarkTTL (and
+//     again whenever the server confirms the channel subscribed). A plain
+//     release nobody waits for is three commands. The fence and the
 //     participants are kept.
 //   - Get (holder lookup): GET and PTTL. Inspect: GET, PTTL, TIME and the
 //     meta hash. Participants is Inspect's reply without the lease;
@@ -44,7 +53,11 @@
 // ({namespace}:lock:{key}) or state keys. Fields:
 //
 //   - "fence": the last fence issued for K, a decimal integer. An
-//     acquisition issues max(stored + 1, server TIME in microseconds): the
+//     elector's acquisition issues max(stored + 1, server TIME in
+//     microseconds); a plain lock user's issues stored + 1, or the server
+//     TIME in microseconds when none is stored (fewer fences have been
+//     issued since than microseconds have passed, each acquisition being a
+//     command of its own, so the two forms interleave and still grow): the
 //     stored value makes fences strictly increasing even within one clock
 //     tick, the clock makes them increase when the stored value is lost (a
 //     restart without persistence, FLUSHALL, a failover to a replica that
@@ -126,8 +139,10 @@
 // # Compatibility
 //
 // The scripts use only commands Redis 6.2+, Redis 7 and Valkey (7.2, 8)
-// share: SET with NX and PX, GET, DEL, PTTL, PEXPIRE, TIME, HGET, HSET,
-// HDEL, HGETALL, PUBLISH, EVALSHA and EVAL. TIME before writes needs
+// share: SET with NX and PX, GET, MGET, DEL, PTTL, PEXPIRE, TIME, HGET,
+// HSET, HINCRBY, HDEL, HGETALL, PUBLISH, EVALSHA and EVAL. SET with both
+// NX and GET needs Redis 7.0+ or Valkey; on 6.2 the plain lock's script
+// falls back to GET and SET (one command more). TIME before writes needs
 // script effects replication, the default since Redis 5 and the only mode
 // of Redis 7 and Valkey. Sharded pub/sub (SPUBLISH, SSUBSCRIBE), used only
 // on Cluster, needs Redis 7.0+ or Valkey. redis.Ring is not supported for

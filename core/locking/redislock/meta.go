@@ -24,6 +24,32 @@ const MetaTTL = 7 * 24 * time.Hour
 // metaInfix separates a meta key's hash tag from the lock key it belongs to.
 const metaInfix = ":meta:"
 
+// waitInfix separates a waiter mark's hash tag from its lock key.
+const waitInfix = ":wait:"
+
+// WaitMarkTTL is how long a subscription marks its key as listened to: a
+// release publishes its notification while the mark lives (release.lua).
+// Every Subscribe sets it, and a live subscription sets its keys' marks
+// again every half WaitMarkTTL and after a lost connection. Electors'
+// releases are published whatever the mark says.
+const WaitMarkTTL = 24 * time.Hour
+
+// waitKey returns key's waiter mark, "{TAG}:wait:" + key with metaKey's
+// TAG (same Cluster slot as key).
+func waitKey(key string) string {
+	tag, ok := hashTag(key)
+	if !ok {
+		tag = slotTag(keySlot(key))
+	}
+	return "{" + tag + "}" + waitInfix + key
+}
+
+// isWaitKey reports whether k has the form of a waiter mark.
+func isWaitKey(k string) bool {
+	e := strings.IndexByte(k, '}')
+	return strings.HasPrefix(k, "{") && e > 1 && strings.HasPrefix(k[e+1:], waitInfix)
+}
+
 // Fields of the meta hash.
 const (
 	fenceField       = "fence"
@@ -224,6 +250,9 @@ func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
 		it := c.Scan(ctx, 0, match, scanCount).Iterator()
 		for it.Next(ctx) {
 			k := it.Val()
+			if isWaitKey(k) {
+				continue
+			}
 			if !strings.HasPrefix(k, prefix) {
 				lk, ok := lockKeyOf(k)
 				if !ok || !strings.HasPrefix(lk, prefix) {

@@ -24,6 +24,8 @@ var (
 	acquireLua string
 	//go:embed extend.lua
 	extendLua string
+	//go:embed take.lua
+	takeLua string
 	//go:embed release.lua
 	releaseLua string
 	//go:embed get.lua
@@ -66,12 +68,13 @@ func newScript(src string) script {
 
 // scripts are the provider's Lua scripts.
 type scripts struct {
-	acquire, extend, release, get, advance, inspect script
+	acquire, take, extend, release, get, advance, inspect script
 }
 
 func newScripts() scripts {
 	return scripts{
 		acquire: newScript(acquireLua),
+		take:    newScript(takeLua),
 		extend:  newScript(extendLua),
 		release: newScript(releaseLua),
 		get:     newScript(getLua),
@@ -111,6 +114,8 @@ type Provider struct {
 	ackTimeout  time.Duration // Options.ReplicaAckTimeout (Q2)
 	seenMu      sync.Mutex
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
+
+	batch batcher // coalesced extensions (batch.go)
 }
 
 // Options are a Provider's optional behaviours; the zero value is the
@@ -391,21 +396,36 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	if err := ctxErr(ctx); err != nil {
 		return res, opError("acquire", ctx, err)
 	}
-	qmode, qrid := p.quarantineArgs(r.Key)
-	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
-		r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	// A plain lock user (no participant) without quarantine takes the
+	// short script (take.lua): three commands whether refused or taken.
+	s := p.s.acquire
+	var args []any
+	plain := r.ParticipantTTL <= 0 && !p.quarantine
+	if plain {
+		s = p.s.take
+		c := &takeCall{key: r.Key, meta: metaKey(r.Key), value: r.Value, ms: ms, metaTTL: metaTTLFor(r.TTL, 0)}
+		c.args = [...]any{nil, nil, "2", &c.key, &c.meta, &c.value, &c.ms, &c.metaTTL}
+		args = c.args[:]
+	} else {
+		qmode, qrid := p.quarantineArgs(r.Key)
+		args = []any{nil, nil, "2", r.Key, metaKey(r.Key),
+			r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
+	}
 	var cmd *redis.Cmd
 	acked := 0
 	if p.minReplicas > 0 {
-		cmd, acked, err = p.runAcked(ctx, r.Key, p.s.acquire, args)
+		cmd, acked, err = p.runAcked(ctx, r.Key, s, args)
 		if cmd == nil {
 			return res, opError("acquire", ctx, err)
 		}
 	} else {
-		cmd = p.run(ctx, p.s.acquire, args)
+		cmd = p.runBatched(ctx, s, args)
 	}
 	if err == nil {
 		err = cmd.Err()
+	}
+	if plain && err == nil {
+		return p.takeResult(ctx, r, cmd.Val(), acked)
 	}
 	reply, rerr := cmd.Slice()
 	if err == nil {
@@ -413,7 +433,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	}
 	if err != nil {
 		if mayHaveRun(err) {
-			p.cleanup(ctx, r.Key, r.Value)
+			p.cleanup(ctx, r.Key, r.Value, r.ParticipantTTL > 0)
 		}
 		return res, opError("acquire", ctx, err)
 	}
@@ -426,12 +446,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			break
 		}
 		if acked < p.minReplicas {
-			// Q2: a failover could lose this lease. Take it back without
-			// a notification (candidates would only meet the same wait).
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			defer cancel()
-			_ = p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, "", p.publish}).Err()
-			return res, &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
+			return res, p.unacked(ctx, r, acked)
 		}
 		res.Acquired, res.Fence = true, uint64(f)
 		return res, nil
@@ -443,19 +458,83 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			break
 		}
 		res.HolderValue, res.TopPriority = v, int(top)
-		switch {
-		case n > 0:
-			res.Remaining = time.Duration(n) * time.Millisecond
-		case n == 0: // expires within the millisecond
-			res.Remaining = time.Millisecond
-		default: // -1: held without expiry (written by someone else); unknown
-		}
+		res.Remaining = remaining(n)
 		return res, nil
 	case kind == badFenceReply && len(reply) == 2:
 		v, _ := reply[1].(string)
 		return res, fmt.Errorf("redislock: acquire: %w", locking.NewRecordError(metaKey(r.Key), fenceField, v))
 	}
 	return res, fmt.Errorf("redislock: acquire %q: unexpected reply %v", r.Key, reply)
+}
+
+// unacked takes back an acquisition too few replicas acknowledged (Q2: a
+// failover could lose it), without a notification (candidates would only
+// meet the same wait), and returns the AckError.
+func (p *Provider) unacked(ctx context.Context, r locking.AcquireRequest, acked int) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "2", r.Key, waitKey(r.Key), r.Value, "", p.publish}).Err()
+	return &AckError{Op: "acquire", Key: r.Key, Want: p.minReplicas, Got: acked, Timeout: p.ackTimeout}
+}
+
+// remaining converts a PTTL reply: 0 (expires within the millisecond)
+// counts as 1ms, -1 (held without expiry, written by someone else) as
+// unknown.
+func remaining(pttl int64) time.Duration {
+	switch {
+	case pttl > 0:
+		return time.Duration(pttl) * time.Millisecond
+	case pttl == 0:
+		return time.Millisecond
+	default:
+		return 0
+	}
+}
+
+// takeResult interprets take.lua's reply v: the fence (taken), "PTTL:VALUE"
+// (held) or {2, stored} (a bad stored fence).
+func (p *Provider) takeResult(ctx context.Context, r locking.AcquireRequest, v any, acked int) (locking.AcquireResult, error) {
+	var res locking.AcquireResult
+	switch v := v.(type) {
+	case int64:
+		if v <= 0 {
+			break
+		}
+		if acked < p.minReplicas {
+			return res, p.unacked(ctx, r, acked)
+		}
+		res.Acquired, res.Fence = true, uint64(v)
+		return res, nil
+	case string:
+		ms, holder, ok := strings.Cut(v, ":")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			break
+		}
+		res.HolderValue, res.Remaining = holder, remaining(n)
+		return res, nil
+	case []any:
+		if kind, _ := replyInt(v, 0); kind == badFenceReply && len(v) == 2 {
+			stored, _ := v[1].(string)
+			return res, fmt.Errorf("redislock: acquire: %w", locking.NewRecordError(metaKey(r.Key), fenceField, stored))
+		}
+	}
+	return res, fmt.Errorf("redislock: acquire %q: unexpected reply %v", r.Key, v)
+}
+
+// takeCall and releaseCall hold the arguments of the plain lock's
+// scripts in one allocation: go-redis writes *string and *int64 arguments
+// (and routes Cluster commands by a *string key) like their values, so
+// pointing into the struct saves boxing each value on its own.
+type takeCall struct {
+	args             [8]any
+	key, meta, value string
+	ms, metaTTL      int64
+}
+
+type releaseCall struct {
+	args                     [10]any
+	key, wait, value, target string
 }
 
 // replyInt returns element i of a script reply as an integer.
@@ -482,12 +561,22 @@ func participantMillis(d time.Duration) any {
 
 // cleanup deletes key if it stores value, on a context detached from the
 // caller's (which may have ended) and bounded by cleanupTimeout, and then
-// publishes the release like Release (an acquisition that ran announced
-// itself). The outcome is not reported: the acquisition already failed.
-func (p *Provider) cleanup(ctx context.Context, key, value string) {
+// publishes the release like Release (an elector's acquisition that ran
+// announced itself: notify). The outcome is not reported: the acquisition
+// already failed.
+func (p *Provider) cleanup(ctx context.Context, key, value string, notify bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = p.run(ctx, p.s.release, []any{nil, nil, "1", key, value, p.channelMode(key), p.publish}).Err()
+	_ = p.run(ctx, p.s.release, []any{nil, nil, "2", key, waitKey(key), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
+}
+
+// notifyArg is release.lua's ARGV[5]: '1' publishes the release whether
+// or not the key has a waiter mark.
+func notifyArg(notify bool) string {
+	if notify {
+		return "1"
+	}
+	return "0"
 }
 
 // opError wraps the error of operation op. When ctx has ended, its error is
@@ -574,7 +663,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return p.extendChecked(ctx, r, args)
 	}
 	{
-		reply, err := p.run(ctx, p.s.extend, args).Int64Slice()
+		reply, err := p.runBatched(ctx, p.s.extend, args).Int64Slice()
 		if err != nil {
 			return locking.ExtendResult{}, opError("extend", ctx, err)
 		}
@@ -627,7 +716,10 @@ func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, a
 
 // Release implements locking.Provider: DEL when the key still stores the
 // value, then a notification on the key's event channel (PUBLISH, or
-// SPUBLISH on Redis Cluster), in one script. The notification names
+// SPUBLISH on Redis Cluster), in one script (see release.lua). The
+// notification is sent when someone may listen: r.Notify or r.Target is
+// set, or the key's waiter mark exists (Subscribe sets it); a plain
+// release nobody waits for costs three commands. The notification names
 // r.Target as the participant meant to take the key (B1):
 // "released:TARGET".
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
@@ -637,7 +729,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	n, err := p.run(ctx, p.s.release, []any{nil, nil, "1", r.Key, r.Value, p.channelMode(r.Key), p.publish, r.Target}).Int64()
+	c := &releaseCall{key: r.Key, wait: waitKey(r.Key), value: r.Value, target: r.Target}
+	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
+	n, err := p.run(ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}

@@ -1,21 +1,29 @@
 -- release: delete KEYS[1] when it still stores ARGV[1], then publish
 -- 'released' with command ARGV[3] (PUBLISH, or SPUBLISH on Redis Cluster)
 -- on the channel ARGV[2] selects: 'k' for KEYS[1]..':released', 'w' for
--- '{'..KEYS[1]..'}:released', '' for none. Participants and the fence are
--- kept. With ARGV[4] (a handover, B1) the message is 'released:'..ARGV[4],
--- naming the participant meant to take the key. Returns 1 when released, 0
--- otherwise.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  local msg = 'released'
-  if ARGV[4] and ARGV[4] ~= '' then
-    msg = 'released:' .. ARGV[4]
-  end
-  if ARGV[2] == 'k' then
-    redis.call(ARGV[3], KEYS[1] .. ':released', msg)
-  elseif ARGV[2] == 'w' then
-    redis.call(ARGV[3], '{' .. KEYS[1] .. '}:released', msg)
-  end
+-- '{'..KEYS[1]..'}:released', '' for none. With ARGV[4] (a handover, B1)
+-- the message is 'released:'..ARGV[4], naming the participant meant to
+-- take the key. The message is sent only when someone may listen: a
+-- handover, ARGV[5] '1' (an elector's lease: its candidates listen), or
+-- the waiter mark KEYS[2] (same Cluster slot) exists, which subscribers
+-- set; the mark is read with the lease in one MGET. Participants and the
+-- fence are kept. Returns 1 when released, 0 otherwise.
+local v = redis.call('MGET', KEYS[1], KEYS[2])
+if v[1] ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+local target = ARGV[4] or ''
+if not (v[2] or target ~= '' or ARGV[5] == '1') then
   return 1
 end
-return 0
+local msg = 'released'
+if target ~= '' then
+  msg = 'released:' .. target
+end
+if ARGV[2] == 'k' then
+  redis.call(ARGV[3], KEYS[1] .. ':released', msg)
+elseif ARGV[2] == 'w' then
+  redis.call(ARGV[3], '{' .. KEYS[1] .. '}:released', msg)
+end
+return 1

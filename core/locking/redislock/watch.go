@@ -25,7 +25,8 @@ const (
 
 // watcher is one local subscriber of a channel (Subscribe).
 type watcher struct {
-	fn func(locking.Event)
+	fn  func(locking.Event)
+	key string // the lock key whose channel it watches
 }
 
 // send delivers e to the subscriber. p.mu is held, which serialises the
@@ -65,6 +66,8 @@ type subscription struct {
 	ps   *redis.PubSub
 	quit chan struct{} // closed when the subscription is retired
 	done chan struct{} // closed when the receive loop has returned
+	// refreshed is closed when refreshMarks has returned.
+	refreshed chan struct{}
 
 	// op serialises SUBSCRIBE/UNSUBSCRIBE with the watcher counts they
 	// follow, and retirement. It is never held by the receive loop.
@@ -102,7 +105,7 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 	if fn == nil {
 		return nil, errors.New("redislock: subscribe: nil callback")
 	}
-	return p.watch(key, &watcher{fn: fn})
+	return p.watch(key, &watcher{fn: fn, key: key})
 }
 
 // RequestResign implements locking.ResignRequester: it publishes
@@ -178,8 +181,12 @@ func (p *Provider) watch(key string, w *watcher) (func(), error) {
 		// connection is made to the slot's node, not a random one.
 		s.started = true
 		go p.receive(s)
+		go p.refreshMarks(s)
 	}
 	s.op.Unlock()
+	// Mark the key listened to once the SUBSCRIBE is sent (the receive
+	// loop marks every key again after a lost connection).
+	p.markListened(key)
 
 	var once sync.Once
 	return func() { once.Do(func() { p.unwatch(s, name, w) }) }, nil
@@ -194,12 +201,13 @@ func (p *Provider) newSubscription(slot int) *subscription {
 		ps = p.c.Subscribe(context.Background())
 	}
 	return &subscription{
-		slot:     slot,
-		ps:       ps,
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
-		watchers: make(map[string][]*watcher),
-		live:     make(map[string]bool),
+		slot:      slot,
+		ps:        ps,
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		refreshed: make(chan struct{}),
+		watchers:  make(map[string][]*watcher),
+		live:      make(map[string]bool),
 	}
 }
 
@@ -253,6 +261,24 @@ func (s *subscription) retire() {
 	_ = s.ps.Close()
 	if s.started {
 		<-s.done
+		<-s.refreshed
+	}
+}
+
+// refreshMarks sets the waiter marks of s's keys again every half
+// WaitMarkTTL, so a subscription that outlives the mark keeps it, until
+// s is retired.
+func (p *Provider) refreshMarks(s *subscription) {
+	defer close(s.refreshed)
+	t := time.NewTicker(WaitMarkTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			p.remarkAll(s)
+		}
 	}
 }
 
@@ -265,6 +291,7 @@ func (p *Provider) receive(s *subscription) {
 	defer close(s.done)
 	ctx := context.Background()
 	var downSince time.Time // zero while the connection works
+	remark := false         // the connection was lost: set the marks again
 	for {
 		msg, err := s.ps.Receive(ctx)
 		if err != nil {
@@ -276,6 +303,7 @@ func (p *Provider) receive(s *subscription) {
 			if downSince.IsZero() {
 				downSince = time.Now()
 			}
+			remark = true
 			p.dropped(s)
 			t := time.NewTimer(reconnectWait(time.Since(downSince)))
 			select {
@@ -293,6 +321,13 @@ func (p *Provider) receive(s *subscription) {
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
+				if remark {
+					// The server may have lost the marks with its state:
+					// set them again, all at once, before the watchers
+					// hear their channels are live.
+					remark = false
+					p.remarkAll(s)
+				}
 				p.subscribed(s, m.Channel)
 			case "unsubscribe", "sunsubscribe":
 				p.mu.Lock()
@@ -302,6 +337,43 @@ func (p *Provider) receive(s *subscription) {
 				p.mu.Unlock()
 			}
 		}
+	}
+}
+
+// markListened sets key's waiter mark for WaitMarkTTL, so its releases
+// are published (see release.lua): best effort, like the subscription
+// (the server may lose the mark with its state; the receive loop sets
+// every mark again when it has reconnected).
+func (p *Provider) markListened(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+	defer cancel()
+	_ = p.c.Set(ctx, waitKey(key), "1", WaitMarkTTL).Err()
+}
+
+// remarkBatch is how many waiter marks one pipeline sets (remarkAll).
+const remarkBatch = 1000
+
+// remarkAll sets the waiter marks of every key s watches, remarkBatch per
+// pipelined round trip.
+func (p *Provider) remarkAll(s *subscription) {
+	p.mu.Lock()
+	keys := make([]string, 0, len(s.watchers))
+	for _, ws := range s.watchers {
+		if len(ws) > 0 {
+			keys = append(keys, ws[0].key)
+		}
+	}
+	p.mu.Unlock()
+	for len(keys) > 0 {
+		n := min(len(keys), remarkBatch)
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		pipe := p.c.Pipeline()
+		for _, k := range keys[:n] {
+			pipe.Set(ctx, waitKey(k), "1", WaitMarkTTL)
+		}
+		_, _ = pipe.Exec(ctx)
+		cancel()
+		keys = keys[n:]
 	}
 }
 

@@ -1,0 +1,156 @@
+package redislock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batcher coalesces acquisitions and extensions (candidates' tries and
+// renewals) that fall due while another is on the wire into one pipelined
+// round trip (on Cluster go-redis splits a pipeline by node). A lone call
+// is sent at once, by its caller, as before; only those that arrive while
+// one is in flight wait for it, so none is sent later than the in-flight
+// one's reply. An elector measures its deadline from before it called
+// Extend or Acquire, so the wait only makes that deadline more
+// conservative. A caller whose context ends while its call is queued
+// takes it out (nothing is sent); while it is on the wire, waits for the
+// reply as a lost reply's cleanup would, so Acquire's cleanup follows the
+// acquisition.
+type batcher struct {
+	mu    sync.Mutex
+	busy  bool       // a round trip is in flight
+	queue []*pending // waiting for the next round trip
+}
+
+// pending is one queued script call.
+type pending struct {
+	ctx  context.Context
+	s    script
+	args []any
+	cmd  *redis.Cmd
+	done chan struct{}
+}
+
+// batchTimeout bounds a pipelined round trip whose callers set no
+// deadline (each caller still returns when its own context ends).
+const batchTimeout = 5 * time.Second
+
+// runBatched runs s like run, coalescing with the calls queued meanwhile.
+func (p *Provider) runBatched(ctx context.Context, s script, args []any) *redis.Cmd {
+	b := &p.batch
+	b.mu.Lock()
+	if !b.busy {
+		b.busy = true
+		b.mu.Unlock()
+		cmd := p.run(ctx, s, args)
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			// Keeps busy until the queue is drained; it lives as long
+			// as the round trips it makes.
+			go p.flush()
+		} else {
+			b.busy = false
+		}
+		b.mu.Unlock()
+		return cmd
+	}
+	w := &pending{ctx: ctx, s: s, args: args, done: make(chan struct{})}
+	b.queue = append(b.queue, w)
+	b.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.cmd
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	queued := false
+	for i, x := range b.queue {
+		if x == w {
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			queued = true
+			break
+		}
+	}
+	b.mu.Unlock()
+	if !queued {
+		// On the wire: wait (as long as a lost reply's cleanup may) for
+		// the reply, so a cleanup the caller makes next (Acquire) runs
+		// after the command did. args are not touched meanwhile.
+		t := time.NewTimer(cleanupTimeout)
+		select {
+		case <-w.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ctx.Err())
+	return cmd
+}
+
+// flush sends the queued calls, one pipeline per round, until none is
+// left.
+func (p *Provider) flush() {
+	b := &p.batch
+	for {
+		b.mu.Lock()
+		q := b.queue
+		b.queue = nil
+		if len(q) == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		p.pipeline(q)
+	}
+}
+
+// pipeline runs q in one pipeline (a caller whose context has ended is
+// skipped), and each call that met NOSCRIPT again alone (run loads it).
+func (p *Provider) pipeline(q []*pending) {
+	live := q[:0:0]
+	var deadline time.Time
+	for _, w := range q {
+		if w.ctx.Err() != nil {
+			w.cmd = redis.NewCmd(w.ctx)
+			w.cmd.SetErr(w.ctx.Err())
+			close(w.done)
+			continue
+		}
+		d, ok := w.ctx.Deadline()
+		if !ok {
+			d = time.Now().Add(batchTimeout)
+		}
+		if d.After(deadline) {
+			deadline = d
+		}
+		live = append(live, w)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) == 1 {
+		w := live[0]
+		w.cmd = p.run(w.ctx, w.s, w.args)
+		close(w.done)
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	pipe := p.c.Pipeline()
+	for _, w := range live {
+		w.args[0], w.args[1] = "evalsha", w.s.sha
+		w.cmd = pipe.Do(ctx, w.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, w := range live {
+		if err := w.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			w.cmd = p.run(w.ctx, w.s, w.args)
+		}
+		close(w.done)
+	}
+}
