@@ -25,8 +25,11 @@
 //     value, and the participant's registration.
 //   - Plain lock users (TryAcquire, Acquire: no participant) without
 //     quarantine: one SET NX PX GET takes the key or reads its holder
-//     (then PTTL), one HINCRBY of the meta hash's fence issues the fence:
-//     three commands, EVALSHA included, taken or refused.
+//     (then PTTL: three commands, EVALSHA included, when refused); when
+//     taken, HINCRBY of the meta hash's fence, TIME, and an HSET raising
+//     it to the server's clock issue max(last + 1, TIME in µs): five
+//     commands. TIME keeps fences increasing after a failover to a replica
+//     whose stored fence is stale, not only after one that lost it.
 //   - Release: DEL when the key still stores this lease's value (one MGET
 //     reads it with the key's waiter mark), then a "released" message on
 //     the key's channel when someone may listen: a handover, an elector's

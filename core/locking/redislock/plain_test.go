@@ -55,9 +55,12 @@ func total(m map[string]int) int {
 	return n
 }
 
-// A plain lock user's acquire+release costs the server six commands and a
-// refusal three (the holder's TTL is part of the refusal, L3), and a
-// release nobody listens to publishes nothing.
+// A plain lock user's acquire+release costs the server eight commands
+// (EVALSHA, SET NX GET, HINCRBY, TIME and HSET for the fence; EVALSHA, MGET,
+// DEL) and a refusal three (the holder's TTL is part of the refusal, L3),
+// and a release nobody listens to publishes nothing. TIME and HSET are the
+// price of fences that keep increasing after a failover to a stale replica
+// (G1; TestProvider_G1_PlainFenceAfterAStaleFailover).
 func TestProvider_L3_PlainLockCommandsPerOperation(t *testing.T) {
 	s := redistest.Start(t)
 	c := s.Client(t)
@@ -87,8 +90,8 @@ func TestProvider_L3_PlainLockCommandsPerOperation(t *testing.T) {
 		}
 	}
 	got := commandCounts(t, c)
-	if total(got) != 6*n || got["PUBLISH"] != 0 {
-		t.Fatalf("%d acquire+release ran %v (%d commands), want %d and no PUBLISH", n, got, total(got), 6*n)
+	if total(got) != 8*n || got["PUBLISH"] != 0 {
+		t.Fatalf("%d acquire+release ran %v (%d commands), want %d and no PUBLISH", n, got, total(got), 8*n)
 	}
 
 	holder, err := l.TryAcquire(ctx, "job", time.Minute)
@@ -193,6 +196,59 @@ func TestProvider_G1_PlainAndElectorFencesInterleave(t *testing.T) {
 	take(false)
 	take(false)
 	take(true)
+}
+
+// TestProvider_G1_PlainFenceAfterAStaleFailover: a server whose stored
+// fence is older than fences already issued (a replica promoted after it
+// missed the last acquisitions) still issues a larger fence than all of
+// them, for plain lock users and electors alike.
+func TestProvider_G1_PlainFenceAfterAStaleFailover(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	l, err := redislock.NewLock(c, locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	key, err := l.ProviderKey("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := redislock.MetaKey(key)
+	take := func(elector bool) uint64 {
+		t.Helper()
+		var ls locking.Lease
+		var err error
+		if elector {
+			ls, err = l.TryAcquireAs(ctx, "job", time.Minute, "e")
+		} else {
+			ls, err = l.TryAcquire(ctx, "job", time.Minute)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ls.Release(ctx) }()
+		return ls.(locking.Fenced).Fence()
+	}
+	for _, elector := range []bool{false, true} {
+		first := take(false)
+		stale := c.HGet(ctx, meta, "fence").Val()
+		if stale != strconv.FormatUint(first, 10) {
+			t.Fatalf("stored fence %q, want %d", stale, first)
+		}
+		var last uint64
+		for range 5 {
+			last = take(false)
+		}
+		// The promoted replica saw the first acquisition only.
+		if err := c.HSet(ctx, meta, "fence", stale).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if f := take(elector); f <= last {
+			t.Fatalf("after the stale failover (elector %v): fence %d, but %d was issued before", elector, f, last)
+		}
+	}
 }
 
 // A stored fence that is not a decimal integer below 2^53 fails a plain

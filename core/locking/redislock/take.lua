@@ -3,14 +3,15 @@
 -- hash (see acquire.lua; same Cluster slot). ARGV[1] the value, ARGV[2]
 -- the lease in ms, ARGV[3] the meta hash ttl in ms.
 --
--- A free key is taken with one SET NX GET and fenced with one HINCRBY of
--- the meta field 'fence': the last fence plus one. A hash without a fence
--- (new, expired, or lost with the server's state) is seeded from the
--- server's TIME in microseconds, so fences keep increasing across a state
--- loss: the fences issued since the last seeding number fewer than the
--- microseconds that have passed, each acquisition being a separate
--- command. Fences written by acquire.lua (max(last + 1, TIME)) and by this
--- script interleave and keep increasing.
+-- A free key is taken with one SET NX GET and fenced like acquire.lua:
+-- max(last fence + 1, the server's TIME in microseconds), the last fence
+-- read and bumped by one HINCRBY of the meta field 'fence' and raised to
+-- TIME by an HSET when the clock is ahead (it is, but for acquisitions
+-- within a microsecond). TIME is what keeps fences increasing when the
+-- stored fence is stale rather than missing: a failover to a replica that
+-- missed the last acquisitions still has an older fence, and last + 1
+-- alone would issue a fence again. Fences written by acquire.lua and by
+-- this script interleave and keep increasing.
 --
 -- Returns the fence (an integer) when taken; 'PTTL:HOLDER VALUE' (a
 -- string; pttl -1: no expiry) when held; {2, stored} when the stored fence
@@ -39,12 +40,14 @@ if f < 1 or f > 9007199254740991 then
   redis.call('DEL', KEYS[1])
   return {2, redis.call('HGET', KEYS[2], 'fence') or ''}
 end
-if f == 1 then
-  local t = redis.call('TIME')
-  f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local fresh = f == 1
+local t = redis.call('TIME')
+local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if us > f then
+  f = us
   redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', f))
-  if redis.call('PTTL', KEYS[2]) < 0 then
-    redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  end
+end
+if fresh and redis.call('PTTL', KEYS[2]) < 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
 return f
