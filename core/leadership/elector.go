@@ -214,6 +214,11 @@ func (e *Elector) LockKey() string { return e.key }
 // Identity is the identity this elector stores with its lease.
 func (e *Elector) Identity() string { return e.identity }
 
+// Lease is the effective lease: Options.Lease capped by the lock (T2), as
+// Describe reports it. A term that is not renewed ends within one lease of
+// its latest renewal.
+func (e *Elector) Lease() time.Duration { return e.opts.Lease }
+
 // IsLeader implements Leadership. It reads one atomic pointer and the
 // monotonic clock: at and after the term's local deadline it reports false
 // even before the loop has noticed (G3). It does not allocate.
