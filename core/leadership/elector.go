@@ -20,10 +20,10 @@ const wakeMargin = 2 * time.Millisecond
 
 // Elector lifecycle phases.
 const (
-	phaseIdle = iota
-	phaseRunning
-	phaseStopping
-	phaseStopped
+	lifeIdle = iota
+	lifeRunning
+	lifeStopping
+	lifeStopped
 )
 
 // Elector elects this instance leader of one role over a locking.Lock. It
@@ -342,12 +342,12 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch e.phase {
-	case phaseRunning:
+	case lifeRunning:
 		return fmt.Errorf("leadership: start role %q: already started", e.role)
-	case phaseStopping, phaseStopped:
+	case lifeStopping, lifeStopped:
 		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
 	}
-	e.phase = phaseRunning
+	e.phase = lifeRunning
 	if e.capped {
 		// Logged at Start, not in NewElector: a composition that refuses
 		// such a lease (CheckComposition at OnStart) fails before it starts
@@ -379,12 +379,12 @@ func (e *Elector) Start(ctx context.Context) error {
 func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.phase {
-	case phaseIdle:
-		e.phase = phaseStopped
+	case lifeIdle:
+		e.phase = lifeStopped
 		close(e.stopDone)
 		e.mu.Unlock()
 		return nil
-	case phaseStopping, phaseStopped:
+	case lifeStopping, lifeStopped:
 		done := e.stopDone
 		e.mu.Unlock()
 		select {
@@ -394,7 +394,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	e.phase = phaseStopping
+	e.phase = lifeStopping
 	l := e.loop
 	e.mu.Unlock()
 	var target string
@@ -420,7 +420,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("leadership: stop role %q: waiting for subscribers: %w", e.role, ctx.Err()))
 	}
 	e.mu.Lock()
-	e.phase = phaseStopped
+	e.phase = lifeStopped
 	e.stopErr = err
 	close(e.stopDone)
 	e.mu.Unlock()
@@ -441,7 +441,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 // (B1); "" for any.
 func (e *Elector) resign(ctx context.Context, target string) error {
 	e.mu.Lock()
-	started := e.phase == phaseRunning || e.phase == phaseStopping
+	started := e.phase == lifeRunning || e.phase == lifeStopping
 	l := e.loop
 	e.mu.Unlock()
 	if !started || !e.state.Load().leader {

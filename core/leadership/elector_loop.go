@@ -91,15 +91,16 @@ type loop struct {
 	lease       locking.Lease // the current term's lease; nil when not leading
 	step        *call         // the acquisition or renewal under way, if any
 	pending     int           // other calls under way (release, watch, deregister)
-	due         time.Time     // when the next acquisition or renewal is due
+	phase       phase         // where the machine is; see phase
+	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
+	due         time.Time     // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
 	tried       bool          // an acquisition attempt has been made
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
-	stopping    *request      // Stop: waiting for the calls under way
+	stopReq     *request      // phaseStopping: the Stop waiting for the calls under way
 	stopErrs    []error
-	stopped     bool // Stop has replied: later outcomes are only cleaned up
 
 	stopWatch     func()
 	watchCancel   context.CancelFunc // ends a subscription attempt (and its retry wait)
@@ -140,9 +141,52 @@ type message struct {
 	ev   locking.Event // msgEvent
 }
 
-// never is a due time the machine does not reach: the uncoordinated Follow
-// policy never contends (E9).
-var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+// phase is where the machine is in the elector's life.
+type phase int
+
+const (
+	// phaseIdle: Start has not come yet.
+	phaseIdle phase = iota
+	// phaseCandidate: no term; an acquisition is made when due, unless
+	// the candidate follows (E9: it never contends; only Stop ends the
+	// wait).
+	phaseCandidate
+	// phaseLeading: a term (lease holds its lease); a renewal is made
+	// when due.
+	phaseLeading
+	// phaseGivingBack: no term; a lease whose term already ended is being
+	// released, and no acquisition is made until that is done, so the
+	// next attempt does not find this instance's own stale lease.
+	phaseGivingBack
+	// phaseStopping: Stop came; the machine waits for the calls under
+	// way, then replies (stopReq).
+	phaseStopping
+	// phaseStopped: Stop replied; what still arrives is only cleaned up.
+	phaseStopped
+)
+
+// String names the phase, for tests and debugging.
+func (p phase) String() string {
+	switch p {
+	case phaseIdle:
+		return "idle"
+	case phaseCandidate:
+		return "candidate"
+	case phaseLeading:
+		return "leading"
+	case phaseGivingBack:
+		return "giving back"
+	case phaseStopping:
+		return "stopping"
+	default:
+		return "stopped"
+	}
+}
+
+// contends reports whether an acquisition or renewal is made when due.
+func (l *loop) contends() bool {
+	return l.phase == phaseLeading || (l.phase == phaseCandidate && !l.follows)
+}
 
 func newLoop(e *Elector, base context.Context) *loop {
 	l := &loop{e: e, base: base}
@@ -159,15 +203,16 @@ func (l *loop) post(m message) { l.inbox.put(m) }
 // handle takes one message, then does what is due and sets the timer.
 func (l *loop) handle(m message) {
 	e := l.e
-	if l.stopped {
+	if l.phase == phaseStopped {
 		l.afterStop(m)
 		return
 	}
 	switch m.kind {
 	case msgStart:
+		l.phase = phaseCandidate
 		l.due = time.Now() // E1: the first attempt is immediate
 		if !e.coordinated && e.opts.WhenUncoordinated == Follow {
-			l.due = never // E9: never leads; only Stop ends the wait
+			l.follows = true // E9: never leads; only Stop ends the wait
 		} else {
 			l.watch(0)
 		}
@@ -175,7 +220,7 @@ func (l *loop) handle(m message) {
 	case msgOutcome:
 		l.finish(m.o)
 	case msgRequest:
-		if l.stopping != nil {
+		if l.phase == phaseStopping {
 			l.afterStop(m)
 		} else if m.req.stop {
 			l.stop(m.req)
@@ -183,11 +228,11 @@ func (l *loop) handle(m message) {
 			l.stepDown(m.req.ctx, m.req.target, m.req.ended, func(err error) { m.req.reply <- err })
 		}
 	case msgEvent:
-		if l.stopping == nil {
+		if l.phase != phaseStopping {
 			l.event(m.ev)
 		}
 	}
-	if l.stopping != nil {
+	if l.phase == phaseStopping {
 		l.finishStop()
 		return
 	}
@@ -211,7 +256,7 @@ func (l *loop) advance(now time.Time) {
 		}
 		return
 	}
-	if now.Before(l.due) {
+	if !l.contends() || now.Before(l.due) {
 		return
 	}
 	switch {
@@ -233,9 +278,12 @@ func (l *loop) grace() time.Duration { return l.e.opts.RetryInterval + 2*time.Se
 // publishes that promise for the health check.
 func (l *loop) arm(now time.Time) {
 	next := l.due
+	if !l.contends() {
+		next = now.Add(MaxWait)
+	}
 	p := &loopProgress{at: now}
 	if l.step != nil {
-		next = never
+		next = now.Add(MaxWait)
 		if !l.step.overdue {
 			next = l.step.sent.Add(l.step.bound + l.grace())
 		}
@@ -336,7 +384,7 @@ func classify(op opKind, err error) string {
 // or a subscription: a lease an acquisition brings goes back, a
 // subscription made ends.
 func (l *loop) finish(o outcome) {
-	stopping := l.stopping != nil
+	stopping := l.phase == phaseStopping
 	switch o.c.op {
 	case opAcquire:
 		l.step = nil
@@ -344,7 +392,7 @@ func (l *loop) finish(o outcome) {
 		case !stopping:
 			l.acquired(o)
 		case o.err == nil:
-			l.release(l.stopping.ctx, o.lease, l.collect)
+			l.release(l.stopReq.ctx, o.lease, l.collect)
 		}
 	case opRenew:
 		l.step = nil
@@ -570,6 +618,7 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	ctx, cancel := context.WithCancelCause(context.Background())
 	token := &termToken{Context: ctx, cancel: cancel, e: e, term: term, fence: fence}
 	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
+	l.phase = phaseLeading
 	// Leader() names this instance before WaitForLeadership returns;
 	// observe below announces it.
 	e.observed.Store(&observation{identity: e.identity, until: deadline})
@@ -600,6 +649,9 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
 	lease := l.lease
 	l.lease = nil
+	if l.phase == phaseLeading {
+		l.phase = phaseCandidate
+	}
 	if l.step != nil && l.step.op == opRenew {
 		l.step.ended = reason
 		l.step.cancel()
@@ -630,11 +682,11 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 }
 
 // expire ends a term whose deadline has passed (E5) and makes the next
-// attempt due now, unless endTerm started a give-back (due is then never
-// until the give-back sets it).
+// attempt due now, unless endTerm started a give-back (the give-back makes
+// it due when it is done).
 func (l *loop) expire(now time.Time, err error) {
 	l.endTerm(Expired, err)
-	if l.due != never {
+	if l.phase != phaseGivingBack {
 		l.due = now
 	}
 }
@@ -696,14 +748,15 @@ func (l *loop) giveBack(lease locking.Lease) {
 		return
 	}
 	e := l.e
-	l.due = never
+	l.phase = phaseGivingBack
 	ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
 	l.release(ctx, lease, func(err error) {
 		cancel()
 		if err == nil {
 			e.log.Debug("LeadershipLateLeaseReleased")
 		}
-		if l.lease == nil {
+		if l.phase == phaseGivingBack {
+			l.phase = phaseCandidate
 			l.due = time.Now()
 		}
 	})
@@ -715,11 +768,11 @@ func (l *loop) giveBack(lease locking.Lease) {
 // still brings is released too.
 func (l *loop) stop(req request) {
 	e := l.e
-	l.stopping = &req
 	l.timer.Stop()
 	if lease := l.endTerm(Released, nil); lease != nil {
 		l.releaseTo(req.ctx, lease, req.target, l.collect)
 	}
+	l.phase, l.stopReq = phaseStopping, &req
 	close(req.ended)
 	if l.step != nil {
 		l.step.cancel()
@@ -761,9 +814,8 @@ func (l *loop) finishStop() {
 	if l.step != nil || l.pending > 0 {
 		return
 	}
-	req := l.stopping
-	l.stopping = nil
-	l.stopped = true
+	req := l.stopReq
+	l.phase, l.stopReq = phaseStopped, nil
 	req.reply <- errors.Join(l.stopErrs...)
 }
 
@@ -911,7 +963,7 @@ func (l *loop) event(ev locking.Event) {
 		// again before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
 		l.live = false
-		if l.lease == nil && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
+		if l.phase == phaseCandidate && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
 			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
 		}
 	}
@@ -978,7 +1030,7 @@ func (l *loop) wakeAt(at time.Time) {
 		}
 		return
 	}
-	if l.lease != nil || l.step != nil || l.due == never {
+	if l.phase != phaseCandidate || l.follows || l.step != nil {
 		return
 	}
 	if l.due.After(at) {

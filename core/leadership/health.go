@@ -22,7 +22,7 @@ func (e *Elector) Check() error {
 // A stopped or not yet started elector is healthy. CheckWithin does no I/O.
 func (e *Elector) CheckWithin(tolerance time.Duration) error {
 	e.mu.Lock()
-	running := e.phase == phaseRunning
+	running := e.phase == lifeRunning
 	e.mu.Unlock()
 	if !running {
 		return nil
