@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,14 +16,6 @@ import (
 // wakeMargin is added to a holder's remaining lease before the next
 // attempt, so the attempt lands just after the lease ran out (E1, P3).
 const wakeMargin = 2 * time.Millisecond
-
-// Elector lifecycle phases.
-const (
-	lifeIdle = iota
-	lifeRunning
-	lifeStopping
-	lifeStopped
-)
 
 // Elector elects this instance leader of one role over a locking.Lock. It
 // implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,
@@ -62,11 +53,9 @@ type Elector struct {
 	observed atomic.Pointer[observation]  // written by the loop only
 	notes    notifier
 
-	mu       sync.Mutex // guards the lifecycle fields below
-	phase    int
-	loop     *loop // the state machine, from Start on
-	stopDone chan struct{}
-	stopErr  error
+	loop     *loop         // the state machine; Start and Stop are messages to it
+	running  atomic.Bool   // written by the loop only: started, and no Stop yet (CheckWithin)
+	stopDone chan struct{} // closed by the first Stop once it returns
 }
 
 // loopProgress is the loop's latest promise: it acts again by at+wait.
@@ -84,6 +73,21 @@ type observation struct {
 // request is a call from Stop or Resign to the loop. The loop closes
 // ended once the term has ended (no I/O happens before), then sends the
 // outcome of the release on reply.
+// lifeRequest is Start or Stop, as a message to the loop.
+type lifeRequest struct {
+	ctx   context.Context
+	reply chan lifeReply // buffered
+}
+
+// lifeReply answers a lifeRequest. For Stop: idle when the elector never
+// started (it is now stopped, nothing to do), first for the Stop that
+// stops a running elector; any other Stop waits for the first.
+type lifeReply struct {
+	err   error
+	idle  bool
+	first bool
+}
+
 type request struct {
 	stop   bool   // Stop; else Resign
 	target string // the participant the release hands the role to (B1), "" for any
@@ -171,6 +175,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
 	e.observed.Store(&observation{})
 	e.tel.leader(false, 0)
+	e.loop = newLoop(e)
 	return e, nil
 }
 
@@ -339,33 +344,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("leadership: start role %q: %w", e.role, err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch e.phase {
-	case lifeRunning:
-		return fmt.Errorf("leadership: start role %q: already started", e.role)
-	case lifeStopping, lifeStopped:
-		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
-	}
-	e.phase = lifeRunning
-	if e.capped {
-		// Logged at Start, not in NewElector: a composition that refuses
-		// such a lease (CheckComposition at OnStart) fails before it starts
-		// the elector, and must not first warn as if it would carry on.
-		e.log.Warn("LeadershipLeaseCapped",
-			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
-			zap.Duration("renew_interval", e.opts.RenewInterval))
-	}
-	if !e.coordinated {
-		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
-	}
-	e.progress.Store(&loopProgress{at: time.Now()})
-	e.loop = newLoop(e, context.WithoutCancel(ctx))
-	e.loop.post(message{kind: msgStart})
-	if e.group != nil && e.coordinated {
-		e.group.join(e)
-	}
-	return nil
+	reply := make(chan lifeReply, 1)
+	e.loop.post(message{kind: msgStart, life: lifeRequest{ctx: ctx, reply: reply}})
+	return (<-reply).err
 }
 
 // Stop ends the election: it cancels the current Token first, ends the
@@ -377,26 +358,20 @@ func (e *Elector) Start(ctx context.Context) error {
 // notifications; when it ends first Stop returns its error (an unreleased
 // lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	switch e.phase {
-	case lifeIdle:
-		e.phase = lifeStopped
+	reply := make(chan lifeReply, 1)
+	e.loop.post(message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}})
+	switch r := <-reply; {
+	case r.idle:
 		close(e.stopDone)
-		e.mu.Unlock()
 		return nil
-	case lifeStopping, lifeStopped:
-		done := e.stopDone
-		e.mu.Unlock()
+	case !r.first:
 		select {
-		case <-done:
+		case <-e.stopDone:
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	e.phase = lifeStopping
-	l := e.loop
-	e.mu.Unlock()
 	var target string
 	if e.group != nil {
 		if e.IsLeader() {
@@ -406,7 +381,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	}
 
 	req := request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	l.post(message{kind: msgRequest, req: req})
+	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	var err error
 	select {
@@ -419,11 +394,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = errors.Join(err, fmt.Errorf("leadership: stop role %q: waiting for subscribers: %w", e.role, ctx.Err()))
 	}
-	e.mu.Lock()
-	e.phase = lifeStopped
-	e.stopErr = err
 	close(e.stopDone)
-	e.mu.Unlock()
 	return err
 }
 
@@ -440,15 +411,11 @@ func (e *Elector) Resign(ctx context.Context) error {
 // resign is Resign naming the participant the release hands the role to
 // (B1); "" for any.
 func (e *Elector) resign(ctx context.Context, target string) error {
-	e.mu.Lock()
-	started := e.phase == lifeRunning || e.phase == lifeStopping
-	l := e.loop
-	e.mu.Unlock()
-	if !started || !e.state.Load().leader {
+	if !e.state.Load().leader { // also before Start and after Stop
 		return nil
 	}
 	req := request{ctx: ctx, target: target, ended: make(chan struct{}), reply: make(chan error, 1)}
-	l.post(message{kind: msgRequest, req: req})
+	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	select {
 	case err := <-req.reply:

@@ -99,6 +99,7 @@ type loop struct {
 	tried       bool          // an acquisition attempt has been made
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
+	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
 	stopReq     *request      // phaseStopping: the Stop waiting for the calls under way
 	stopErrs    []error
 
@@ -127,6 +128,7 @@ type msgKind int
 
 const (
 	msgStart msgKind = iota + 1
+	msgStop          // Stop's first message: who stops (the Stop request follows)
 	msgTimer
 	msgOutcome
 	msgRequest
@@ -139,6 +141,7 @@ type message struct {
 	o    outcome       // msgOutcome
 	req  request       // msgRequest
 	ev   locking.Event // msgEvent
+	life lifeRequest   // msgStart, msgStop
 }
 
 // phase is where the machine is in the elector's life.
@@ -188,10 +191,13 @@ func (l *loop) contends() bool {
 	return l.phase == phaseLeading || (l.phase == phaseCandidate && !l.follows)
 }
 
-func newLoop(e *Elector, base context.Context) *loop {
-	l := &loop{e: e, base: base}
+// newLoop returns the machine of e, idle until Start; its timer is armed
+// from Start on.
+func newLoop(e *Elector) *loop {
+	l := &loop{e: e}
 	l.inbox.handle = l.handle
 	l.timer = time.AfterFunc(MaxWait, func() { l.post(message{kind: msgTimer}) })
+	l.timer.Stop()
 	return l
 }
 
@@ -202,20 +208,23 @@ func (l *loop) post(m message) { l.inbox.put(m) }
 
 // handle takes one message, then does what is due and sets the timer.
 func (l *loop) handle(m message) {
-	e := l.e
-	if l.phase == phaseStopped {
+	switch m.kind {
+	case msgStart:
+		if !l.begin(m.life) {
+			return
+		}
+	case msgStop:
+		if !l.stopAsked(m.life) {
+			return
+		}
+	}
+	if l.phase == phaseIdle || l.phase == phaseStopped {
+		// Before Start only a request can come (it is answered); after
+		// Stop replied, what still arrives is cleaned up.
 		l.afterStop(m)
 		return
 	}
 	switch m.kind {
-	case msgStart:
-		l.phase = phaseCandidate
-		l.due = time.Now() // E1: the first attempt is immediate
-		if !e.coordinated && e.opts.WhenUncoordinated == Follow {
-			l.follows = true // E9: never leads; only Stop ends the wait
-		} else {
-			l.watch(0)
-		}
 	case msgTimer:
 	case msgOutcome:
 		l.finish(m.o)
@@ -239,6 +248,74 @@ func (l *loop) handle(m message) {
 	now := time.Now()
 	l.advance(now)
 	l.arm(now)
+}
+
+// begin takes Start: an idle machine becomes a candidate (E1), joins its
+// balance group and goes on to act; otherwise Start fails. It reports
+// whether handle goes on.
+func (l *loop) begin(r lifeRequest) bool {
+	e := l.e
+	switch l.phase {
+	case phaseIdle:
+	case phaseStopping, phaseStopped:
+		r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
+		return false
+	default:
+		if l.stopping {
+			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
+		} else {
+			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: already started", e.role)}
+		}
+		return false
+	}
+	if e.capped {
+		// Logged at Start, not in NewElector: a composition that refuses
+		// such a lease (CheckComposition at OnStart) fails before it starts
+		// the elector, and must not first warn as if it would carry on.
+		e.log.Warn("LeadershipLeaseCapped",
+			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
+			zap.Duration("renew_interval", e.opts.RenewInterval))
+	}
+	if !e.coordinated {
+		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
+	}
+	e.progress.Store(&loopProgress{at: time.Now()})
+	l.base = context.WithoutCancel(r.ctx)
+	l.phase = phaseCandidate
+	e.running.Store(true)
+	l.due = time.Now() // E1: the first attempt is immediate
+	if !e.coordinated && e.opts.WhenUncoordinated == Follow {
+		l.follows = true // E9: never leads; only Stop ends the wait
+	} else {
+		l.watch(0)
+	}
+	if e.group != nil && e.coordinated {
+		// Here, before any Stop can be taken, so that Stop's leave
+		// always follows.
+		e.group.join(e)
+	}
+	r.reply <- lifeReply{}
+	return true
+}
+
+// stopAsked takes Stop's first message: an idle machine is stopped at
+// once; the first Stop of a started one is told to go on (it hands over
+// and sends the stop request, see stop), every later one to wait for the
+// first. It reports whether handle goes on.
+func (l *loop) stopAsked(r lifeRequest) bool {
+	switch {
+	case l.phase == phaseIdle:
+		l.phase = phaseStopped
+		r.reply <- lifeReply{idle: true}
+		return false
+	case l.stopping || l.phase == phaseStopping || l.phase == phaseStopped:
+		r.reply <- lifeReply{}
+		return false
+	}
+	l.stopping = true
+	l.e.running.Store(false)
+	r.reply <- lifeReply{first: true}
+	return true
 }
 
 // advance does what is due at now: end a term whose deadline passed (E5),
