@@ -224,6 +224,10 @@ func (e *Elector) Identity() string { return e.identity }
 // its latest renewal.
 func (e *Elector) Lease() time.Duration { return e.opts.Lease }
 
+// retryInterval is the candidate cadence (a BalanceGroup rounds at its
+// members' shortest).
+func (e *Elector) retryInterval() time.Duration { return e.opts.RetryInterval }
+
 // IsLeader implements Leadership. It reads one atomic pointer and the
 // monotonic clock: at and after the term's local deadline it reports false
 // even before the loop has noticed (G3). It does not allocate.
