@@ -48,7 +48,7 @@ type BalanceGroup struct {
 	share atomic.Int64 // the share the latest round computed; 0 before
 
 	mu      sync.Mutex
-	members map[*Elector]struct{}
+	members map[member]struct{}
 	running int
 	stop    chan struct{}
 	done    chan struct{}
@@ -72,7 +72,7 @@ func NewBalanceGroup(logger *zap.Logger) *BalanceGroup {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &BalanceGroup{log: logger, members: map[*Elector]struct{}{}, ids: map[string][]string{},
+	return &BalanceGroup{log: logger, members: map[member]struct{}{}, ids: map[string][]string{},
 		handed: map[string]handover{}, moved: map[string]time.Time{}}
 }
 
@@ -82,13 +82,31 @@ func WithBalanceGroup(g *BalanceGroup) Option {
 	return optionFunc(func(s *settings) { s.balance = g })
 }
 
+// member is what a BalanceGroup needs of an elector (B1): what it learned
+// of the role, its participants, notice of a new leader, and a resign that
+// names the taker. *Elector implements it.
+type member interface {
+	Role() string
+	Identity() string
+	IsLeader() bool
+	Leader() (identity string, ok bool)
+	learnedLeader() (string, bool)
+	Participants(ctx context.Context) ([]Participant, error)
+	OnNewLeader(fn func(identity string)) (unsubscribe func())
+	resign(ctx context.Context, target string) error
+	Lease() time.Duration
+	retryInterval() time.Duration
+}
+
+var _ member = (*Elector)(nil)
+
 // join registers a started member and starts the round goroutine with the
 // first one.
-func (g *BalanceGroup) join(e *Elector) {
+func (g *BalanceGroup) join(e member) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.members[e] = struct{}{}
-	delete(g.handed, e.role)
+	delete(g.handed, e.Role())
 	g.running++
 	if g.running == 1 {
 		g.stop, g.done = make(chan struct{}), make(chan struct{})
@@ -98,15 +116,15 @@ func (g *BalanceGroup) join(e *Elector) {
 
 // leave deregisters a stopping member; the last one ends the round
 // goroutine and waits for it.
-func (g *BalanceGroup) leave(e *Elector) {
+func (g *BalanceGroup) leave(e member) {
 	g.mu.Lock()
 	if _, ok := g.members[e]; !ok {
 		g.mu.Unlock()
 		return
 	}
 	delete(g.members, e)
-	if id, ok := e.learnedLeader(); ok && id != e.identity {
-		g.handed[e.role] = handover{to: id, until: time.Now().Add(e.opts.Lease)}
+	if id, ok := e.learnedLeader(); ok && id != e.Identity() {
+		g.handed[e.Role()] = handover{to: id, until: time.Now().Add(e.Lease())}
 	}
 	g.running--
 	var stop, done chan struct{}
@@ -140,16 +158,35 @@ func (g *BalanceGroup) held() bool {
 	return n >= share
 }
 
-// awaitTaker waits, up to a quarter of retry, until this instance learns
-// that another participant took e's role, so the next handover is chosen
-// from counts that include this one.
-func (g *BalanceGroup) awaitTaker(ctx context.Context, e *Elector, self string, retry time.Duration) {
-	deadline := time.Now().Add(retry / 4)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if id, ok := e.Leader(); ok && id != self {
-			return
+// watchTaker subscribes, before a handover, to e's notice of a new leader
+// other than self: took is signalled when it comes. unsubscribe ends the
+// subscription.
+func watchTaker(e member, self string) (took <-chan struct{}, unsubscribe func()) {
+	c := make(chan struct{}, 1)
+	unsubscribe = e.OnNewLeader(func(id string) {
+		if id != self {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
 		}
-		time.Sleep(time.Millisecond)
+	})
+	return c, unsubscribe
+}
+
+// awaitTaker waits, up to a quarter of retry, until this instance learns
+// that another participant took e's role (took, from watchTaker), so the
+// next handover is chosen from counts that include this one.
+func (g *BalanceGroup) awaitTaker(ctx context.Context, e member, self string, retry time.Duration, took <-chan struct{}) {
+	if id, ok := e.Leader(); ok && id != self {
+		return
+	}
+	t := time.NewTimer(retry / 4)
+	defer t.Stop()
+	select {
+	case <-took:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -188,10 +225,10 @@ func fewestLeads(ids []string, self string, leads map[string]int) (ties []string
 // that leads fewest roles as this instance learned. "" when unknown. Naming
 // it lets the survivors of a graceful leave take the roles without racing
 // for them (B1).
-func (g *BalanceGroup) successor(e *Elector) string {
+func (g *BalanceGroup) successor(e member) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ids := g.ids[e.role]
+	ids := g.ids[e.Role()]
 	if len(ids) == 0 {
 		return ""
 	}
@@ -199,15 +236,15 @@ func (g *BalanceGroup) successor(e *Elector) string {
 	// The fewest leads wins, counting the roles stopped members handed
 	// over (concurrent stops take turns on the mutex, so each sees the
 	// choices before it); ties are spread by the role's name.
-	ties, _ := fewestLeads(ids, e.identity, leads)
+	ties, _ := fewestLeads(ids, e.Identity(), leads)
 	if len(ties) == 0 {
 		return ""
 	}
 	slices.Sort(ties)
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(e.role))
+	_, _ = h.Write([]byte(e.Role()))
 	taker := ties[h.Sum32()%uint32(len(ties))]
-	g.handed[e.role] = handover{to: taker, until: time.Now().Add(e.opts.Lease)}
+	g.handed[e.Role()] = handover{to: taker, until: time.Now().Add(e.Lease())}
 	return taker
 }
 
@@ -238,14 +275,14 @@ func (g *BalanceGroup) leadsLocked() map[string]int {
 }
 
 // snapshot lists the members.
-func (g *BalanceGroup) snapshot() []*Elector {
+func (g *BalanceGroup) snapshot() []member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	es := make([]*Elector, 0, len(g.members))
+	es := make([]member, 0, len(g.members))
 	for e := range g.members {
 		es = append(es, e)
 	}
-	slices.SortFunc(es, func(a, b *Elector) int { return cmp.Compare(a.role, b.role) })
+	slices.SortFunc(es, func(a, b member) int { return cmp.Compare(a.Role(), b.Role()) })
 	return es
 }
 
@@ -275,7 +312,7 @@ func (g *BalanceGroup) loop(stop, done chan struct{}) {
 
 // roleView is one role as a round sees it.
 type roleView struct {
-	e      *Elector
+	e      member
 	ids    []string // participants' identities
 	leader string   // "" when unknown
 }
@@ -287,11 +324,11 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	if len(members) == 0 {
 		return time.Second
 	}
-	retry, lease := members[0].opts.RetryInterval, members[0].opts.Lease
+	retry, lease := members[0].retryInterval(), members[0].Lease()
 	for _, e := range members {
-		retry, lease = min(retry, e.opts.RetryInterval), max(lease, e.opts.Lease)
+		retry, lease = min(retry, e.retryInterval()), max(lease, e.Lease())
 	}
-	self := members[0].identity
+	self := members[0].Identity()
 	var views []roleView
 	identities := map[string]bool{}
 	for _, e := range members {
@@ -312,7 +349,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			if ctx.Err() != nil {
 				return retry
 			}
-			g.log.Debug("LeadershipBalanceLookupFailed", zap.String("role", e.role), zap.Error(err))
+			g.log.Debug("LeadershipBalanceLookupFailed", zap.String("role", e.Role()), zap.Error(err))
 			continue
 		}
 		if len(ps) == 0 {
@@ -320,9 +357,9 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 		v := roleView{e: e}
 		g.mu.Lock()
-		g.ids[e.role] = g.ids[e.role][:0]
+		g.ids[e.Role()] = g.ids[e.Role()][:0]
 		for _, p := range ps {
-			g.ids[e.role] = append(g.ids[e.role], p.Identity)
+			g.ids[e.Role()] = append(g.ids[e.Role()], p.Identity)
 		}
 		g.mu.Unlock()
 		for _, p := range ps {
@@ -379,7 +416,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		if v.leader != self || !v.e.IsLeader() {
 			continue
 		}
-		if at, ok := g.moved[v.e.role]; ok && !changed && now.Sub(at) < lease {
+		if at, ok := g.moved[v.e.Role()]; ok && !changed && now.Sub(at) < lease {
 			continue
 		}
 		least := -1
@@ -405,15 +442,17 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			continue // every other participant reached its share meanwhile
 		}
 		surplus--
-		g.moved[m.v.e.role] = now
-		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.role), zap.String("to", taker),
+		g.moved[m.v.e.Role()] = now
+		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.Role()), zap.String("to", taker),
 			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
+		took, unsubscribe := watchTaker(m.v.e, self)
 		rctx, cancel := context.WithTimeout(ctx, lease)
 		if err := m.v.e.resign(rctx, taker); err != nil {
-			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.role), zap.Error(err))
+			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.Role()), zap.Error(err))
 		}
 		cancel()
-		g.awaitTaker(ctx, m.v.e, self, retry)
+		g.awaitTaker(ctx, m.v.e, self, retry, took)
+		unsubscribe()
 	}
 	return retry
 }

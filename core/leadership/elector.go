@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,14 +21,6 @@ import (
 // the expiry millisecond, so the key is free at most 1ms after the
 // refusal's arrival plus Remaining.
 const wakeMargin = time.Millisecond
-
-// Elector lifecycle phases.
-const (
-	phaseIdle = iota
-	phaseRunning
-	phaseStopping
-	phaseStopped
-)
 
 // Elector elects this instance leader of one role over a locking.Lock. It
 // implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,
@@ -67,11 +58,9 @@ type Elector struct {
 	observed atomic.Pointer[observation]  // written by the loop only
 	notes    notifier
 
-	mu       sync.Mutex // guards the lifecycle fields below
-	phase    int
-	loop     *loop // the state machine, from Start on
-	stopDone chan struct{}
-	stopErr  error
+	loop     *loop         // the state machine; Start and Stop are messages to it
+	running  atomic.Bool   // written by the loop only: started, and no Stop yet (CheckWithin)
+	stopDone chan struct{} // closed by the first Stop once it returns
 }
 
 // loopProgress is the loop's latest promise: it acts again by at+wait.
@@ -89,6 +78,21 @@ type observation struct {
 // request is a call from Stop or Resign to the loop. The loop closes
 // ended once the term has ended (no I/O happens before), then sends the
 // outcome of the release on reply.
+// lifeRequest is Start or Stop, as a message to the loop.
+type lifeRequest struct {
+	ctx   context.Context
+	reply chan lifeReply // buffered
+}
+
+// lifeReply answers a lifeRequest. For Stop: idle when the elector never
+// started (it is now stopped, nothing to do), first for the Stop that
+// stops a running elector; any other Stop waits for the first.
+type lifeReply struct {
+	err   error
+	idle  bool
+	first bool
+}
+
 type request struct {
 	stop   bool   // Stop; else Resign
 	target string // the participant the release hands the role to (B1), "" for any
@@ -176,6 +180,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
 	e.observed.Store(&observation{})
 	e.tel.leader(false, 0)
+	e.loop = newLoop(e)
 	return e, nil
 }
 
@@ -218,6 +223,15 @@ func (e *Elector) LockKey() string { return e.key }
 
 // Identity is the identity this elector stores with its lease.
 func (e *Elector) Identity() string { return e.identity }
+
+// Lease is the effective lease: Options.Lease capped by the lock (T2), as
+// Describe reports it. A term that is not renewed ends within one lease of
+// its latest renewal.
+func (e *Elector) Lease() time.Duration { return e.opts.Lease }
+
+// retryInterval is the candidate cadence (a BalanceGroup rounds at its
+// members' shortest).
+func (e *Elector) retryInterval() time.Duration { return e.opts.RetryInterval }
 
 // IsLeader implements Leadership. It reads one atomic pointer and the
 // monotonic clock: at and after the term's local deadline it reports false
@@ -339,33 +353,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("leadership: start role %q: %w", e.role, err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch e.phase {
-	case phaseRunning:
-		return fmt.Errorf("leadership: start role %q: already started", e.role)
-	case phaseStopping, phaseStopped:
-		return fmt.Errorf("leadership: start role %q: elector stopped", e.role)
-	}
-	e.phase = phaseRunning
-	if e.capped {
-		// Logged at Start, not in NewElector: a composition that refuses
-		// such a lease (CheckComposition at OnStart) fails before it starts
-		// the elector, and must not first warn as if it would carry on.
-		e.log.Warn("LeadershipLeaseCapped",
-			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
-			zap.Duration("renew_interval", e.opts.RenewInterval))
-	}
-	if !e.coordinated {
-		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
-	}
-	e.progress.Store(&loopProgress{at: time.Now()})
-	e.loop = newLoop(e, context.WithoutCancel(ctx))
-	e.loop.post(message{kind: msgStart})
-	if e.group != nil && e.coordinated {
-		e.group.join(e)
-	}
-	return nil
+	reply := make(chan lifeReply, 1)
+	e.loop.post(message{kind: msgStart, life: lifeRequest{ctx: ctx, reply: reply}})
+	return (<-reply).err
 }
 
 // Stop ends the election: it cancels the current Token first, ends the
@@ -377,26 +367,20 @@ func (e *Elector) Start(ctx context.Context) error {
 // notifications; when it ends first Stop returns its error (an unreleased
 // lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	switch e.phase {
-	case phaseIdle:
-		e.phase = phaseStopped
+	reply := make(chan lifeReply, 1)
+	e.loop.post(message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}})
+	switch r := <-reply; {
+	case r.idle:
 		close(e.stopDone)
-		e.mu.Unlock()
 		return nil
-	case phaseStopping, phaseStopped:
-		done := e.stopDone
-		e.mu.Unlock()
+	case !r.first:
 		select {
-		case <-done:
+		case <-e.stopDone:
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	e.phase = phaseStopping
-	l := e.loop
-	e.mu.Unlock()
 	var target string
 	if e.group != nil {
 		if e.IsLeader() {
@@ -406,7 +390,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	}
 
 	req := request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	l.post(message{kind: msgRequest, req: req})
+	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	var err error
 	select {
@@ -419,11 +403,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = errors.Join(err, fmt.Errorf("leadership: stop role %q: waiting for subscribers: %w", e.role, ctx.Err()))
 	}
-	e.mu.Lock()
-	e.phase = phaseStopped
-	e.stopErr = err
 	close(e.stopDone)
-	e.mu.Unlock()
 	return err
 }
 
@@ -440,15 +420,11 @@ func (e *Elector) Resign(ctx context.Context) error {
 // resign is Resign naming the participant the release hands the role to
 // (B1); "" for any.
 func (e *Elector) resign(ctx context.Context, target string) error {
-	e.mu.Lock()
-	started := e.phase == phaseRunning || e.phase == phaseStopping
-	l := e.loop
-	e.mu.Unlock()
-	if !started || !e.state.Load().leader {
+	if !e.state.Load().leader { // also before Start and after Stop
 		return nil
 	}
 	req := request{ctx: ctx, target: target, ended: make(chan struct{}), reply: make(chan error, 1)}
-	l.post(message{kind: msgRequest, req: req})
+	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	select {
 	case err := <-req.reply:

@@ -23,9 +23,7 @@ func TestElector_Check_LeadsPastDeadline(t *testing.T) {
 	}
 	token, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e.mu.Lock()
-	e.phase = phaseRunning
-	e.mu.Unlock()
+	e.running.Store(true)
 	e.progress.Store(&loopProgress{at: time.Now(), wait: time.Hour})
 	e.state.Store(&termState{leader: true, term: 1, token: token, deadline: time.Now().Add(-10 * time.Second)})
 	err = e.CheckWithin(time.Second)

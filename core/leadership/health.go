@@ -21,10 +21,7 @@ func (e *Elector) Check() error {
 //
 // A stopped or not yet started elector is healthy. CheckWithin does no I/O.
 func (e *Elector) CheckWithin(tolerance time.Duration) error {
-	e.mu.Lock()
-	running := e.phase == phaseRunning
-	e.mu.Unlock()
-	if !running {
+	if !e.running.Load() {
 		return nil
 	}
 	now := time.Now()

@@ -14,8 +14,8 @@ import (
 	"github.com/hostloom/hostloom/core/locking/memlock"
 )
 
-// benchScheduler returns a scheduler marked started whose loop does not
-// run: the benchmark drives tick itself.
+// benchScheduler returns a started scheduler whose loop never ticks on its
+// own: the benchmark drives tick through the loop (tickNow).
 func benchScheduler(b *testing.B, leader bool, opts ...Option) (*Scheduler, *leadershiptest.Fake) {
 	b.Helper()
 	f := leadershiptest.NewFake("bench")
@@ -25,6 +25,7 @@ func benchScheduler(b *testing.B, leader bool, opts ...Option) (*Scheduler, *lea
 		b.Fatal(err)
 	}
 	s.state = stateStarted
+	go s.loop(false)
 	b.Cleanup(func() {
 		if err := s.Stop(context.Background()); err != nil {
 			b.Error(err)
@@ -36,11 +37,16 @@ func benchScheduler(b *testing.B, leader bool, opts ...Option) (*Scheduler, *lea
 // due makes every job due at slot: a distinct slot per call (the slot
 // store refuses a slot it recorded), in the past.
 func (s *Scheduler) due(slot time.Time) {
-	s.mu.Lock()
-	for _, j := range s.order {
-		j.next = slot
-	}
-	s.mu.Unlock()
+	s.ask(func() {
+		for _, j := range s.order {
+			j.next = slot
+		}
+	})
+}
+
+// tickNow runs one tick on the loop.
+func (s *Scheduler) tickNow() {
+	s.ask(func() { s.tick() })
 }
 
 // sparse is a schedule that is not Every, with slots 1000h apart, so the
@@ -51,9 +57,9 @@ func (sparse) Next(t time.Time) time.Time { return t.Add(1000 * time.Hour) }
 func (sparse) String() string             { return "sparse" }
 
 func (s *Scheduler) busy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active > 0
+	var busy bool
+	s.ask(func() { busy = s.chains > 0 })
+	return busy
 }
 
 func nop(context.Context) error { return nil }
@@ -102,7 +108,7 @@ func BenchmarkRun(b *testing.B) {
 			for b.Loop() {
 				slot = slot.Add(time.Millisecond)
 				s.due(slot)
-				s.tick()
+				s.tickNow()
 				for s.busy() {
 					runtime.Gosched()
 				}
@@ -206,7 +212,7 @@ func BenchmarkTick10000Due(b *testing.B) {
 			for b.Loop() {
 				slot = slot.Add(time.Millisecond)
 				s.due(slot)
-				s.tick()
+				s.tickNow()
 				for s.busy() {
 					runtime.Gosched()
 				}

@@ -100,7 +100,7 @@ func BenchmarkStoreRun(b *testing.B) {
 				run := func() {
 					slot = slot.Add(time.Millisecond)
 					s.due(slot)
-					s.tick()
+					s.tickNow()
 					for s.busy() {
 						runtime.Gosched()
 					}

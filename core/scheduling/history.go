@@ -160,9 +160,8 @@ func SetPaused(ctx context.Context, store slotstore.Jobs, role, job string, paus
 // lookup returns the job named name and the job store, or an error naming
 // the job.
 func (s *Scheduler) lookup(op, name string) (*job, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
+	var j *job
+	s.ask(func() { j = s.jobs[name] })
 	if j == nil {
 		return nil, fmt.Errorf("scheduling: %s: unknown job %q of role %q", op, name, s.role)
 	}
@@ -225,9 +224,7 @@ func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool) err
 	if err := s.js.SetJobPaused(ctx, j.key, paused, j.ttl); err != nil {
 		return fmt.Errorf("scheduling: %s job %q: %w", op, name, err)
 	}
-	s.mu.Lock()
-	j.paused = paused
-	s.mu.Unlock()
+	s.ask(func() { j.paused = paused })
 	if paused {
 		s.log.Info("SchedulerJobPaused", zap.String("job", name))
 	} else {

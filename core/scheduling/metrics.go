@@ -241,12 +241,20 @@ func (s *Scheduler) countRun(j *job, o Outcome, d time.Duration) {
 
 // observe reports each job's last success time.
 func (s *Scheduler) observe(_ context.Context, o metric.Observer) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, j := range s.order {
-		if !j.lastSuccess.IsZero() {
-			o.ObserveFloat64(s.ins.success, float64(j.lastSuccess.UnixNano())/1e9, j.attrs.get(attrBase).obs...)
+	type success struct {
+		j  *job
+		at time.Time
+	}
+	var seen []success
+	s.ask(func() {
+		for _, j := range s.order {
+			if !j.lastSuccess.IsZero() {
+				seen = append(seen, success{j, j.lastSuccess})
+			}
 		}
+	})
+	for _, v := range seen {
+		o.ObserveFloat64(s.ins.success, float64(v.at.UnixNano())/1e9, v.j.attrs.get(attrBase).obs...)
 	}
 	return nil
 }

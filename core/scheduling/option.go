@@ -119,9 +119,10 @@ func WithLocation(loc *time.Location) Option {
 }
 
 // WithIdentity sets the identity recorded with each run in the job's
-// history (RunRecord.Identity). Default: the elector's identity when the
-// Leadership is a *leadership.Elector, else locking.DefaultOwner(). An empty
-// identity keeps the default.
+// history (RunRecord.Identity). Default: the Leadership's own identity when
+// it reports one and its lease (methods Identity and Lease, as a
+// *leadership.Elector has), else locking.DefaultOwner(). An empty identity
+// keeps the default.
 func WithIdentity(id string) Option {
 	return optionFunc(func(s *settings) {
 		if id != "" {
@@ -136,9 +137,9 @@ func WithIdentity(id string) Option {
 // attempt's claim, measured on the store's clock. It must be at least the
 // lease of the leadership (a term that is not renewed ends within one
 // lease of its latest renewal, and a successor only leads once it ended).
-// Default: the elector's effective lease when the Leadership is a
-// *leadership.Elector, else leadership.DefaultLease. Negative makes New
-// fail.
+// Default: the Leadership's own lease when it reports one and its
+// identity (methods Identity and Lease, as a *leadership.Elector has: its
+// effective lease), else leadership.DefaultLease. Negative makes New fail.
 func WithRecoveryHold(d time.Duration) Option {
 	return optionFunc(func(s *settings) {
 		s.hold, s.holdSet = d, true

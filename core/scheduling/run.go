@@ -41,10 +41,12 @@ const completeTimeout = 5 * time.Second
 // execute is the goroutine of a run chain: each slot of st in turn (jitter,
 // claim, recovery, the job, its bookkeeping), then the slots that fell due
 // meanwhile and the overlap policy kept (S7). Each run's ctx derives from
-// the token of its term (S1). j.running stays true until the chain ends.
+// the token of its term (S1), through the chain's current segment. The
+// chain owns no job state: it posts its progress to the loop and asks it,
+// when its slots are done, for the next one; j.running stays true until
+// the loop answers none.
 func (s *Scheduler) execute(st start) {
-	defer s.exit()
-	j, slots, tok, term, first := st.j, st.slots, st.tok, st.term, st.first
+	j, slots, tok, seg, term, first := st.j, st.slots, st.tok, st.seg, st.term, st.first
 	if st.catchUp && len(slots) > 1 {
 		slots = s.unrecorded(j, slots, tok)
 	}
@@ -52,31 +54,36 @@ func (s *Scheduler) execute(st start) {
 		for len(slots) > 0 {
 			slot := slots[0]
 			slots = slots[1:]
-			if !s.runSlot(j, slot, tok, term, first, st.catchUp) {
+			if !s.runSlot(j, slot, tok, seg, term, first, st.catchUp) {
 				s.countSkip(j, skipFollower, int64(len(slots)))
 				slots = nil
 			}
-			s.mu.Lock()
-			replaced := j.replaced
-			s.mu.Unlock()
-			if replaced { // OverlapCancelPrevious: the newer slot goes next, not older ones
+			if replaced(seg) { // OverlapCancelPrevious: the newer slot goes next, not older ones
 				s.countSkip(j, skipOverlap, int64(len(slots)))
 				slots = nil
 			}
 			first = first && slot.IsZero()
 		}
-		s.mu.Lock()
-		p := j.pend
-		j.pend = nil
+		var p *pending
+		var next context.Context
+		s.call(func() {
+			p, j.pend = j.pend, nil
+			if p == nil {
+				j.running = false
+				j.cancel(nil)
+				j.cancel = nil
+				s.chains--
+				return
+			}
+			if p.term != j.term {
+				j.term = p.term
+			}
+			next = s.segment(j, p.tok)
+		})
 		if p == nil {
-			j.running = false
-			s.mu.Unlock()
 			return
 		}
-		if p.term != j.term {
-			j.term = p.term
-		}
-		s.mu.Unlock()
+		seg = next
 		if p.tok.Err() != nil || s.runs.Err() != nil {
 			s.notStarted(j, p.slot, p.tok)
 			continue
@@ -84,6 +91,11 @@ func (s *Scheduler) execute(st start) {
 		first = p.term != term
 		slots, tok, term, st.catchUp = []time.Time{p.slot}, p.tok, p.term, false
 	}
+}
+
+// replaced reports whether OverlapCancelPrevious cancelled the segment seg.
+func replaced(seg context.Context) bool {
+	return errors.Is(context.Cause(seg), errReplaced)
 }
 
 // unrecorded drops the catch-up slots the store already recorded (one
@@ -112,19 +124,11 @@ func (s *Scheduler) unrecorded(j *job, slots []time.Time, tok context.Context) [
 // recovery. With Recover, an unfinished slot of an earlier term is run
 // first (S9). It reports false when the chain must stop: its term ended
 // or the scheduler stopped.
-func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) bool {
-	ctx, cancel := context.WithCancel(tok)
+func (s *Scheduler) runSlot(j *job, slot time.Time, tok, seg context.Context, term uint64, first, catchUp bool) bool {
+	ctx, cancel := context.WithCancel(seg)
 	defer cancel()
 	stop := context.AfterFunc(s.runs, cancel)
 	defer stop()
-	s.mu.Lock()
-	j.cancel, j.replaced = cancel, false
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		j.cancel = nil
-		s.mu.Unlock()
-	}()
 
 	live := func() bool { return tok.Err() == nil && s.runs.Err() == nil }
 	if j.Jitter > 0 && !slot.IsZero() {
@@ -152,10 +156,10 @@ func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term ui
 			first = false
 			switch c.Status {
 			case slotstore.ClaimGranted:
-				s.run(ctx, j, slot, c.Attempt, c.Seq, term)
+				s.run(ctx, seg, j, slot, c.Attempt, c.Seq, term)
 				return live()
 			case slotstore.ClaimRecoverable:
-				if !s.recoverSlot(ctx, j, time.UnixMilli(c.Slot), c.Attempt+1, c.Wait, term) || !live() {
+				if !s.recoverSlot(ctx, seg, j, time.UnixMilli(c.Slot), c.Attempt+1, c.Wait, term) || !live() {
 					return live()
 				}
 				if !slot.IsZero() && time.Since(slot) > s.set.misfire {
@@ -172,7 +176,7 @@ func (s *Scheduler) runSlot(j *job, slot time.Time, tok context.Context, term ui
 			return live()
 		}
 	}
-	s.run(ctx, j, slot, 1, 0, term)
+	s.run(ctx, seg, j, slot, 1, 0, term)
 	return live()
 }
 
@@ -244,9 +248,8 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 	if first && r.HasPrevious && !slot.IsZero() {
 		s.countMissed(j, slotsBetween(j.sched, time.UnixMilli(r.Previous), slot))
 	}
-	s.mu.Lock()
-	j.paused = r.Status == slotstore.ClaimPaused
-	s.mu.Unlock()
+	paused := r.Status == slotstore.ClaimPaused
+	s.post(func() { j.paused = paused })
 	switch r.Status {
 	case slotstore.ClaimPaused:
 		if !slot.IsZero() {
@@ -265,7 +268,7 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 // recoverSlot re-runs slot, which an earlier term started and did not
 // finish, as attempt (S9), after waiting until that term has certainly
 // ended. It reports false when ctx ended or the store failed.
-func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, attempt int, wait time.Duration, term uint64) bool {
+func (s *Scheduler) recoverSlot(ctx, seg context.Context, j *job, slot time.Time, attempt int, wait time.Duration, term uint64) bool {
 	for range 2 * slotstore.MaxJobAttempts {
 		if wait > 0 {
 			s.log.Info("SchedulerRecoveryWaits", zap.String("job", j.Name), zap.Time("slot", slot), zap.Duration("wait", wait))
@@ -291,7 +294,7 @@ func (s *Scheduler) recoverSlot(ctx context.Context, j *job, slot time.Time, att
 		switch r.Status {
 		case slotstore.ClaimGranted:
 			s.log.Info("SchedulerSlotRecovered", zap.String("job", j.Name), zap.Time("slot", slot), zap.Int("attempt", attempt))
-			s.run(ctx, j, slot, attempt, r.Seq, term)
+			s.run(ctx, seg, j, slot, attempt, r.Seq, term)
 			return ctx.Err() == nil
 		case slotstore.ClaimWait:
 			wait = r.Wait
@@ -310,12 +313,11 @@ func fenceOf(ctx context.Context) uint64 {
 	return f
 }
 
-// run calls the job and records the outcome (S3).
-func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int, seq int64, term uint64) {
+// run calls the job and records the outcome (S3); seg is the segment of
+// the chain ctx derives from.
+func (s *Scheduler) run(ctx, seg context.Context, j *job, slot time.Time, attempt int, seq int64, term uint64) {
 	start := time.Now()
-	s.mu.Lock()
-	j.lastSlot, j.lastRun = slot, start
-	s.mu.Unlock()
+	s.post(func() { j.lastSlot, j.lastRun = slot, start })
 	s.recordLag(j, start.Sub(slot))
 
 	rctx := withRun(ctx, slot, attempt)
@@ -356,13 +358,13 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int
 	var ce *zapcore.CheckedEntry
 	switch outcome {
 	case Success:
-		ce = s.log.Check(zap.DebugLevel, "scheduled job succeeded")
+		ce = s.log.Check(zap.DebugLevel, "SchedulerJobSucceeded")
 	case Panic:
 		ce = s.log.Check(zap.ErrorLevel, "SchedulerJobPanicked")
 	case Canceled:
-		ce = s.log.Check(zap.InfoLevel, "scheduled job cancelled")
+		ce = s.log.Check(zap.InfoLevel, "SchedulerJobCancelled")
 	case Timeout:
-		ce = s.log.Check(zap.ErrorLevel, "scheduled job timed out")
+		ce = s.log.Check(zap.ErrorLevel, "SchedulerJobTimedOut")
 	default:
 		ce = s.log.Check(zap.ErrorLevel, "SchedulerJobFailed")
 	}
@@ -382,18 +384,17 @@ func (s *Scheduler) run(ctx context.Context, j *job, slot time.Time, attempt int
 		ce.Write(fields...)
 	}
 
-	s.mu.Lock()
-	j.lastOutcome, j.lastErr = outcome, err
-	if outcome == Success {
-		j.lastSuccess = start
-	}
-	replaced := j.replaced
-	s.mu.Unlock()
+	s.post(func() {
+		j.lastOutcome, j.lastErr = outcome, err
+		if outcome == Success {
+			j.lastSuccess = start
+		}
+	})
 	s.countRun(j, outcome, d)
 	if seq > 0 {
 		s.complete(ctx, j, RunRecord{
 			Slot: slot, Started: start, Ended: start.Add(d), Identity: s.id, Fence: fenceOf(ctx), Outcome: outcome, Attempt: attempt,
-		}, seq, term, outcome != Canceled || replaced)
+		}, seq, term, outcome != Canceled || replaced(seg))
 	}
 }
 

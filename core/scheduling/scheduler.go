@@ -42,6 +42,13 @@ const slotKeyPrefix = "sched:"
 // Scheduler runs jobs while a Leadership leads. It owns one goroutine (its
 // loop, between Start and Stop) plus one per running job. Its methods are
 // safe for concurrent use.
+//
+// Job state has one owner at a time (STYLE rule 10): before Start, the API
+// callers, one at a time under life; from Start until the loop returned,
+// the loop, which API callers and run chains reach with requests (s.asks,
+// s.posts; a reply where they need one); after the loop returned, the API callers
+// again. Run chains never touch job state: they post their progress and
+// outcome to the loop.
 type Scheduler struct {
 	l      leadership.Leadership
 	role   string
@@ -56,22 +63,30 @@ type Scheduler struct {
 	hold   time.Duration  // WithRecoveryHold
 
 	wake       chan struct{} // pokes the loop (leadership change, Add)
+	asks       chan func()   // API callers' requests to the loop; unbuffered: taken only by a live loop
+	posts      chan func()   // run chains' posts to the loop, in order
 	quit       chan struct{} // closed by Stop
 	done       chan struct{} // closed when the loop and every run returned after Stop
 	runs       context.Context
 	cancelRuns context.CancelFunc
 
-	mu          sync.Mutex
+	// life orders the API callers' lifecycle calls (Start, Stop, Add and
+	// the requests of the others); the loop and the run chains never take
+	// it.
+	life        sync.Mutex
 	state       int // stateNew, stateStarted, stateStopped
-	active      int // live goroutines: loop and runs
-	jobs        map[string]*job
-	order       []*job
-	queue       queue
-	term        uint64 // the term the loop last acted in
-	leading     bool
 	unsubscribe func()
 	reg         metric.Registration
-	starts      []start // runs launched by the current tick
+
+	// Job state, owned as described above.
+	jobs     map[string]*job
+	order    []*job
+	queue    queue
+	term     uint64 // the term the loop last acted in
+	leading  bool
+	chains   int     // run chains going
+	stopping bool    // the loop saw quit: it only serves requests until chains is 0
+	starts   []start // runs launched by the current tick
 }
 
 const (
@@ -80,8 +95,8 @@ const (
 	stateStopped
 )
 
-// job is a Job with its scheduling state; guarded by Scheduler.mu except
-// for the immutable fields.
+// job is a Job with its scheduling state, owned by the owner of job state
+// (see Scheduler) except for the immutable fields and badRecord.
 type job struct {
 	Job
 	sched Schedule // bound to the scheduler's location
@@ -90,21 +105,30 @@ type job struct {
 
 	ttl time.Duration // time to live of the job's records in the store
 
-	next     time.Time          // next slot to act on; zero when none
-	index    int                // in the queue; -1 when not queued
-	running  bool               // a run chain (execute) is going
-	term     uint64             // term of the latest launched run
-	launched time.Time          // slot of the latest launched run
-	pend     *pending           // slot to run when the chain's current run ends (S7)
-	cancel   context.CancelFunc // cancels the chain's current slot (S7)
-	replaced bool               // the current slot was cancelled by OverlapCancelPrevious
-	paused   bool               // as last seen (JobInfo.Paused)
+	next     time.Time               // next slot to act on; zero when none
+	index    int                     // in the queue; -1 when not queued
+	running  bool                    // a run chain (execute) is going
+	term     uint64                  // term of the latest launched run
+	launched time.Time               // slot of the latest launched run
+	pend     *pending                // slot to run when the chain's current run ends (S7)
+	cancel   context.CancelCauseFunc // ends the chain's current segment (S7); nil when not running
+	replaced bool                    // the current segment was cancelled by OverlapCancelPrevious
+	paused   bool                    // as last seen (JobInfo.Paused)
 
 	badRecord atomic.Bool // an unparsable history record was logged
 
 	lastSlot, lastRun, lastSuccess time.Time
 	lastOutcome                    Outcome
 	lastErr                        error
+}
+
+// selfReporter is what a Leadership may report about itself for the
+// scheduler's defaults: the identity recorded in run records
+// (WithIdentity) and the lease bounding a term (WithRecoveryHold).
+// *leadership.Elector implements it.
+type selfReporter interface {
+	Identity() string
+	Lease() time.Duration
 }
 
 // New returns a scheduler over l. It starts nothing; Add jobs, then Start.
@@ -132,6 +156,8 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 		tracer: set.tracers.Tracer(instrumentationScope),
 		ins:    ins,
 		wake:   make(chan struct{}, 1),
+		asks:   make(chan func()),
+		posts:  make(chan func(), 64),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		jobs:   make(map[string]*job),
@@ -148,22 +174,22 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 	if js, ok := s.set.store.(slotstore.Jobs); ok {
 		s.js = js
 	}
+	// Identity and recovery hold come from the options; a Leadership that
+	// reports its own (a *leadership.Elector), found once here, fills in
+	// the ones not given.
 	s.id, s.hold = set.id, set.hold
-	e, isElector := l.(*leadership.Elector)
-	if isElector {
-		d := leadership.Describe(e)
-		if s.id == "" {
-			s.id = d.Identity
-		}
-		if !set.holdSet {
-			s.hold = d.Lease
-		}
+	self, reports := l.(selfReporter)
+	if s.id == "" && reports {
+		s.id = self.Identity()
 	}
 	if s.id == "" {
 		s.id = locking.DefaultOwner()
 	}
-	if !set.holdSet && !isElector {
+	if !set.holdSet {
 		s.hold = leadership.DefaultLease
+		if reports {
+			s.hold = self.Lease()
+		}
 	}
 	var nonce [6]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
@@ -209,19 +235,63 @@ func (s *Scheduler) Add(j Job) error {
 			return fmt.Errorf("scheduling: job %q: slot key: %w", j.Name, err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.life.Lock()
+	defer s.life.Unlock()
 	if s.state == stateStopped {
 		return fmt.Errorf("scheduling: job %q: %w", j.Name, ErrStopped)
 	}
-	if _, dup := s.jobs[j.Name]; dup {
-		return fmt.Errorf("scheduling: job %q: duplicate name", j.Name)
+	var err error
+	s.own(func() {
+		if _, dup := s.jobs[j.Name]; dup {
+			err = fmt.Errorf("scheduling: job %q: duplicate name", j.Name)
+			return
+		}
+		s.jobs[j.Name] = nj
+		s.order = append(s.order, nj)
+		heap.Push(&s.queue, nj)
+		s.poke()
+	})
+	return err
+}
+
+// own runs f as the owner of job state and returns when f did: directly
+// before Start and after the loop returned, else as a request to the loop.
+// s.life is held.
+func (s *Scheduler) own(f func()) {
+	if s.state == stateNew {
+		f()
+		return
 	}
-	s.jobs[j.Name] = nj
-	s.order = append(s.order, nj)
-	heap.Push(&s.queue, nj)
-	s.poke()
-	return nil
+	replied := make(chan struct{})
+	select {
+	case s.asks <- func() { f(); close(replied) }:
+		<-replied
+	case <-s.done: // the loop returned: nobody else owns job state
+		f()
+	}
+}
+
+// ask runs f as the owner of job state for an API caller and returns when
+// f did.
+func (s *Scheduler) ask(f func()) {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.own(f)
+}
+
+// post hands f to the loop, for a run chain: the loop runs as long as any
+// chain does, and runs a chain's posts in order, the chain's last one (its
+// end, through call) included.
+func (s *Scheduler) post(f func()) {
+	s.posts <- f
+}
+
+// call is post for a run chain that needs f's result: it returns when f
+// ran.
+func (s *Scheduler) call(f func()) {
+	replied := make(chan struct{})
+	s.posts <- func() { f(); close(replied) }
+	<-replied
 }
 
 func (s *Scheduler) validate(j *Job) error {
@@ -272,17 +342,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("scheduling: start %q: %w", s.role, err)
 	}
-	s.mu.Lock()
+	s.life.Lock()
 	switch s.state {
 	case stateStopped:
-		s.mu.Unlock()
+		s.life.Unlock()
 		return ErrStopped
 	case stateStarted:
-		s.mu.Unlock()
+		s.life.Unlock()
 		return ErrStarted
 	}
-	s.state = stateStarted
-	s.active++
 	// Slots between Add and Start are not the scheduler's: start from now.
 	now := time.Now()
 	for _, j := range s.order {
@@ -292,18 +360,20 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 	}
 	heap.Init(&s.queue)
-	s.mu.Unlock()
+	// Job state passes to the loop.
+	s.state = stateStarted
+	go s.loop(true)
+	s.life.Unlock()
 
 	unsubscribe := s.l.OnChange(func(leadership.Change) { s.poke() })
 	reg, err := s.set.meters.Meter(instrumentationScope).RegisterCallback(s.observe, s.ins.success)
 	if err != nil {
 		s.log.Warn("SchedulerMetricsRegisterFailed", zap.Error(err))
 	}
-	s.mu.Lock()
+	s.life.Lock()
 	s.unsubscribe, s.reg = unsubscribe, reg
-	s.mu.Unlock()
+	s.life.Unlock()
 	s.log.Info("SchedulerStarted")
-	go s.loop()
 	return nil
 }
 
@@ -312,23 +382,22 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // outlive it are still waited for by later calls. It is idempotent and safe
 // before Start; a stopped scheduler cannot be started again.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
+	s.life.Lock()
 	var unsubscribe func()
 	var reg metric.Registration
 	if s.state != stateStopped {
 		if s.state == stateStarted {
 			s.log.Info("SchedulerStopping")
+		} else {
+			close(s.done) // no loop: nothing runs
 		}
 		s.state = stateStopped
 		close(s.quit)
 		s.cancelRuns()
-		if s.active == 0 {
-			close(s.done)
-		}
-		unsubscribe, reg = s.unsubscribe, s.reg
-		s.unsubscribe, s.reg = nil, nil
 	}
-	s.mu.Unlock()
+	unsubscribe, reg = s.unsubscribe, s.reg
+	s.unsubscribe, s.reg = nil, nil
+	s.life.Unlock()
 	if unsubscribe != nil {
 		unsubscribe()
 	}
@@ -347,23 +416,24 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 
 // Jobs describes every job, sorted by name.
 func (s *Scheduler) Jobs() []JobInfo {
-	s.mu.Lock()
-	out := make([]JobInfo, 0, len(s.order))
-	for _, j := range s.order {
-		out = append(out, JobInfo{
-			Name:        j.Name,
-			Schedule:    j.sched.String(),
-			Next:        j.next,
-			Running:     j.running,
-			LastSlot:    j.lastSlot,
-			LastRun:     j.lastRun,
-			LastOutcome: j.lastOutcome,
-			LastError:   j.lastErr,
-			LastSuccess: j.lastSuccess,
-			Paused:      j.paused,
-		})
-	}
-	s.mu.Unlock()
+	var out []JobInfo
+	s.ask(func() {
+		out = make([]JobInfo, 0, len(s.order))
+		for _, j := range s.order {
+			out = append(out, JobInfo{
+				Name:        j.Name,
+				Schedule:    j.sched.String(),
+				Next:        j.next,
+				Running:     j.running,
+				LastSlot:    j.lastSlot,
+				LastRun:     j.lastRun,
+				LastOutcome: j.lastOutcome,
+				LastError:   j.lastErr,
+				LastSuccess: j.lastSuccess,
+				Paused:      j.paused,
+			})
+		}
+	})
 	slices.SortFunc(out, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -376,33 +446,52 @@ func (s *Scheduler) poke() {
 	}
 }
 
-// exit records that a goroutine of the scheduler returned.
-func (s *Scheduler) exit() {
-	s.mu.Lock()
-	s.active--
-	if s.active == 0 && s.state == stateStopped {
-		close(s.done)
-	}
-	s.mu.Unlock()
-}
-
-// loop is the scheduler's one goroutine: it sleeps on one timer until the
-// earliest slot, a leadership change or an Add.
-func (s *Scheduler) loop() {
-	defer s.exit()
+// loop is the scheduler's one goroutine and the owner of job state from
+// Start on: it sleeps on one timer until the earliest slot, a leadership
+// change or an Add, and serves the requests of API callers and run chains.
+// After Stop it only serves requests, until the last chain ended; then it
+// closes s.done and returns. With ticking false (benchmarks drive tick
+// through requests) it never ticks on its own.
+func (s *Scheduler) loop(ticking bool) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	quit := s.quit
+	due := ticking
 	for {
-		if wait, ok := s.tick(); ok {
-			timer.Reset(wait)
-		} else {
-			timer.Stop()
+		if due && !s.stopping {
+			if wait, ok := s.tick(); ok {
+				timer.Reset(wait)
+			} else {
+				timer.Stop()
+			}
+		}
+		due = false
+		if s.stopping && s.chains == 0 {
+			close(s.done)
+			return
 		}
 		select {
-		case <-s.quit:
-			return
+		case <-quit:
+			s.stopping, quit = true, nil
+			timer.Stop()
 		case <-s.wake:
+			due = ticking
 		case <-timer.C:
+			due = ticking
+		case f := <-s.asks:
+			// An API caller sees every post made before its request (a
+			// job's Run reading Jobs sees its own slot).
+			for drained := false; !drained; {
+				select {
+				case p := <-s.posts:
+					p()
+				default:
+					drained = true
+				}
+			}
+			f()
+		case f := <-s.posts:
+			f()
 		}
 	}
 }
@@ -424,25 +513,20 @@ func (s *Scheduler) tick() (time.Duration, bool) {
 	now := time.Now()
 	leading := tok.Err() == nil
 
-	s.mu.Lock()
-	if s.state != stateStarted {
-		s.mu.Unlock()
+	if s.stopping {
 		return 0, false
 	}
 	wait, ok := s.act(now, tok, term, leading)
-	// Runs start after the lock is released, so that thousands of runs
-	// due together do not queue on it while the tick goes on.
+	// Runs start once every due slot was acted on.
 	starts := s.starts
 	s.starts = s.starts[:0:0]
-	s.mu.Unlock()
 	for _, st := range starts {
 		go s.execute(st)
 	}
 	return wait, ok
 }
 
-// act acts on every due slot under s.mu and reports how long until the
-// next one.
+// act acts on every due slot and reports how long until the next one.
 func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading bool) (time.Duration, bool) {
 	if leading != s.leading {
 		if leading {
@@ -490,7 +574,7 @@ func (s *Scheduler) act(now time.Time, tok context.Context, term uint64, leading
 
 // catchUp launches, when this instance starts leading, the slots j's
 // CatchUp policy runs (S8) and, for a Recover job, a recovery check (S9).
-// The slot store decides whether anyone started them. s.mu is held.
+// The slot store decides whether anyone started them.
 func (s *Scheduler) catchUp(j *job, now time.Time, tok context.Context, term uint64) {
 	if j.running {
 		return
@@ -524,7 +608,7 @@ func (s *Scheduler) catchUp(j *job, now time.Time, tok context.Context, term uin
 
 // window lists j's slots from first to now that this instance has not
 // launched, oldest first: the newest MaxCatchUp of them; the older ones
-// are counted as missed. s.mu is held.
+// are counted as missed.
 func (s *Scheduler) window(j *job, first, now time.Time) []time.Time {
 	var slots []time.Time
 	dropped := int64(0)
@@ -543,7 +627,7 @@ func (s *Scheduler) window(j *job, first, now time.Time) []time.Time {
 }
 
 // overlap applies j's Overlap policy to slot, due while j's chain runs
-// (S2, S7). s.mu is held.
+// (S2, S7).
 func (s *Scheduler) overlap(j *job, slot time.Time, tok context.Context, term uint64) {
 	switch j.Overlap {
 	case OverlapBufferOne, OverlapCancelPrevious:
@@ -560,7 +644,7 @@ func (s *Scheduler) overlap(j *job, slot time.Time, tok context.Context, term ui
 		s.log.Debug("SchedulerRunCancelledForSlot", zap.String("job", j.Name), zap.Time("slot", slot))
 		if j.cancel != nil && !j.replaced {
 			j.replaced = true
-			j.cancel()
+			j.cancel(errReplaced)
 		}
 	default:
 		s.countSkip(j, skipOverlap, 1)
@@ -615,7 +699,7 @@ func slotsBetween(sched Schedule, a, b time.Time) int64 {
 }
 
 // launch starts a run chain of j for slots (ascending; a zero slot asks
-// only for recovery) in term. s.mu is held.
+// only for recovery) in term.
 func (s *Scheduler) launch(j *job, slots []time.Time, tok context.Context, term uint64, catchUp bool) {
 	first := j.term != term
 	j.term = term
@@ -623,16 +707,34 @@ func (s *Scheduler) launch(j *job, slots []time.Time, tok context.Context, term 
 	if last := slots[len(slots)-1]; !last.IsZero() {
 		j.launched = last
 	}
-	s.active++
-	s.starts = append(s.starts, start{j: j, slots: slots, tok: tok, term: term, first: first, catchUp: catchUp})
+	s.chains++
+	seg := s.segment(j, tok)
+	s.starts = append(s.starts, start{j: j, slots: slots, tok: tok, seg: seg, term: term, first: first, catchUp: catchUp})
 }
 
-// start is a run chain launched by a tick, to be started once s.mu is
-// released.
+// errReplaced is the cause of a segment cancelled by OverlapCancelPrevious.
+var errReplaced = errors.New("scheduling: replaced by a later slot")
+
+// segment starts a segment of j's chain: the slots run under one
+// cancellation, derived from tok, that OverlapCancelPrevious cancels (its
+// cause errReplaced) when a later slot falls due (S7). It ends the
+// previous segment's.
+func (s *Scheduler) segment(j *job, tok context.Context) context.Context {
+	if j.cancel != nil {
+		j.cancel(nil)
+	}
+	seg, cancel := context.WithCancelCause(tok)
+	j.cancel, j.replaced = cancel, false
+	return seg
+}
+
+// start is a run chain launched by a tick, to be started once the tick
+// acted on every due slot.
 type start struct {
 	j       *job
 	slots   []time.Time
 	tok     context.Context
+	seg     context.Context // the first segment, from s.segment
 	term    uint64
 	first   bool
 	catchUp bool

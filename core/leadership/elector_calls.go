@@ -1,0 +1,182 @@
+package leadership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// errLockFault marks a lock call that panicked or broke the Lock contract
+// (E10), as opposed to a provider failure (E6, E7).
+var errLockFault = errors.New("leadership: lock fault")
+
+// opKind is the kind of a lock call.
+type opKind int
+
+const (
+	opAcquire opKind = iota + 1
+	opRenew
+	opRelease
+	opWatch
+	opUnwatch
+	opDeregister
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opAcquire:
+		return "acquire"
+	case opRenew:
+		return "renew"
+	case opRelease:
+		return "release"
+	case opWatch:
+		return "watch"
+	case opUnwatch:
+		return "unwatch"
+	default:
+		return "deregister"
+	}
+}
+
+// call is one lock call under way on a goroutine of its own. The loop
+// creates it and reads its outcome; the goroutine only runs the lock.
+type call struct {
+	op      opKind
+	sent    time.Time
+	bound   time.Duration // the call's context ends at sent+bound
+	term    uint64        // opRenew: the term it renews
+	lease   locking.Lease // opRenew, opRelease: the lease it works on
+	cancel  context.CancelFunc
+	done    func(error) // opRelease, opDeregister: run by the loop with the outcome
+	ended   Reason      // opRenew: why its term ended while it was under way (0: it did not)
+	overdue bool        // it overran its bound and was reported
+}
+
+// outcome is what a call reports back to the loop.
+type outcome struct {
+	c       *call
+	err     error
+	lease   locking.Lease // opAcquire: the granted lease
+	granted time.Duration // opAcquire, opRenew: what the backend granted
+	fence   uint64        // opAcquire: the lease's fence
+	// opRenew: a higher-priority participant has been live for a lease (B2)
+	preempted bool
+
+	stopWatch func() // opWatch: ends the subscription
+}
+
+// send reports a call's outcome to the machine.
+func (l *loop) send(o outcome) { l.post(message{kind: msgOutcome, o: o}) }
+
+// start runs fn on a goroutine of its own with ctx, which cancel ends,
+// and reports its outcome to the loop. The lock is foreign code: a panic
+// in it becomes an errLockFault error (E10), and a call that never returns
+// holds only its own goroutine.
+func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn func(context.Context, *outcome) error) {
+	c.cancel = cancel
+	if c.op == opAcquire || c.op == opRenew {
+		l.step = c
+	} else {
+		l.pending++
+	}
+	tel := l.e.tel
+	go func() {
+		o := outcome{c: c}
+		spanCtx, sp := tel.span(ctx, spanName(c.op))
+		o.err = guard(c.op, func() error { return fn(spanCtx, &o) })
+		endSpan(sp, classify(c.op, o.err), o.err)
+		cancel()
+		l.send(o)
+	}()
+}
+
+// guard runs the lock call fn, turning a panic into errLockFault.
+func guard(op opKind, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s panicked: %v", errLockFault, op, r)
+		}
+	}()
+	return fn()
+}
+
+// lockErr marks errors that break the Lock contract as faults.
+func lockErr(err error) error {
+	if errors.Is(err, locking.ErrInvalidKey) || errors.Is(err, locking.ErrInvalidLease) {
+		return fmt.Errorf("%w: %w", errLockFault, err)
+	}
+	return err
+}
+
+func spanName(op opKind) string {
+	switch op {
+	case opAcquire:
+		return SpanAcquire
+	case opRenew:
+		return SpanRenew
+	case opRelease:
+		return SpanRelease
+	case opWatch:
+		return SpanWatch
+	case opUnwatch:
+		return SpanUnwatch
+	default:
+		return SpanDeregister
+	}
+}
+
+// classify names a call's outcome as the metrics and spans do.
+func classify(op opKind, err error) string {
+	switch {
+	case err == nil && op == opAcquire:
+		return outcomeAcquired
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, errLockFault):
+		return outcomeFault
+	case op == opAcquire && errors.Is(err, locking.ErrNotAcquired):
+		return outcomeHeld
+	case op != opAcquire && errors.Is(err, locking.ErrLeaseLost):
+		return outcomeRefused
+	default:
+		return outcomeError
+	}
+}
+
+// finish takes a call's outcome. While stopping nothing may begin a term
+// or a subscription: a lease an acquisition brings goes back, a
+// subscription made ends.
+func (l *loop) finish(o outcome) {
+	stopping := l.phase == phaseStopping
+	switch o.c.op {
+	case opAcquire:
+		l.step = nil
+		switch {
+		case !stopping:
+			l.acquired(o)
+		case o.err == nil:
+			l.release(l.stopReq.ctx, o.lease, l.collect)
+		}
+	case opRenew:
+		l.step = nil
+		if !stopping {
+			l.renewed(o)
+		}
+	case opWatch:
+		l.pending--
+		if stopping {
+			l.unwatch(o.stopWatch)
+		} else {
+			l.watching(o)
+		}
+	default:
+		l.pending--
+		if o.c.done != nil {
+			o.c.done(o.err)
+		}
+	}
+}

@@ -1,0 +1,278 @@
+package leadership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// watch subscribes to the lock's events (L7, P2) on a goroutine of its
+// own, after waiting delay: subscribing may be network I/O. Events reach
+// the machine through post, from the lock's own delivery goroutine. A lock
+// without events is polled on the candidate cadence instead (E1). A
+// subscription that fails (an error, a panic, no stop function) is logged
+// as a fault and tried again one RetryInterval later, until Stop.
+func (l *loop) watch(delay time.Duration) {
+	e := l.e
+	if e.caps.events == nil {
+		return
+	}
+	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: ev}) }
+	ctx, cancel := context.WithCancel(context.Background())
+	l.watchCancel = cancel
+	l.start(&call{op: opWatch, sent: time.Now()}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		stop, err := e.caps.events.Subscribe(e.key, postEvent)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: subscribe: %w", errLockFault, err)
+		case stop == nil:
+			return fmt.Errorf("%w: subscribe returned no stop function", errLockFault)
+		}
+		o.stopWatch = stop
+		return nil
+	})
+}
+
+// watching takes the subscription a watch call made, or schedules the
+// next attempt after a failed one.
+func (l *loop) watching(o outcome) {
+	l.watchCancel = nil
+	if o.err != nil {
+		if errors.Is(o.err, context.Canceled) {
+			return
+		}
+		// The first failure of a streak is a fault; its retries are
+		// logged at Debug, like every other retry.
+		l.watchFailures++
+		if l.watchFailures == 1 {
+			l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
+		} else {
+			l.e.log.Debug("LeadershipSubscribeRetry", zap.Int("failures", l.watchFailures), zap.Error(o.err))
+		}
+		l.watch(l.e.opts.RetryInterval)
+		return
+	}
+	if l.watchFailures > 0 {
+		l.e.log.Info("LeadershipSubscribed", zap.Int("failures", l.watchFailures))
+		l.watchFailures = 0
+	}
+	l.stopWatch = o.stopWatch
+}
+
+// unwatch ends a subscription on a goroutine of its own: it is network
+// I/O in the lock.
+func (l *loop) unwatch(stop func()) {
+	if stop == nil {
+		return
+	}
+	l.start(&call{op: opUnwatch, sent: time.Now()}, context.Background(), func() {}, func(context.Context, *outcome) error {
+		stop()
+		return nil
+	})
+}
+
+// event takes one notification of the lock (L7, P2, P3, O1).
+func (l *loop) event(ev locking.Event) {
+	e := l.e
+	now := time.Now()
+	switch ev.Kind {
+	case locking.EventReleased:
+		l.observe("", time.Time{})
+		l.freeSince, l.freeKind = now, "handover"
+		switch {
+		case ev.Owner == "":
+			l.wake(now)
+		case ev.Owner == e.identity:
+			l.wakeAt(now) // handed to this instance (B1): take it at once
+		default:
+			l.wakeAt(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
+		}
+	case locking.EventAcquired:
+		if l.lease != nil && l.supersededBy(ev) {
+			l.superseded(now, ev)
+		}
+		if ev.Owner != e.identity {
+			l.observe(ev.Owner, now.Add(e.opts.Lease))
+		}
+	case locking.EventResign:
+		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) {
+			e.log.Info("LeadershipResignRequested")
+			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+			l.stepDown(ctx, "", nil, func(error) { cancel() })
+		}
+	case locking.EventSubscribed:
+		l.live = true
+		l.subscriptions++
+		if l.subscriptions > 1 && l.lease != nil {
+			// The link dropped and came back: the server may have
+			// restarted without its data, and an acquisition announced
+			// meanwhile was lost. Verify the lease with a renewal now
+			// instead of at the cadence (Q1).
+			l.verifyNow(now)
+		}
+		if l.subscriptions == 1 && l.tried {
+			// Events may have been lost before the subscription first
+			// came up while this candidate had already been refused (a
+			// release named to it, B1): one immediate try (P3).
+			l.wake(now)
+		}
+		// After a reconnection a candidate keeps the RetryInterval
+		// cadence it fell back to when the subscription dropped (a
+		// release lost meanwhile is found by then): the server may have
+		// restarted without its data, and the leader, which verifies its
+		// lease at once (above), gets the first chance to take the role
+		// again before a candidate takes the role it still works for (Q1).
+	case locking.EventUnsubscribed:
+		l.live = false
+		if l.phase == phaseCandidate && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
+			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
+		}
+	}
+}
+
+// supersededBy reports whether ev, an acquisition announced while this
+// instance leads, shows that its lease is gone (Q1). With fences on both
+// sides a larger fence is a later acquisition, and a smaller or equal one
+// an earlier acquisition delivered late, or this term's own announcement.
+// Without them, an acquisition by another owner counts, and superseded
+// gives the lease back in case the event was a late one.
+func (l *loop) supersededBy(ev locking.Event) bool {
+	fence := l.e.state.Load().fence
+	if ev.Fence != 0 && fence != 0 {
+		return ev.Fence > fence
+	}
+	return ev.Owner != "" && ev.Owner != l.e.identity
+}
+
+// superseded ends the term at once because another acquisition of the
+// role was announced (Q1), like a refused renewal (E4), and contends
+// again at once: the attempt is refused while the new holder's lease
+// runs, and tells how long it runs. When the event carried no fence to
+// compare it may have been an old one delivered late: the lease is then
+// given back first (a compare-and-delete, a no-op when the lease is gone),
+// so this instance is not refused by its own lease.
+func (l *loop) superseded(now time.Time, ev locking.Event) {
+	fenced := ev.Fence != 0 && l.e.state.Load().fence != 0
+	err := fmt.Errorf("%w: %q acquired the role (fence %d)", locking.ErrLeaseLost, ev.Owner, ev.Fence)
+	lease := l.endTerm(Refused, err)
+	if fenced || lease == nil {
+		l.due = now
+		return
+	}
+	l.giveBack(lease)
+}
+
+// verifyNow renews the leader's lease at once, or right after the renewal
+// under way returns (Q1).
+func (l *loop) verifyNow(now time.Time) {
+	if l.step != nil {
+		l.verify = l.step.op == opRenew
+		return
+	}
+	l.due = now
+}
+
+// wake makes an idle candidate try at once, or after one RetryInterval
+// when it lets others go first (B1, B2).
+func (l *loop) wake(now time.Time) {
+	if l.yields() {
+		now = now.Add(l.e.opts.RetryInterval)
+	}
+	l.wakeAt(now)
+}
+
+// wakeAt makes an idle candidate try at at, unless it is due sooner.
+func (l *loop) wakeAt(at time.Time) {
+	if l.lease == nil && l.step != nil && l.step.op == opAcquire {
+		// The attempt under way may be refused by the holder that just
+		// left: acquired keeps this wake for the next attempt.
+		if l.wokeDuring.IsZero() || at.Before(l.wokeDuring) {
+			l.wokeDuring = at
+		}
+		return
+	}
+	if l.phase != phaseCandidate || l.follows || l.step != nil {
+		return
+	}
+	if l.due.After(at) {
+		l.due = at
+	}
+}
+
+// yields reports whether this candidate lets others take a free role
+// first, for one RetryInterval: its balance group leads its share (B1), or
+// a live participant has a higher priority (B2).
+func (l *loop) yields() bool {
+	return l.topPriority > l.e.opts.Priority || l.e.heldBack()
+}
+
+// observe records who leads until when, as this instance learned it (P2),
+// and announces a new identity to OnNewLeader subscribers and in the log:
+// every instance, leader or follower, logs LeadershipNewLeader at Info when
+// the leader it observes changes, as client-go's "new leader" line (the
+// fence only where it is known, on the leader itself).
+func (l *loop) observe(identity string, until time.Time) {
+	e := l.e
+	if cur := e.observed.Load(); cur.identity != identity || !cur.until.Equal(until) {
+		e.observed.Store(&observation{identity: identity, until: until})
+	}
+	if identity != "" && identity != l.announced {
+		fields := []zap.Field{zap.String("leader", identity), zap.Bool("self", identity == e.identity)}
+		if l.announced != "" {
+			fields = append(fields, zap.String("previous", l.announced))
+		}
+		if s := e.state.Load(); identity == e.identity && s.leader {
+			fields = append(fields, zap.Uint64("term", s.term), zap.Uint64("fence", s.fence))
+		}
+		l.announced = identity
+		e.log.Info("LeadershipNewLeader", fields...)
+		e.notes.leader(identity)
+	}
+}
+
+// unavailable logs a provider failure: at Warn once per outage, at Debug
+// for every retry (E7).
+func (l *loop) unavailable(op string, err error) {
+	if errors.Is(err, locking.ErrUnauthorized) && !l.authFailed {
+		// A configuration error, not an outage (O4): once at Error, then
+		// retried quietly (below) in case the credentials are fixed.
+		l.authFailed, l.outage = true, true
+		l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
+			zap.String("advice", "check locking.redis.username and locking.redis.password (and the user's ACL)"))
+		return
+	}
+	if !l.outage {
+		l.outage = true
+		l.e.log.Warn("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
+		return
+	}
+	l.e.log.Debug("LeadershipProviderRetry", zap.String("op", op), zap.Error(err))
+}
+
+// fault logs a lock fault (E10) at Error, once per faulted call.
+func (l *loop) fault(op string, err error) {
+	l.e.log.Error("LeadershipLoopFaulted", zap.String("op", op), zap.Error(err))
+}
+
+// recovered logs the end of an outage once, at Info (E7).
+func (l *loop) recovered() {
+	l.authFailed = false
+	if l.outage {
+		l.outage = false
+		l.e.log.Info("LeadershipProviderRecovered")
+	}
+}

@@ -1,0 +1,154 @@
+package leadership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// begin takes Start: an idle machine becomes a candidate (E1), joins its
+// balance group and goes on to act; otherwise Start fails. It reports
+// whether handle goes on.
+func (l *loop) begin(r lifeRequest) bool {
+	e := l.e
+	switch l.phase {
+	case phaseIdle:
+	case phaseStopping, phaseStopped:
+		r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
+		return false
+	default:
+		if l.stopping {
+			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
+		} else {
+			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: already started", e.role)}
+		}
+		return false
+	}
+	if e.capped {
+		// Logged at Start, not in NewElector: a composition that refuses
+		// such a lease (CheckComposition at OnStart) fails before it starts
+		// the elector, and must not first warn as if it would carry on.
+		e.log.Warn("LeadershipLeaseCapped",
+			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
+			zap.Duration("renew_interval", e.opts.RenewInterval))
+	}
+	if !e.coordinated {
+		e.log.Warn("LeadershipUncoordinated", zap.Stringer("when_uncoordinated", e.opts.WhenUncoordinated))
+	}
+	e.progress.Store(&loopProgress{at: time.Now()})
+	l.base = context.WithoutCancel(r.ctx)
+	l.phase = phaseCandidate
+	e.running.Store(true)
+	l.due = time.Now() // E1: the first attempt is immediate
+	if !e.coordinated && e.opts.WhenUncoordinated == Follow {
+		l.follows = true // E9: never leads; only Stop ends the wait
+	} else {
+		l.watch(0)
+	}
+	if e.group != nil && e.coordinated {
+		// Here, before any Stop can be taken, so that Stop's leave
+		// always follows.
+		e.group.join(e)
+	}
+	r.reply <- lifeReply{}
+	return true
+}
+
+// stopAsked takes Stop's first message: an idle machine is stopped at
+// once; the first Stop of a started one is told to go on (it hands over
+// and sends the stop request, see stop), every later one to wait for the
+// first. It reports whether handle goes on.
+func (l *loop) stopAsked(r lifeRequest) bool {
+	switch {
+	case l.phase == phaseIdle:
+		l.phase = phaseStopped
+		r.reply <- lifeReply{idle: true}
+		return false
+	case l.stopping || l.phase == phaseStopping || l.phase == phaseStopped:
+		r.reply <- lifeReply{}
+		return false
+	}
+	l.stopping = true
+	l.e.running.Store(false)
+	r.reply <- lifeReply{first: true}
+	return true
+}
+
+// stop ends the term, releases its lease, deregisters and ends the
+// subscription (E8, E11, P1); handle then waits through finishStop for
+// every call under way before it replies. A lease an acquisition under way
+// still brings is released too.
+func (l *loop) stop(req request) {
+	e := l.e
+	l.timer.Stop()
+	if lease := l.endTerm(Released, nil); lease != nil {
+		l.releaseTo(req.ctx, lease, req.target, l.collect)
+	}
+	l.phase, l.stopReq = phaseStopping, &req
+	close(req.ended)
+	if l.step != nil {
+		l.step.cancel()
+	}
+	if e.caps.participants != nil && e.coordinated {
+		// Deregistration only speeds up what expiry does anyway (the
+		// registration lapses within two leases, P1): a failure, for
+		// example during an outage, is logged and does not fail Stop, and
+		// a lock that has no registry to deregister from is not an error.
+		ctx, cancel := context.WithCancel(req.ctx)
+		l.start(&call{op: opDeregister, sent: time.Now(), done: l.deregistered}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+			return e.caps.participants.Deregister(ctx, e.key, e.identity)
+		})
+	}
+	if l.watchCancel != nil {
+		l.watchCancel()
+	}
+	l.unwatch(l.stopWatch)
+	l.stopWatch = nil
+}
+
+// deregistered logs a failed deregistration (see stop); it never fails
+// Stop.
+func (l *loop) deregistered(err error) {
+	if err != nil && !errors.Is(err, locking.ErrNotSupported) {
+		l.e.log.Warn("LeadershipDeregisterFailed", zap.Error(err))
+	}
+}
+
+// collect keeps an error for Stop's reply.
+func (l *loop) collect(err error) {
+	if err != nil {
+		l.stopErrs = append(l.stopErrs, err)
+	}
+}
+
+// finishStop replies to Stop once no call is under way.
+func (l *loop) finishStop() {
+	if l.step != nil || l.pending > 0 {
+		return
+	}
+	req := l.stopReq
+	l.phase, l.stopReq = phaseStopped, nil
+	req.reply <- errors.Join(l.stopErrs...)
+}
+
+// afterStop takes what still arrives after Stop replied (its context ended
+// first): a lease an acquisition still brings goes back, a subscription
+// still made ends, a request is answered.
+func (l *loop) afterStop(m message) {
+	switch {
+	case m.kind == msgRequest:
+		close(m.req.ended)
+		m.req.reply <- nil
+	case m.kind == msgOutcome && m.o.c.op == opAcquire && m.o.err == nil:
+		lease := m.o.lease
+		ctx, cancel := context.WithTimeout(l.base, min(l.e.opts.RetryInterval, l.e.opts.Lease))
+		l.release(ctx, lease, func(error) { cancel() })
+	case m.kind == msgOutcome && m.o.c.op == opWatch:
+		l.unwatch(m.o.stopWatch)
+	}
+}

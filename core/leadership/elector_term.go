@@ -1,0 +1,360 @@
+package leadership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// acquire makes one acquisition attempt (E1, E2).
+func (l *loop) acquire(now time.Time) {
+	e := l.e
+	l.wokeDuring = time.Time{}
+	l.tried = true
+	bound := min(e.opts.RetryInterval, e.opts.Lease)
+	ctx, cancel := context.WithTimeout(l.base, bound)
+	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity, e.opts.Priority, e.opts.RetryInterval)
+		switch {
+		case err == nil && lease == nil:
+			return fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
+		case err != nil:
+			return lockErr(err)
+		}
+		o.lease = lease
+		o.granted, o.fence, _, _ = leaseTerms(lease, e.opts.Lease)
+		return nil
+	})
+}
+
+// acquired takes the outcome of an acquisition attempt.
+func (l *loop) acquired(o outcome) {
+	e := l.e
+	now := time.Now()
+	kind := classify(opAcquire, o.err)
+	e.tel.acquire(kind)
+	retry := e.opts.RetryInterval
+	switch kind {
+	case outcomeAcquired:
+		l.recovered()
+		deadline := o.c.sent.Add(o.granted - e.margin)
+		if !now.Before(deadline) {
+			// The reply came after the lease it granted had run out: no
+			// term, and the lease goes back in case the backend still
+			// holds it.
+			e.log.Warn("LeadershipAcquiredTooLate", zap.Duration("granted", o.granted))
+			l.giveBack(o.lease)
+			return
+		}
+		l.beginTerm(o.lease, o.fence, deadline, now)
+		l.due = o.c.sent.Add(e.opts.RenewInterval)
+	case outcomeHeld:
+		l.recovered()
+		var held *locking.HeldError
+		errors.As(o.err, &held)
+		if held != nil {
+			l.topPriority = held.TopPriority
+		}
+		next := retry
+		if held != nil && held.Remaining > 0 {
+			l.observe(held.Owner, now.Add(held.Remaining))
+			l.freeSince, l.freeKind = now.Add(held.Remaining), "takeover"
+			if l.live {
+				// P3: a live subscription wakes this candidate on a release;
+				// otherwise the lease runs out, so sleep until then.
+				next = min(held.Remaining+wakeMargin, MaxWait)
+				if l.yields() {
+					next += retry // B1, B2: others first
+				}
+			} else {
+				next = min(retry, held.Remaining+wakeMargin)
+			}
+		}
+		l.due = now.Add(next)
+		if w := l.wokeDuring; !w.IsZero() && w.Before(l.due) {
+			// A release came while this attempt ran: the refusal may
+			// predate it, so the wake it asked for still stands (P3).
+			l.due = w
+			if w.Before(now) {
+				l.due = now
+			}
+		}
+		e.log.Debug("LeadershipAcquireRefused", zap.String("holder", heldOwner(held)),
+			zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", l.due.Sub(now)))
+	case outcomeFault:
+		l.fault("acquire", o.err)
+		l.due = now.Add(retry)
+	default:
+		l.unavailable("acquire", o.err)
+		l.due = now.Add(retry)
+	}
+}
+
+func heldRemaining(h *locking.HeldError) time.Duration {
+	if h == nil {
+		return 0
+	}
+	return h.Remaining
+}
+
+func heldOwner(h *locking.HeldError) string {
+	if h == nil {
+		return ""
+	}
+	return h.Owner
+}
+
+// renew renews the term's lease (E3). One attempt may use half the
+// remaining lease, so a call that hangs (a dead connection, a dial retried
+// inside the client) leaves time for another attempt (E6).
+func (l *loop) renew(now time.Time) {
+	e := l.e
+	s := e.state.Load()
+	remaining := s.deadline.Sub(now)
+	bound := min(max(remaining/2, RenewRetryFloor), remaining)
+	lease := l.lease
+	ctx, cancel := context.WithTimeout(l.base, bound)
+	l.start(&call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
+			return lockErr(err)
+		}
+		var live int
+		o.granted, _, o.preempted, live = leaseTerms(lease, e.opts.Lease)
+		if live > 0 {
+			e.tel.participants(live) // O6, from the renewal itself
+		}
+		return nil
+	})
+}
+
+// renewed takes the outcome of a renewal: a refusal (E4) or a passed
+// deadline (E5) ends the term at once; a provider failure keeps it and
+// retries sooner (E6). A renewal that succeeds after the deadline does not
+// revive the term (G3).
+func (l *loop) renewed(o outcome) {
+	e := l.e
+	c := o.c
+	now := time.Now()
+	kind := classify(opRenew, o.err)
+	e.tel.renewal(kind, now.Sub(c.sent))
+	s := e.state.Load()
+	if l.lease == nil || s.term != c.term {
+		// The term ended while the call was under way; when it ran out,
+		// endTerm already gave the lease back.
+		return
+	}
+	switch kind {
+	case outcomeOK:
+		l.recovered()
+		if !now.Before(s.deadline) {
+			l.giveBack(l.endTerm(Expired, nil))
+			return
+		}
+		if d := c.sent.Add(o.granted - e.margin); d.After(s.deadline) {
+			e.state.Store(&termState{leader: true, term: s.term, fence: s.fence, deadline: d, token: s.token, led: s.led})
+			l.observe(e.identity, d)
+		}
+		l.due = c.sent.Add(e.opts.RenewInterval)
+		if l.verify {
+			// Q1: this renewal may have been answered before the link
+			// came back; verify again.
+			l.verify = false
+			l.due = now
+		}
+		if o.preempted {
+			// B2: a higher-priority participant has been live for a
+			// lease: hand over cooperatively, as Resign does.
+			e.log.Info("LeadershipPreempted", zap.Int("priority", e.opts.Priority))
+			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+			l.stepDown(ctx, "", nil, func(error) { cancel() })
+		}
+		return
+	case outcomeRefused:
+		l.recovered()
+		l.endTerm(Refused, o.err)
+		l.due = now
+		return
+	}
+	l.unsure = true // the request may have reached the backend
+	if !now.Before(s.deadline) {
+		l.expire(now, o.err)
+		return
+	}
+	remaining := s.deadline.Sub(now)
+	wait := max(RenewRetryFloor, min(e.opts.RenewInterval, remaining/2))
+	if kind == outcomeFault {
+		l.fault("renew", o.err)
+		wait = e.opts.RetryInterval
+	} else {
+		l.unavailable("renew", o.err)
+	}
+	if wait >= remaining {
+		// No attempt at or past the deadline: wait for it (E6, E5).
+		wait = remaining
+	}
+	if l.verify && kind != outcomeFault {
+		// Q1: the link came back while this renewal (sent over the old
+		// one) was under way: try again now rather than at the E6 cadence.
+		l.verify = false
+		wait = 0
+	}
+	l.due = now.Add(wait)
+	e.log.Debug("LeadershipRenewRetry", zap.Duration("next_attempt", wait), zap.Duration("lease_remaining", remaining), zap.Error(o.err))
+}
+
+// beginTerm makes this instance leader with lease until deadline (E2).
+func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.Time) {
+	e := l.e
+	old := e.state.Load()
+	term := old.term + 1
+	ctx, cancel := context.WithCancelCause(context.Background())
+	token := &termToken{Context: ctx, cancel: cancel, e: e, term: term, fence: fence}
+	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
+	l.phase = phaseLeading
+	// Leader() names this instance before WaitForLeadership returns;
+	// observe below announces it.
+	e.observed.Store(&observation{identity: e.identity, until: deadline})
+	close(old.led)
+	l.lease = lease
+	e.tel.leader(true, fence)
+	e.tel.transition(Acquired)
+	if !l.freeSince.IsZero() && !now.Before(l.freeSince) {
+		e.tel.leaderless(l.freeKind, now.Sub(l.freeSince))
+	}
+	l.freeSince = time.Time{}
+	e.notes.change(Change{Role: e.role, IsLeader: true, Term: term, Fence: fence, Reason: Acquired, At: now})
+	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Uint64("fence", fence), zap.Time("lease_deadline", deadline))
+	l.observe(e.identity, deadline)
+}
+
+// endTerm ends the current term, if any, for reason: Token is cancelled
+// first, then the follower state is published and the Change queued. It
+// returns the lease the term held (nil when not leading); releasing it is
+// the caller's decision.
+func (l *loop) endTerm(reason Reason, err error) locking.Lease {
+	e := l.e
+	s := e.state.Load()
+	if !s.leader {
+		return nil
+	}
+	s.token.(*termToken).cancel(endedCause(reason))
+	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
+	lease := l.lease
+	l.lease = nil
+	if l.phase == phaseLeading {
+		l.phase = phaseCandidate
+	}
+	if l.step != nil && l.step.op == opRenew {
+		l.step.ended = reason
+		l.step.cancel()
+	}
+	if reason == Expired && lease != nil && (l.unsure || (l.step != nil && l.step.op == opRenew)) {
+		// A renewal of unknown outcome was sent in this term (it timed out
+		// or is still under way): it may yet land (a delayed link) and
+		// extend the backend's lease by a whole lease after this term
+		// ended. Give the lease back now; the release compares the token,
+		// and a renewal landing after it finds nothing to extend.
+		l.giveBack(lease)
+		lease = nil
+	}
+	l.unsure, l.verify = false, false
+	e.tel.leader(false, 0)
+	e.tel.transition(reason)
+	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
+	l.observe("", time.Time{})
+	switch reason {
+	case Released:
+		e.log.Info("LeadershipReleased", zap.Uint64("term", s.term))
+	case Resigned:
+		e.log.Info("LeadershipResigned", zap.Uint64("term", s.term))
+	default:
+		e.log.Warn("LeadershipLost", zap.Stringer("reason", reason), zap.Uint64("term", s.term), zap.Error(err))
+	}
+	return lease
+}
+
+// expire ends a term whose deadline has passed (E5) and makes the next
+// attempt due now, unless endTerm started a give-back (the give-back makes
+// it due when it is done).
+func (l *loop) expire(now time.Time, err error) {
+	l.endTerm(Expired, err)
+	if l.phase != phaseGivingBack {
+		l.due = now
+	}
+}
+
+// stepDown ends the term and releases its lease, then sits out one
+// RetryInterval (E8): Resign, and a resign request from an operator (O1).
+// ended is closed once the term has ended; reply gets the release's
+// outcome (nil when there was nothing to release).
+func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{}, reply func(error)) {
+	e := l.e
+	lease := l.endTerm(Resigned, nil)
+	if ended != nil {
+		close(ended)
+	}
+	if lease == nil {
+		reply(nil)
+		return
+	}
+	l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+	l.due = l.sitOutUntil
+	l.releaseTo(ctx, lease, target, func(err error) {
+		l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+		l.due = l.sitOutUntil
+		reply(err)
+	})
+}
+
+// release gives lease up, bounded by ctx, and calls done with the outcome.
+func (l *loop) release(ctx context.Context, lease locking.Lease, done func(error)) {
+	l.releaseTo(ctx, lease, "", done)
+}
+
+// releaseTo is release whose notification names target as the participant
+// meant to take the role (B1), when the lease can say so.
+func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string, done func(error)) {
+	e := l.e
+	ctx, cancel := context.WithCancel(ctx)
+	l.start(&call{op: opRelease, sent: time.Now(), lease: lease, done: done}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+		var err error
+		if h, ok := lease.(locking.HandoverLease); ok && target != "" {
+			err = h.ReleaseTo(ctx, target)
+		} else {
+			err = lease.Release(ctx)
+		}
+		if err != nil {
+			e.log.Warn("LeadershipReleaseFailed", zap.Error(err))
+			return fmt.Errorf("leadership: release role %q: %w", e.role, err)
+		}
+		return nil
+	})
+}
+
+// giveBack releases a lease whose term already ended, bounded like an
+// acquisition, and holds the next acquisition until the release is done,
+// so that attempt does not find this instance's own stale lease. The
+// outcome is only logged: the term is over either way.
+func (l *loop) giveBack(lease locking.Lease) {
+	if lease == nil {
+		return
+	}
+	e := l.e
+	l.phase = phaseGivingBack
+	ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
+	l.release(ctx, lease, func(err error) {
+		cancel()
+		if err == nil {
+			e.log.Debug("LeadershipLateLeaseReleased")
+		}
+		if l.phase == phaseGivingBack {
+			l.phase = phaseCandidate
+			l.due = time.Now()
+		}
+	})
+}
