@@ -326,13 +326,29 @@ func measure(ctx context.Context, s settings, out io.Writer) (int, error) {
 	ts := tenures(events, until)
 	overlaps, leaderless := windows(ts, roles, ready, until)
 	stats := summarize(rs, overlaps, leaderless, events, runs)
-	code := report(out, s, rs, stats, overlaps, unled)
+	// Who led each role just before each restart and just before the next
+	// one (or the end).
+	handovers := make([]string, len(rs))
+	for i, r := range rs {
+		next := until
+		if i+1 < len(rs) {
+			next = rs[i+1].Killed
+		}
+		var per []string
+		for _, role := range roles {
+			per = append(per, fmt.Sprintf("%s %s>%s", role,
+				leaderAt(ts, role, r.Killed.Add(-time.Millisecond)), leaderAt(ts, role, next.Add(-time.Millisecond))))
+		}
+		handovers[i] = strings.Join(per, ", ")
+	}
+	code := report(out, s, rs, stats, overlaps, handovers, unled)
 	return code, nil
 }
 
 // report prints the table and the verdict and returns the exit code.
-func report(out io.Writer, s settings, rs []restart, stats []restartStats, overlaps []window, unled []string) int {
-	fmt.Fprintf(out, "\n%-10s %8s %12s %-40s %10s %12s\n", "restart", "overlaps", "max overlap", "leaderless per role", "terms ended", "runs in overlap")
+func report(out io.Writer, s settings, rs []restart, stats []restartStats, overlaps []window, handovers, unled []string) int {
+	fmt.Fprintf(out, "\n%-7s %8s %11s %-34s %11s %11s %15s  %s\n", "restart", "overlaps", "max overlap", "leaderless per role",
+		"terms ended", "first ended", "runs in overlap", "leader before>after")
 	var maxOverlap, maxLeaderless time.Duration
 	for i, st := range stats {
 		name := "before"
@@ -343,7 +359,15 @@ func report(out io.Writer, s settings, rs []restart, stats []restartStats, overl
 		for _, r := range roles {
 			per = append(per, fmt.Sprintf("%s %v", r, st.Leaderless[r]))
 		}
-		fmt.Fprintf(out, "%-10s %8d %12v %-40s %10d %12d\n", name, st.Overlaps, st.MaxOverlap, strings.Join(per, ", "), st.TermsEnded, st.RunsOverlap)
+		first, who := "-", ""
+		if i > 0 {
+			who = handovers[i-1]
+			if st.TermsEnded > 0 {
+				first = st.FirstEnd.String()
+			}
+		}
+		fmt.Fprintf(out, "%-7s %8d %11v %-34s %11d %11s %15d  %s\n", name, st.Overlaps, st.MaxOverlap, strings.Join(per, ", "),
+			st.TermsEnded, first, st.RunsOverlap, who)
 		maxOverlap = max(maxOverlap, st.MaxOverlap)
 		if i > 0 {
 			maxLeaderless = max(maxLeaderless, st.MaxLeaderless)

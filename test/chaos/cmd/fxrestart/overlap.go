@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -208,7 +209,11 @@ type restartStats struct {
 	MaxLeaderless time.Duration // the longest leaderless stretch of any role
 	Leaderless    map[string]time.Duration
 	TermsEnded    int // terms that ended (lost or released) after it
-	RunsOverlap   int // job runs logged inside an overlap of their role
+	// FirstEnd is the first term that ended after it, counted from the
+	// server's start (Up): how soon a leader learned its lease was gone.
+	// Zero when none ended.
+	FirstEnd    time.Duration
+	RunsOverlap int // job runs logged inside an overlap of their role
 }
 
 // summarize attributes every window, transition and job run to the restart
@@ -230,8 +235,16 @@ func summarize(rs []restart, overlaps, leaderless []window, events []event, runs
 		s.MaxLeaderless = max(s.MaxLeaderless, w.Len())
 	}
 	for _, ev := range events {
-		if !ev.Leader {
-			out[bucket(rs, ev.At)+1].TermsEnded++
+		if ev.Leader {
+			continue
+		}
+		b := bucket(rs, ev.At)
+		s := &out[b+1]
+		s.TermsEnded++
+		if b >= 0 {
+			if d := ev.At.Sub(rs[b].Up); s.TermsEnded == 1 || d < s.FirstEnd {
+				s.FirstEnd = d
+			}
 		}
 	}
 	for _, r := range runs {
@@ -257,4 +270,19 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// leaderAt names the processes that led role at t ("-" for none).
+func leaderAt(ts []tenure, role string, t time.Time) string {
+	var who []string
+	for _, te := range ts {
+		if te.Role == role && !t.Before(te.Start) && t.Before(te.End) {
+			who = append(who, te.Proc)
+		}
+	}
+	if len(who) == 0 {
+		return "-"
+	}
+	slices.Sort(who)
+	return strings.Join(slices.Compact(who), "+")
 }

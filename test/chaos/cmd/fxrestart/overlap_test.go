@@ -101,4 +101,16 @@ func TestSummarize_AttributesToThePrecedingRestart(t *testing.T) {
 	if st[2].Overlaps != 0 || st[2].Leaderless["a"] != 3*time.Millisecond || st[2].MaxLeaderless != 3*time.Millisecond || st[2].TermsEnded != 1 {
 		t.Errorf("restart 2 = %+v, want 3ms leaderless, one ended term", st[2])
 	}
+	if st[1].FirstEnd != 140*time.Millisecond || st[2].FirstEnd != 90*time.Millisecond {
+		t.Errorf("first ended %v and %v after the restarts' starts, want 140ms and 90ms", st[1].FirstEnd, st[2].FirstEnd)
+	}
+	ts := tenures(events, at(9000))
+	for _, c := range []struct {
+		ms   int
+		want string
+	}{{999, "p1"}, {1120, "p1+p2"}, {5101, "-"}, {8999, "p2"}} {
+		if got := leaderAt(ts, "a", at(c.ms)); got != c.want {
+			t.Errorf("leaderAt(%d) = %q, want %q", c.ms, got, c.want)
+		}
+	}
 }
