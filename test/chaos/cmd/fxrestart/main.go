@@ -270,7 +270,7 @@ func measure(ctx context.Context, s settings, out io.Writer) (int, error) {
 			return 0, err
 		}
 	}
-	ready := time.Now()
+	ready := time.Now().Truncate(time.Millisecond)
 	fmt.Fprintf(out, "every role led: %v\n", leaders(procs))
 
 	var rs []restart
@@ -298,7 +298,9 @@ func measure(ctx context.Context, s settings, out io.Writer) (int, error) {
 		unled = append(unled, fmt.Sprintf("after the last restart: %v", leaders(procs)))
 	}
 	// Everything until here is measured; the shutdown's releases are not.
-	until := time.Now()
+	// Log timestamps are truncated to the millisecond: truncated too, the
+	// end excludes every line logged after it.
+	until := time.Now().Truncate(time.Millisecond)
 	for _, p := range procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -363,7 +365,7 @@ func report(out io.Writer, s settings, rs []restart, stats []restartStats, overl
 		if i > 0 {
 			who = handovers[i-1]
 			if st.TermsEnded > 0 {
-				first = st.FirstEnd.String()
+				first = st.FirstEnd.Round(time.Millisecond).String()
 			}
 		}
 		fmt.Fprintf(out, "%-7s %8d %11v %-34s %11d %11s %15d  %s\n", name, st.Overlaps, st.MaxOverlap, strings.Join(per, ", "),
