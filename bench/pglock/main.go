@@ -8,23 +8,34 @@
 //   - takeover after expiry (the leader freezes: every lock call hangs):
 //     from the lease's end at the server (now + the holder's TTL read at the
 //     freeze) to the successor's leadership, p50/p99;
-//   - steady load: 100 roles × 3 replicas at the default timings (15s lease,
-//     5s renew, 2s retry), requests per role per second at the server once
-//     every role is led: PostgreSQL transactions committed (pg_stat_database
-//     xact_commit: every statement of the provider is one), Redis commands
-//     processed (INFO stats), each minus the harness's own reads. The
-//     PostgreSQL counter is flushed by the server at most once a second and
-//     counts every transaction of the database (autovacuum's too): measure
-//     over tens of seconds (-steady, default 30s), not the -short window.
+//   - steady load: 100 and 1000 roles × 3 replicas (-steady-roles) at the
+//     default timings (15s lease, 5s renew, 2s retry), once every role is
+//     led, over a window of -steady (default 30s):
+//   - requests per role per second at the server: PostgreSQL transactions
+//     committed (pg_stat_database xact_commit: every statement of the
+//     provider is one), Redis commands processed (INFO stats), each minus
+//     the harness's own reads. The PostgreSQL counter is flushed by the
+//     server at most once a second and counts every transaction of the
+//     database (autovacuum's too): measure over tens of seconds, not the
+//     -short window;
+//   - the server's CPU, in CPU milliseconds per second of the window per
+//     1000 roles: for PostgreSQL utime+stime of the whole server (the
+//     postmaster, its live children, and the children it reaped during the
+//     window: its cutime+cstime) from /proc/<pid>/stat, so background
+//     processes (checkpointer, WAL writer, autovacuum) count too; for Redis
+//     used_cpu_user+used_cpu_sys (INFO cpu). /proc counts in ticks of 10ms:
+//     a short window of few roles reads 0 or one tick. Without /proc (not
+//     Linux) the PostgreSQL figure is "n/a".
 //
 // It is a module of its own (bench/pglock), so neither the library nor the
 // main benchmark module (bench/) gains a database driver. Client and servers
 // share the machine: compare the two columns of one run, not runs of
 // different machines.
 //
-//	cd bench/pglock && go run . [-short] [-n 50] [-ops 2000] [-out FILE]
+//	cd bench/pglock && go run . [-short] [-n 50] [-ops 2000] [-steady 30s] [-steady-roles 100,1000] [-out FILE]
 //
-// -short runs every measure a few times to check the harness (CI). It exits
+// -short runs every measure a few times, the steady load at 5 and 10 roles
+// unless -steady-roles is given, to check the harness (CI). It exits
 // non-zero when the harness fails (a server does not start, a leader never
 // appears).
 package main
@@ -38,6 +49,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,11 +70,25 @@ func main() {
 	rounds := flag.Int("n", 50, "handovers and takeovers per backend")
 	steadyFor := flag.Duration("steady", 30*time.Second, "how long the steady load is measured")
 	ops := flag.Int("ops", 2000, "acquire+release pairs per backend")
+	steadyRoles := flag.String("steady-roles", "100,1000", "comma-separated role counts of the steady load (5,10 with -short)")
 	out := flag.String("out", "", "write the results to FILE (default: stdout)")
 	flag.Parse()
-	roles := 100
+	rolesSet := false
+	flag.Visit(func(f *flag.Flag) { rolesSet = rolesSet || f.Name == "steady-roles" })
 	if *short {
-		*rounds, *ops, *steadyFor, roles = 3, 50, 2*time.Second, 5
+		*rounds, *ops, *steadyFor = 3, 50, 2*time.Second
+		if !rolesSet {
+			*steadyRoles = "5,10"
+		}
+	}
+	var roles []int
+	for _, f := range strings.Split(*steadyRoles, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "pglock bench: -steady-roles %q: %q is not a positive count\n", *steadyRoles, f)
+			os.Exit(2)
+		}
+		roles = append(roles, n)
 	}
 	if err := run(*rounds, *ops, roles, *steadyFor, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "pglock bench:", err)
@@ -77,7 +103,7 @@ type backend struct {
 	newLock func() (*locking.DistributedLock, func(), error)
 }
 
-func run(rounds, ops, roles int, steadyFor time.Duration, out string) error {
+func run(rounds, ops int, roles []int, steadyFor time.Duration, out string) error {
 	pg, err := pgtest.Start()
 	if err != nil {
 		return err
@@ -166,22 +192,123 @@ func run(rounds, ops, roles int, steadyFor time.Duration, out string) error {
 			return n, err
 		},
 	}
-	fmt.Fprintf(w, "\n| steady load, %d roles × 3 replicas, %v | backend | requests per role per second |\n|---|---|---|\n", roles, steadyFor)
-	for _, b := range backends {
-		rate, err := steady(b, roles, steadyFor, counters[b.name])
-		if err != nil {
-			return fmt.Errorf("steady load over %s: %w", b.name, err)
+	var pgPID int
+	if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pgPID); err != nil {
+		return err
+	}
+	pgPID, pgPIDErr := parentPID(pgPID) // a backend's parent is the postmaster
+	cpus := map[string]func() (time.Duration, error){
+		"redislock": func() (time.Duration, error) {
+			m, err := rc.InfoMap(ctx, "cpu").Result()
+			if err != nil {
+				return 0, err
+			}
+			var sum float64
+			for _, k := range []string{"used_cpu_user", "used_cpu_sys"} {
+				v, err := strconv.ParseFloat(m["CPU"][k], 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+				}
+				sum += v
+			}
+			return time.Duration(sum * float64(time.Second)), nil
+		},
+		"pglock": func() (time.Duration, error) {
+			if pgPIDErr != nil {
+				return 0, pgPIDErr
+			}
+			return treeCPU(pgPID)
+		},
+	}
+	fmt.Fprintf(w, "\n| steady load, 3 replicas, %v | backend | requests per role per second | CPU ms per second per 1000 roles |\n|---|---|---|---|\n", steadyFor)
+	for _, n := range roles {
+		for _, b := range backends {
+			rate, cpu, err := steady(b, n, steadyFor, counters[b.name], cpus[b.name])
+			if err != nil {
+				return fmt.Errorf("steady load of %d roles over %s: %w", n, b.name, err)
+			}
+			c := "n/a"
+			if cpu >= 0 {
+				c = fmt.Sprintf("%.1f", cpu)
+			}
+			fmt.Fprintf(w, "| %d roles | %s | %.3f | %s |\n", n, b.name, rate, c)
 		}
-		fmt.Fprintf(w, "| | %s | %.3f |\n", b.name, rate)
 	}
 	return nil
+}
+
+// clockTick is the unit of the times in /proc/<pid>/stat (USER_HZ, 100 on
+// every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// procStat reads /proc/<pid>/stat: the parent's pid and the CPU times in
+// ticks (utime, stime, cutime, cstime).
+func procStat(pid int) (ppid int, ticks [4]int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, ticks, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields start
+	// after the last ')' (state, ppid, ..., utime is the 12th).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, ticks, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0, ticks, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, ticks, fmt.Errorf("/proc/%d/stat: ppid %q", pid, f[1])
+	}
+	for k := range ticks {
+		if ticks[k], err = strconv.ParseInt(f[11+k], 10, 64); err != nil {
+			return 0, ticks, fmt.Errorf("/proc/%d/stat: field %d %q", pid, 14+k, f[11+k])
+		}
+	}
+	return ppid, ticks, nil
+}
+
+func parentPID(pid int) (int, error) {
+	ppid, _, err := procStat(pid)
+	return ppid, err
+}
+
+// treeCPU is the CPU time of process root and its children, live or
+// reaped: root's utime+stime+cutime+cstime plus each live child's
+// utime+stime (a child that exits between two reads moves from the second
+// sum into the first).
+func treeCPU(root int) (time.Duration, error) {
+	_, t, err := procStat(root)
+	if err != nil {
+		return 0, err
+	}
+	sum := t[0] + t[1] + t[2] + t[3]
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process
+		}
+		ppid, t, err := procStat(pid)
+		if err != nil || ppid != root {
+			continue // gone since the listing, or not a child
+		}
+		sum += t[0] + t[1]
+	}
+	return time.Duration(sum) * clockTick, nil
 }
 
 // steady runs roles × 3 electors at the default timings until every role
 // is led, then counts the server's requests over d with count (a
 // cumulative counter read twice; each read is one request of its own,
-// subtracted) and returns requests per role per second.
-func steady(b backend, roles int, d time.Duration, count func() (int64, error)) (float64, error) {
+// subtracted) and its CPU time with cpu (cumulative too), and returns
+// requests per role per second and CPU milliseconds per second per 1000
+// roles (-1 when cpu cannot be read).
+func steady(b backend, roles int, d time.Duration, count func() (int64, error), cpu func() (time.Duration, error)) (rate, cpuRate float64, err error) {
 	var electors []*elector
 	var closers []func()
 	defer func() { // electors first, then their locks
@@ -198,19 +325,19 @@ func steady(b backend, roles int, d time.Duration, count func() (int64, error)) 
 	for range 3 {
 		l, done, err := b.newLock()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		closers = append(closers, done)
 		locks = append(locks, l)
 	}
 	for r := range roles {
 		for i, l := range locks {
-			e, err := leadership.NewElector(fmt.Sprintf("steady-%d", r), l, leadership.DefaultOptions(), leadership.WithIdentity(fmt.Sprintf("replica-%d", i)))
+			e, err := leadership.NewElector(fmt.Sprintf("steady%d-%d", roles, r), l, leadership.DefaultOptions(), leadership.WithIdentity(fmt.Sprintf("replica-%d", i)))
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if err := e.Start(context.Background()); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			electors = append(electors, &elector{e: e, fault: leadershiptest.NewFaultLock(l), done: func() {}})
 		}
@@ -227,22 +354,27 @@ func steady(b backend, roles int, d time.Duration, count func() (int64, error)) 
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%d of %d roles led after a minute", led, roles)
+			return 0, 0, fmt.Errorf("%d of %d roles led after a minute", led, roles)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	cpuBefore, cpuErr := cpu()
 	before, err := count()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	began := time.Now()
 	time.Sleep(d)
 	after, err := count()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	elapsed := time.Since(began).Seconds()
-	return float64(after-before-1) / float64(roles) / elapsed, nil
+	cpuRate = -1
+	if cpuAfter, err := cpu(); err == nil && cpuErr == nil {
+		cpuRate = float64(cpuAfter-cpuBefore) / float64(time.Millisecond) / elapsed / float64(roles) * 1000
+	}
+	return float64(after-before-1) / float64(roles) / elapsed, cpuRate, nil
 }
 
 // pct is the p-th percentile of ds (nearest rank).
