@@ -16,9 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/hostloom/hostloom/core/internal/oteltest"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
-	"github.com/hostloom/hostloom/internal/oteltest"
 )
 
 const electorScope = "github.com/hostloom/hostloom/core/leadership"

@@ -25,6 +25,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hostloom/hostloom/core v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -59,3 +60,5 @@ require (
 replace github.com/hostloom/hostloom => ../..
 
 replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
+
+replace github.com/hostloom/hostloom/core => ../../core

@@ -15,6 +15,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/hostloom/hostloom/core v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -33,3 +34,5 @@ require (
 replace github.com/hostloom/hostloom => ../..
 
 replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
+
+replace github.com/hostloom/hostloom/core => ../../core

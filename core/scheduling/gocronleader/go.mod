@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
-	github.com/hostloom/hostloom v0.0.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -13,6 +12,7 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hostloom/hostloom/core v0.0.0
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -25,3 +25,5 @@ require (
 )
 
 replace github.com/hostloom/hostloom => ../../..
+
+replace github.com/hostloom/hostloom/core => ../..

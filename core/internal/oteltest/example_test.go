@@ -5,7 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/hostloom/hostloom/internal/oteltest"
+	"github.com/hostloom/hostloom/core/internal/oteltest"
 )
 
 // printer reports what the checks find.

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/hostloom/hostloom/internal/oteltest"
+	"github.com/hostloom/hostloom/core/internal/oteltest"
 )
 
 // recorder is a TB that keeps what the checks report.
