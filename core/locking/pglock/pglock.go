@@ -227,9 +227,22 @@ func (p *Provider) createAndProbe(ctx context.Context) error {
 func classify(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "42501" || pe.Code == "3D000") {
-		return fmt.Errorf("%w: %w", locking.ErrUnauthorized, err)
+		return &authError{err: err}
 	}
 	return err
+}
+
+// authError is an error of the server's refusal, matching
+// locking.ErrUnauthorized; its Advice names the configuration key to
+// check, which the elector logs with LeadershipProviderAuthFailed.
+type authError struct{ err error }
+
+func (e *authError) Error() string   { return locking.ErrUnauthorized.Error() + ": " + e.err.Error() }
+func (e *authError) Unwrap() []error { return []error{locking.ErrUnauthorized, e.err} }
+
+// Advice names what to check.
+func (e *authError) Advice() string {
+	return "check locking.postgres.dsn (the user, its password and the database) and the user's privileges on the tables"
 }
 
 // begin checks ctx and the schema before an operation.
