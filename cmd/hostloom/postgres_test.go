@@ -251,12 +251,86 @@ func TestCLI_D4_ResignAndWatchOverPostgres(t *testing.T) {
 		t.Error("watch shows the DSN's password")
 	}
 	t.Logf("watch:\n%s", out.String())
+}
 
-	// release --force deletes Redis leases only: over PostgreSQL it says so.
-	r = cli(t, "release", "--force", "billing", "--yes", "--config", cfg)
-	if r.code != exitError || !strings.Contains(r.errOut, "release --force works over provider redis only") {
-		t.Errorf("release --force: exit %d, %q", r.code, r.errOut)
+// TestCLI_O1_ReleaseForceOverPostgres: over PostgreSQL release --force
+// refuses without a terminal or --yes (nothing deleted), and with --yes
+// deletes the lease row's holder, keeping its fence (the next term's fence
+// is greater, G1), and announces the release through NOTIFY, so the other
+// participant takes the role; the announcement reaches a subscriber.
+func TestCLI_O1_ReleaseForceOverPostgres(t *testing.T) {
+	dsn := newPostgres(t)
+	cfg := writePgConfig(t, "shop", dsn)
+	a := startPgReplica(t, dsn, "shop", "billing", "replica-a")
+	b := startPgReplica(t, dsn, "shop", "billing", "replica-b")
+	old := leaderOf(t, a, b)
+	fence := old.elector.Fence()
+
+	r := cli(t, "release", "--force", "billing", "--config", cfg)
+	if r.code != exitError || !strings.Contains(r.errOut, "WARNING") || !strings.Contains(r.errOut, "--yes") {
+		t.Errorf("without a terminal: exit %d, stderr %q", r.code, r.errOut)
 	}
+	r = cliWith(t, stdio{tty: true, in: strings.NewReader("reports\n")}, "release", "--force", "billing", "--config", cfg)
+	if r.code != exitError || !strings.Contains(r.errOut, "nothing deleted") {
+		t.Errorf("wrong confirmation: exit %d, stderr %q", r.code, r.errOut)
+	}
+	if !old.elector.IsLeader() || old.elector.Fence() != fence {
+		t.Fatalf("%s lost the role although release refused", old.identity)
+	}
+
+	// A subscriber of the role's key, as a candidate is.
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	sub, err := pglock.New(pool, pglock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	key, err := leadership.DefaultOptions().ResolveLockKey("billing", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkey, err := old.lock.ProviderKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan locking.Event, 16)
+	stop, err := sub.Subscribe(pkey, func(e locking.Event) {
+		select {
+		case events <- e:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if e := <-events; e.Kind != locking.EventSubscribed {
+		t.Fatalf("first event %+v, want subscribed", e)
+	}
+
+	r = cli(t, "release", "--force", "--yes", "billing", "--config", cfg, "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	noPassword(t, r)
+	h := decode[handoverJSON](t, r.out)
+	if h.Previous != old.identity || h.PreviousFence != fence || h.Leader == "" || h.Fence <= h.PreviousFence {
+		t.Errorf("release = %+v, want %s (fence %d) followed by a greater fence", h, old.identity, fence)
+	}
+	released := false
+	for !released {
+		select {
+		case e := <-events:
+			released = e.Kind == locking.EventReleased
+		case <-time.After(10 * time.Second):
+			t.Fatal("no release announced through NOTIFY")
+		}
+	}
+	t.Logf("release → new leader: %.2f ms", h.LatencyMillis)
 }
 
 // TestCLI_D4_JobsOverPostgres: jobs, history, pause and resume over the

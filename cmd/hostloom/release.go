@@ -49,9 +49,6 @@ leader.`,
 
 func release(ctx context.Context, g *globals, sio stdio, role string, yes bool, wait time.Duration) error {
 	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
-		if e.provider == nil {
-			return fmt.Errorf("role %q: release --force works over provider redis only; over %s, ask the leader with resign, or let its lease run out", role, e.cfg.Locking.Provider)
-		}
 		pkey, err := e.lock.ProviderKey(rk.key)
 		if err != nil {
 			return err
@@ -97,7 +94,7 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 		e.markForced(ctx, pkey, before.Fence)
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
-		released, err := e.provider.Release(rctx, locking.ReleaseRequest{Key: pkey, Value: value, Notify: true})
+		released, err := e.releaseLease(rctx, pkey, value)
 		cancel()
 		if err != nil || !released {
 			e.unmarkForced(ctx, pkey)
@@ -137,8 +134,26 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 func (e *env) leaseValue(ctx context.Context, pkey string) (string, bool, error) {
 	rctx, cancel := e.request(ctx)
 	defer cancel()
+	if e.pg != nil {
+		st, err := e.pg.Inspect(rctx, pkey)
+		return st.Value, err == nil && st.Held, err
+	}
 	v, _, ok, err := e.provider.Get(rctx, pkey)
 	return v, ok, err
+}
+
+// releaseLease deletes the lease of pkey when it still stores value, and
+// announces the release as a leader's own release does, so candidates
+// take the role at once. Over PostgreSQL the row keeps its last fence,
+// so the next holder's fence is still greater, and the announcement goes
+// through NOTIFY (unless locking.postgres.notifications is false: then
+// candidates find the role free at their next attempt).
+func (e *env) releaseLease(ctx context.Context, pkey, value string) (bool, error) {
+	r := locking.ReleaseRequest{Key: pkey, Value: value, Notify: true}
+	if e.pg != nil {
+		return e.pg.Release(ctx, r)
+	}
+	return e.provider.Release(ctx, r)
 }
 
 // forcedTTL is how long the marker of a forced delete stays: long enough
@@ -154,6 +169,9 @@ func forcedMarker(pkey string) string { return pkey + " deleted-by-release-force
 // markForced records that the lease of pkey with fence is being deleted
 // by force. A failure only costs watch the word: it warns and goes on.
 func (e *env) markForced(ctx context.Context, pkey string, fence uint64) {
+	if e.client == nil {
+		return // over PostgreSQL watch shows the forced delete as a release
+	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
 	if err := e.client.Set(rctx, forcedMarker(pkey), strconv.FormatUint(fence, 10), forcedTTL).Err(); err != nil {
@@ -163,6 +181,9 @@ func (e *env) markForced(ctx context.Context, pkey string, fence uint64) {
 
 // unmarkForced removes the marker when nothing was deleted.
 func (e *env) unmarkForced(ctx context.Context, pkey string) {
+	if e.client == nil {
+		return
+	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
 	_ = e.client.Del(rctx, forcedMarker(pkey)).Err()

@@ -252,7 +252,7 @@ func (l *loop) unavailable(op string, err error) {
 		// retried quietly (below) in case the credentials are fixed.
 		l.authFailed, l.outage = true, true
 		l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
-			zap.String("advice", "check locking.redis.username and locking.redis.password (and the user's ACL)"))
+			zap.String("advice", authAdvice(err)))
 		return
 	}
 	if !l.outage {
@@ -275,4 +275,17 @@ func (l *loop) recovered() {
 		l.outage = false
 		l.e.log.Info("LeadershipProviderRecovered")
 	}
+}
+
+// authAdvice is what LeadershipProviderAuthFailed advises for err: the
+// provider's own advice when an error in err's chain has an Advice
+// method (pglock names locking.postgres.dsn), else the Redis keys.
+func authAdvice(err error) string {
+	var a interface{ Advice() string }
+	if errors.As(err, &a) {
+		if s := a.Advice(); s != "" {
+			return s
+		}
+	}
+	return "check locking.redis.username and locking.redis.password (and the user's ACL)"
 }

@@ -43,10 +43,13 @@ type Provider struct {
 	t    tables
 	sql  statements
 
-	schemaMu sync.Mutex
-	ready    bool // tables created (unless ExternalSchema) and probed; guarded by schemaMu
+	schemaMu  sync.Mutex
+	ready     bool      // tables created (unless ExternalSchema) and probed; guarded by schemaMu
+	preparing *prepCall // the preparation under way, if any; guarded by schemaMu
 
 	l *listener
+
+	batch batcher // coalesces acquisitions and extensions (see batcher)
 }
 
 // statements are the provider's SQL with its table names filled in.
@@ -155,15 +158,57 @@ func (p *Provider) Close() error {
 	return nil
 }
 
+// prepareTimeout bounds one preparation (creating and checking the
+// tables), which runs detached from the callers' contexts.
+const prepareTimeout = 10 * time.Second
+
+// prepCall is one preparation under way; err is set before done closes.
+type prepCall struct {
+	done chan struct{}
+	err  error
+}
+
 // prepare creates the tables on first use (unless ExternalSchema) and
 // checks their columns, once: a failure is returned and tried again by
-// the next operation.
+// the next operation. The work runs once at a time on a context detached
+// from the callers' (bounded by prepareTimeout), and each caller waits for
+// it up to its own context: callers with short deadlines (an elector's
+// acquisition is bounded by its RetryInterval) that start together on a
+// busy server would otherwise each cancel the creation halfway, and none
+// would ever finish it.
 func (p *Provider) prepare(ctx context.Context) error {
 	p.schemaMu.Lock()
-	defer p.schemaMu.Unlock()
 	if p.ready {
+		p.schemaMu.Unlock()
 		return nil
 	}
+	c := p.preparing
+	if c == nil {
+		c = &prepCall{done: make(chan struct{})}
+		p.preparing = c
+		go func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prepareTimeout)
+			err := p.createAndProbe(pctx)
+			cancel()
+			p.schemaMu.Lock()
+			c.err, p.preparing = err, nil
+			p.ready = err == nil
+			p.schemaMu.Unlock()
+			close(c.done)
+		}()
+	}
+	p.schemaMu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// createAndProbe creates the tables (unless ExternalSchema) and checks
+// their columns.
+func (p *Provider) createAndProbe(ctx context.Context) error {
 	if !p.o.ExternalSchema {
 		if _, err := p.pool.Exec(ctx, p.sql.schema, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return fmt.Errorf("pglock: create tables %s: %w", p.t.qualified, classify(err))
@@ -174,7 +219,6 @@ func (p *Provider) prepare(ctx context.Context) error {
 			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix,
 			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, classify(err))
 	}
-	p.ready = true
 	return nil
 }
 
@@ -185,9 +229,22 @@ func (p *Provider) prepare(ctx context.Context) error {
 func classify(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "42501" || pe.Code == "3D000") {
-		return fmt.Errorf("%w: %w", locking.ErrUnauthorized, err)
+		return &authError{err: err}
 	}
 	return err
+}
+
+// authError is an error of the server's refusal, matching
+// locking.ErrUnauthorized; its Advice names the configuration key to
+// check, which the elector logs with LeadershipProviderAuthFailed.
+type authError struct{ err error }
+
+func (e *authError) Error() string   { return locking.ErrUnauthorized.Error() + ": " + e.err.Error() }
+func (e *authError) Unwrap() []error { return []error{locking.ErrUnauthorized, e.err} }
+
+// Advice names what to check.
+func (e *authError) Advice() string {
+	return "check locking.postgres.dsn (the user, its password and the database) and the user's privileges on the tables"
 }
 
 // begin checks ctx and the schema before an operation.
@@ -225,8 +282,11 @@ func ctxErr(ctx context.Context) error {
 
 // mayHaveRun reports whether a failed statement may have committed: not
 // when the server answered with an error (the statement was rolled back)
-// or pgx knows nothing was sent.
+// or nothing was sent (pgx knows it, or the call never left the queue).
 func mayHaveRun(err error) bool {
+	if errors.Is(err, errNotSent) {
+		return false
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return false
@@ -282,10 +342,10 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	var remaining int64
 	var top int32
 	var notes int64
-	err := p.pool.QueryRow(ctx, p.sql.acquire, execMode,
+	err := p.queryRow(ctx, p.sql.acquire, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority), yield,
 		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
-	).Scan(&res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
+	}, &res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
@@ -328,9 +388,9 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		pttl = micros(r.ParticipantTTL)
 	}
 	var live int64
-	err := p.pool.QueryRow(ctx, p.sql.extend, execMode,
+	err := p.queryRow(ctx, p.sql.extend, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
-	).Scan(&res.Extended, &live, &res.Preempt)
+	}, &res.Extended, &live, &res.Preempt)
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}

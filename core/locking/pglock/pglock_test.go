@@ -9,7 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/pglock"
@@ -322,5 +326,26 @@ func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
 	_, err = l.TryAcquire(context.Background(), "job", time.Minute)
 	if !errors.Is(err, locking.ErrUnauthorized) || !strings.Contains(err.Error(), "no_such_database") {
 		t.Fatalf("TryAcquire on a missing database = %v; want ErrUnauthorized naming it", err)
+	}
+	// An elector over it logs the failure once, advising the key to check.
+	core, logs := observer.New(zapcore.DebugLevel)
+	e, err := leadership.NewElector("r", l, leadership.DefaultOptions(), leadership.WithLogger(zap.New(core)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for logs.FilterMessage("LeadershipProviderAuthFailed").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no LeadershipProviderAuthFailed logged")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	entry := logs.FilterMessage("LeadershipProviderAuthFailed").All()[0]
+	if advice, _ := entry.ContextMap()["advice"].(string); !strings.Contains(advice, "locking.postgres.dsn") || strings.Contains(advice, "redis") {
+		t.Fatalf("advice = %q, want one naming locking.postgres.dsn", advice)
 	}
 }
