@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +89,44 @@ func TestRecheck_UsesSavedLimitsOrOverride(t *testing.T) {
 	}
 	if _, err := Recheck(t.TempDir(), 0); err == nil {
 		t.Fatal("Recheck of an empty directory succeeded")
+	}
+}
+
+// TestCheckFaultKinds_Q2_LagKillMasterIsOptInPerBackend: the lag-and-kill
+// faults are accepted by their own backend only, never drawn by default,
+// and their overlaps count as failovers, not as restarts.
+func TestCheckFaultKinds_Q2_LagKillMasterIsOptInPerBackend(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		kind FaultKind
+		ok   bool
+	}{
+		{Config{Cluster: true}, FaultClusterLagKillMaster, true},
+		{Config{Sentinel: true}, FaultSentinelLagKillMaster, true},
+		{Config{Sentinel: true}, FaultClusterLagKillMaster, false},
+		{Config{Cluster: true}, FaultSentinelLagKillMaster, false},
+		{Config{}, FaultClusterLagKillMaster, false},
+	} {
+		c.cfg.Faults = []FaultKind{c.kind}
+		err := CheckFaultKinds(c.cfg)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckFaultKinds(cluster %v, sentinel %v, %s) = %v, want ok %v", c.cfg.Cluster, c.cfg.Sentinel, c.kind, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), string(c.kind)) {
+			t.Errorf("error %q does not name %s", err, c.kind)
+		}
+	}
+	if slices.Contains(ClusterFaults, FaultClusterLagKillMaster) || slices.Contains(SentinelFaults, FaultSentinelLagKillMaster) {
+		t.Error("a lag-and-kill fault is drawn by default")
+	}
+	for _, k := range []FaultKind{FaultClusterLagKillMaster, FaultSentinelLagKillMaster} {
+		if !isFailover(k) {
+			t.Errorf("%s is not counted as a failover", k)
+		}
+	}
+	s := &FailoverStats{Backend: "cluster"}
+	s.fill(&Report{LostStateOverlaps: []Overlap{{Fault: "#3 " + string(FaultClusterLagKillMaster), Length: time.Millisecond}}})
+	if s.Overlaps != 1 || s.FaultsWithOverlap != 1 || s.LongestOverlap != time.Millisecond {
+		t.Errorf("FailoverStats after a lag-and-kill overlap = %+v", s)
 	}
 }
