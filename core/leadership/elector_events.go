@@ -274,6 +274,7 @@ func (l *loop) fault(op string, err error) {
 // Debug for every retry. Each such call is counted in
 // MetricUnacknowledged. It is not an outage: the server answered.
 func (l *loop) unacknowledged(op string, err error) {
+	l.recovered() // the server answered
 	l.e.tel.unacknowledged(op)
 	var ack *locking.AckError
 	errors.As(err, &ack)

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/oteltest"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
@@ -98,6 +100,13 @@ func TestElector_Q2_Redis_UnacknowledgedEpisodeLoggedOnceAndCounted(t *testing.T
 	acquires := sumBy(t, m[leadership.MetricAcquireAttempts], "hostloom.outcome")
 	if renewals["unacknowledged"] != unacked["renew"] || renewals["error"] != 0 || acquires["error"] != 0 {
 		t.Fatalf("renewals %v, acquisitions %v: the unacknowledged calls must be counted as such, not as errors", renewals, acquires)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if !oteltest.CheckMetrics(t, rm)[leadership.MetricUnacknowledged] { // unit, hostloom. prefixes
+		t.Fatalf("%s not among the checked metrics", leadership.MetricUnacknowledged)
 	}
 	if countLogs(logs, zapcore.InfoLevel, "LeadershipReplicasAcknowledged") != 0 {
 		t.Fatal("acknowledgements resumed while the replica was stopped")
