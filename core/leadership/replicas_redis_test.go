@@ -2,9 +2,12 @@ package leadership_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -123,4 +126,75 @@ func TestElector_Q2_Redis_UnacknowledgedEpisodeLoggedOnceAndCounted(t *testing.T
 	if n := logs.FilterMessage("LeadershipReplicasNotAcknowledged").Len(); n != 1 {
 		t.Fatalf("LeadershipReplicasNotAcknowledged logged %d times over one episode", n)
 	}
+}
+
+// ackLock fails acquisitions as mode says: 0 passes them through, 1 as an
+// unreachable backend, 2 as too few replicas acknowledging (2 asked, 1
+// answered).
+type ackLock struct {
+	inner locking.Lock
+	mode  atomic.Int32
+}
+
+func (a *ackLock) TryAcquire(ctx context.Context, key string, lease time.Duration) (locking.Lease, error) {
+	switch a.mode.Load() {
+	case 1:
+		return nil, errors.New("dial tcp: connection refused")
+	case 2:
+		return nil, &locking.AckError{Op: "acquire", Key: key, Want: 2, Got: 1, Timeout: 100 * time.Millisecond}
+	}
+	return a.inner.TryAcquire(ctx, key, lease)
+}
+
+func (a *ackLock) Coordinated() bool { return a.inner.Coordinated() }
+
+// TestElector_Q2_UnacknowledgedIsNotAnOutage (fake time): an outage, then
+// acquisitions too few replicas acknowledged, then acknowledged ones.
+// The outage is logged once and ends when the server answers; the
+// unacknowledged episode is one Warn over many attempts, with the numbers
+// the error carries, and ends with one Info when the role is taken.
+func TestElector_Q2_UnacknowledgedIsNotAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &ackLock{inner: memLock(t)}
+		lock.mode.Store(1)
+		log, logs := observed()
+		e := mustElector(t, "billing", lock, fastOpts(), leadership.WithLogger(log))
+		mustStart(t, e)
+		time.Sleep(5 * time.Second) // three attempts
+		synctest.Wait()
+		lock.mode.Store(2)
+		time.Sleep(10 * time.Second) // five attempts
+		synctest.Wait()
+		if e.IsLeader() {
+			t.Fatal("leads without acknowledgement")
+		}
+		if n := countLogs(logs, zapcore.WarnLevel, "LeadershipProviderUnavailable"); n != 1 {
+			t.Fatalf("LeadershipProviderUnavailable logged %d times, want once", n)
+		}
+		if n := countLogs(logs, zapcore.InfoLevel, "LeadershipProviderRecovered"); n != 1 {
+			t.Fatalf("LeadershipProviderRecovered logged %d times, want once (the server answered)", n)
+		}
+		warns := logs.FilterMessage("LeadershipReplicasNotAcknowledged").All()
+		if len(warns) != 1 || warns[0].Level != zapcore.WarnLevel {
+			t.Fatalf("LeadershipReplicasNotAcknowledged = %v, want once at Warn", warns)
+		}
+		f := warns[0].ContextMap()
+		if f["op"] != "acquire" || f["min_replicas"] != int64(2) || f["acknowledged"] != int64(1) ||
+			f["timeout"] != 100*time.Millisecond || !strings.Contains(f["consequence"].(string), "no term begins") {
+			t.Fatalf("warning fields = %v", f)
+		}
+		if n := logs.FilterMessage("LeadershipReplicasRetry").Len(); n < 3 {
+			t.Fatalf("LeadershipReplicasRetry logged %d times at Debug, want one per further attempt", n)
+		}
+		lock.mode.Store(0)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if !e.IsLeader() {
+			t.Fatal("no term once acknowledged")
+		}
+		if n := countLogs(logs, zapcore.InfoLevel, "LeadershipReplicasAcknowledged"); n != 1 {
+			t.Fatalf("LeadershipReplicasAcknowledged logged %d times, want once", n)
+		}
+		mustStop(t, e)
+	})
 }
