@@ -19,15 +19,27 @@ import (
 var ClusterFaults = []FaultKind{FaultFailover, FaultKillMaster, FaultKill, FaultPause}
 
 // FaultClusterLagKillMaster stops the replica of a master that holds lock
-// keys (SIGSTOP) for one lease, so the leaders' renewals and acquisitions
-// meanwhile reach the master only, then kills the master and resumes the
-// replica, which the cluster promotes: it has lost everything written
-// while it was stopped. With locking.redis.min_replicas 1 nothing written
-// then was acknowledged, so no term relies on it. Healed when the cluster
-// is whole again (the old master back as an in-sync replica: until then
-// nobody can lead that master's roles with min_replicas). Not drawn by
-// default: choose it with -faults (Redis Cluster runs only).
+// keys (SIGSTOP) and cuts its replication link, so the leaders' renewals
+// and acquisitions meanwhile reach the master only; after lagStop (less
+// than a lease: the replica missed renewals whose leases still run) it
+// kills the master, resumes the replica and promotes it at once (CLUSTER
+// FAILOVER TAKEOVER): it has lost everything written while it was
+// stopped. With locking.redis.min_replicas 1 nothing written then was
+// acknowledged, so no term relies on it. Healed when the cluster is whole
+// again (the old master back as an in-sync replica: until then nobody can
+// lead that master's roles with min_replicas). Not drawn by default:
+// choose it with -faults (Redis Cluster runs only).
 const FaultClusterLagKillMaster FaultKind = "cluster-lag-kill-master"
+
+// lagStop is how long FaultClusterLagKillMaster keeps the replica stopped
+// before the master is killed: half a renew interval short of a lease, so
+// the replica missed at least one renewal of every term and, when it is
+// promoted, holds keys whose deadlines (from renewals before the stop)
+// have passed or are close while the clients' leases (from renewals
+// during the stop) still run. At least one renew interval.
+func lagStop(cfg Config) time.Duration {
+	return max(cfg.Lease-cfg.RenewInterval/2, cfg.RenewInterval)
+}
 
 // clusterKinds are every kind a Cluster run can inject, the opt-in
 // FaultClusterLagKillMaster included.
@@ -204,11 +216,23 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 		if err := replica.Signal(syscall.SIGSTOP); err != nil {
 			return fmt.Errorf("SIGSTOP replica %s: %w", replicaAddr, err)
 		}
-		sleep(ctx, r.cfg.Lease) // renewals and acquisitions reach the master only
+		// On loopback a stopped replica still receives the replication
+		// stream into its socket buffer and applies it on SIGCONT: cut
+		// the link, so what the master acknowledges from now on never
+		// reaches the replica, as when it lags behind a slow network.
+		if _, err := nodeCmd(ctx, masterAddr, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			r.logf("chaos: CLIENT KILL TYPE replica on %s: %v", masterAddr, err)
+		}
+		sleep(ctx, lagStop(r.cfg)) // renewals and acquisitions reach the master only
 		node := r.cluster.Node(masterAddr)
 		node.Kill()
 		if err := replica.Signal(syscall.SIGCONT); err != nil {
 			return fmt.Errorf("SIGCONT replica %s: %w", replicaAddr, err)
+		}
+		// Promote at once, without the node timeout and the election:
+		// the leases the replica missed are still running on the clients.
+		if _, err := nodeCmd(ctx, replicaAddr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
+			r.logf("chaos: CLUSTER FAILOVER TAKEOVER on %s: %v", replicaAddr, err)
 		}
 		defer func() {
 			if err := node.Relaunch(); err != nil {

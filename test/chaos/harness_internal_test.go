@@ -130,3 +130,25 @@ func TestCheckFaultKinds_Q2_LagKillMasterIsOptInPerBackend(t *testing.T) {
 		t.Errorf("FailoverStats after a lag-and-kill overlap = %+v", s)
 	}
 }
+
+// TestLagStop_Q2_ReplicaMissesRenewalsOfRunningLeases: the Cluster
+// lag-and-kill fault keeps the replica stopped less than a lease (the
+// leases it missed still run on the clients when it is promoted) and at
+// least one renew interval (it missed a renewal of every term).
+func TestLagStop_Q2_ReplicaMissesRenewalsOfRunningLeases(t *testing.T) {
+	for _, c := range []struct {
+		lease, renew, want time.Duration
+	}{
+		{2 * time.Second, 500 * time.Millisecond, 1750 * time.Millisecond},
+		{15 * time.Second, 5 * time.Second, 12500 * time.Millisecond},
+		{time.Second, 900 * time.Millisecond, 900 * time.Millisecond},
+	} {
+		got := lagStop(Config{Lease: c.lease, RenewInterval: c.renew})
+		if got != c.want {
+			t.Errorf("lagStop(lease %v, renew %v) = %v, want %v", c.lease, c.renew, got, c.want)
+		}
+		if got >= c.lease || got < c.renew {
+			t.Errorf("lagStop(lease %v, renew %v) = %v, not in [renew, lease)", c.lease, c.renew, got)
+		}
+	}
+}
