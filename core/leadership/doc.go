@@ -162,7 +162,14 @@
 //
 // An unreachable provider makes nobody leader; it is logged once per
 // outage at Warn (and once at Info on recovery) and retried on the
-// candidate cadence. An error or panic the loop did not expect (including
+// candidate cadence. An acquisition or renewal too few replicas
+// acknowledged (locking.ErrNotAcknowledged; Redis with
+// locking.redis.min_replicas, Q2) is not an outage: no term begins, or
+// the term keeps its earlier end; the episode is logged once at Warn as
+// LeadershipReplicasNotAcknowledged (and once at Info as
+// LeadershipReplicasAcknowledged when a call counts again), and each such
+// call is counted in MetricUnacknowledged. An error or panic the loop did
+// not expect (including
 // a panic from the Lock) is logged as LeadershipLoopFaulted, backed off one
 // RetryInterval, and survived: the loop never ends on its own.
 //

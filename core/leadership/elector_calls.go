@@ -142,6 +142,8 @@ func classify(op opKind, err error) string {
 		return outcomeHeld
 	case op != opAcquire && errors.Is(err, locking.ErrLeaseLost):
 		return outcomeRefused
+	case errors.Is(err, locking.ErrNotAcknowledged):
+		return outcomeUnacked
 	default:
 		return outcomeError
 	}

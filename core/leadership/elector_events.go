@@ -268,6 +268,45 @@ func (l *loop) fault(op string, err error) {
 	l.e.log.Error("LeadershipLoopFaulted", zap.String("op", op), zap.Error(err))
 }
 
+// unacknowledged logs an acquisition or renewal that too few replicas
+// acknowledged (Q2): at Warn once per episode, naming the setting, the
+// replicas it asks for, those that acknowledged and what it costs; at
+// Debug for every retry. Each such call is counted in
+// MetricUnacknowledged. It is not an outage: the server answered.
+func (l *loop) unacknowledged(op string, err error) {
+	l.recovered() // the server answered
+	l.e.tel.unacknowledged(op)
+	var ack *locking.AckError
+	errors.As(err, &ack)
+	want, got := 0, 0
+	var timeout time.Duration
+	if ack != nil {
+		want, got, timeout = ack.Want, ack.Got, ack.Timeout
+	}
+	if l.unacked {
+		l.e.log.Debug("LeadershipReplicasRetry", zap.String("op", op), zap.Int("acknowledged", got), zap.Error(err))
+		return
+	}
+	l.unacked = true
+	consequence := "no term begins: the acquisition was taken back, and is retried"
+	if op == "renew" {
+		consequence = "the term is not extended: it ends at its current deadline unless a renewal is acknowledged before then"
+	}
+	l.e.log.Warn("LeadershipReplicasNotAcknowledged", zap.String("op", op),
+		zap.String("key", "locking.redis.min_replicas"), zap.Int("min_replicas", want),
+		zap.Int("acknowledged", got), zap.Duration("timeout", timeout),
+		zap.String("consequence", consequence), zap.Error(err))
+}
+
+// acknowledged logs the end of an episode of unacknowledged calls once, at
+// Info (Q2): an acquisition or renewal counted again.
+func (l *loop) acknowledged() {
+	if l.unacked {
+		l.unacked = false
+		l.e.log.Info("LeadershipReplicasAcknowledged")
+	}
+}
+
 // recovered logs the end of an outage once, at Info (E7).
 func (l *loop) recovered() {
 	l.authFailed = false

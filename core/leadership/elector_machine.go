@@ -41,6 +41,7 @@ type loop struct {
 	tried       bool          // an acquisition attempt has been made
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
+	unacked     bool          // too few replicas acknowledged and none has since (Q2)
 	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
 	stopReq     *request      // phaseStopping: the Stop waiting for the calls under way
 	stopErrs    []error

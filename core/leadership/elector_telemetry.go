@@ -22,13 +22,13 @@ const (
 	// released, resigned, refused, expired).
 	MetricTransitions = "hostloom.leadership.transitions"
 	// MetricRenewals counts renewal attempts by role and outcome (ok,
-	// refused, error, fault).
+	// refused, error, fault, unacknowledged).
 	MetricRenewals = "hostloom.leadership.renewals"
 	// MetricRenewalDuration is the latency of renewal attempts, in
 	// seconds, by role and outcome.
 	MetricRenewalDuration = "hostloom.leadership.renewal.duration"
 	// MetricAcquireAttempts counts acquisition attempts by role and outcome
-	// (acquired, held, error, fault).
+	// (acquired, held, error, fault, unacknowledged).
 	MetricAcquireAttempts = "hostloom.leadership.acquire.attempts"
 	// MetricFence is a gauge per role and identity: the current term's
 	// fencing token while this instance leads, 0 otherwise (O6, G2).
@@ -42,6 +42,10 @@ const (
 	// MetricParticipants is a gauge per role: the participants the latest
 	// Participants call listed (O6, P1).
 	MetricParticipants = "hostloom.leadership.participants"
+	// MetricUnacknowledged counts acquisitions and renewals that fewer
+	// replicas acknowledged than the backend requires (Q2; Redis
+	// locking.redis.min_replicas), by role and op (acquire, renew).
+	MetricUnacknowledged = "hostloom.leadership.unacknowledged"
 )
 
 // Span names of the elector: one client span per lock call, with the
@@ -70,7 +74,7 @@ const (
 	// series carrying it is replaced at every restart.
 	AttrIdentity = "hostloom.identity"
 	// AttrOutcome is the outcome of a lock call (ok, acquired, held,
-	// refused, error, fault).
+	// refused, error, fault, unacknowledged).
 	AttrOutcome = "hostloom.outcome"
 	// AttrReason is the reason of a transition (acquired, released,
 	// resigned, refused, expired) or of a channel drop (follower, full,
@@ -81,6 +85,8 @@ const (
 	AttrKind = "hostloom.kind"
 	// AttrChannel is a leader channel's name.
 	AttrChannel = "hostloom.channel"
+	// AttrOp is the lock call a count is about: acquire or renew.
+	AttrOp = "hostloom.op"
 )
 
 // Outcomes of lock calls, as metric attribute values.
@@ -91,6 +97,7 @@ const (
 	outcomeRefused  = "refused"
 	outcomeError    = "error"
 	outcomeFault    = "fault"
+	outcomeUnacked  = "unacknowledged" // Q2: too few replicas acknowledged
 )
 
 // electorTelemetry holds one elector's instruments.
@@ -108,6 +115,7 @@ type electorTelemetry struct {
 	renewals    metric.Int64Counter
 	renewDur    metric.Float64Histogram
 	acquires    metric.Int64Counter
+	unacked     metric.Int64Counter
 }
 
 // newElectorTelemetry creates the elector's instruments. A meter that
@@ -153,6 +161,9 @@ func newElectorTelemetry(s settings, role, key, identity string) (*electorTeleme
 	t.acquires, err = m.Int64Counter(MetricAcquireAttempts, metric.WithUnit("{attempt}"),
 		metric.WithDescription("Lease acquisition attempts by outcome"))
 	check(MetricAcquireAttempts, err)
+	t.unacked, err = m.Int64Counter(MetricUnacknowledged, metric.WithUnit("{call}"),
+		metric.WithDescription("Acquisitions and renewals too few replicas acknowledged"))
+	check(MetricUnacknowledged, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -192,6 +203,10 @@ func (t *electorTelemetry) renewal(outcome string, d time.Duration) {
 
 func (t *electorTelemetry) acquire(outcome string) {
 	t.acquires.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrOutcome, outcome)))
+}
+
+func (t *electorTelemetry) unacknowledged(op string) {
+	t.unacked.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrOp, op)))
 }
 
 // span starts a span for a lock call.

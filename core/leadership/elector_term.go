@@ -42,6 +42,7 @@ func (l *loop) acquired(o outcome) {
 	switch kind {
 	case outcomeAcquired:
 		l.recovered()
+		l.acknowledged()
 		deadline := o.c.sent.Add(o.granted - e.margin)
 		if !now.Before(deadline) {
 			// The reply came after the lease it granted had run out: no
@@ -88,6 +89,9 @@ func (l *loop) acquired(o outcome) {
 			zap.Duration("holder_remaining", heldRemaining(held)), zap.Duration("next_attempt", l.due.Sub(now)))
 	case outcomeFault:
 		l.fault("acquire", o.err)
+		l.due = now.Add(retry)
+	case outcomeUnacked:
+		l.unacknowledged("acquire", o.err)
 		l.due = now.Add(retry)
 	default:
 		l.unavailable("acquire", o.err)
@@ -150,6 +154,9 @@ func (l *loop) renewed(o outcome) {
 	now := time.Now()
 	kind := classify(opRenew, o.err)
 	e.tel.renewal(kind, now.Sub(c.sent))
+	if kind == outcomeUnacked {
+		l.unacknowledged("renew", o.err)
+	}
 	s := e.state.Load()
 	if l.lease == nil || s.term != c.term {
 		// The term ended while the call was under way; when it ran out,
@@ -159,6 +166,7 @@ func (l *loop) renewed(o outcome) {
 	switch kind {
 	case outcomeOK:
 		l.recovered()
+		l.acknowledged()
 		if !now.Before(s.deadline) {
 			l.giveBack(l.endTerm(Expired, nil))
 			return
@@ -195,10 +203,13 @@ func (l *loop) renewed(o outcome) {
 	}
 	remaining := s.deadline.Sub(now)
 	wait := max(RenewRetryFloor, min(e.opts.RenewInterval, remaining/2))
-	if kind == outcomeFault {
+	switch kind {
+	case outcomeFault:
 		l.fault("renew", o.err)
 		wait = e.opts.RetryInterval
-	} else {
+	case outcomeUnacked:
+		// logged and counted above
+	default:
 		l.unavailable("renew", o.err)
 	}
 	if wait >= remaining {

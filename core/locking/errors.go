@@ -35,7 +35,35 @@ var (
 	// ErrInvalidOptions is matched by every error of Options.Validate and
 	// New for an option that is set to an invalid value.
 	ErrInvalidOptions = errors.New("locking: invalid options")
+
+	// ErrNotAcknowledged is matched by errors of a backend that asks
+	// replicas to acknowledge each acquisition and extension (Redis with
+	// locking.redis.min_replicas, Q2) when too few did: the acquisition
+	// did not happen, the extension does not count. Use errors.As with
+	// *AckError for the numbers.
+	ErrNotAcknowledged = errors.New("locking: not acknowledged by enough replicas")
 )
+
+// AckError reports an acquisition or extension that fewer replicas than
+// the backend requires acknowledged within its timeout (Q2).
+// errors.Is(err, ErrNotAcknowledged) holds for it.
+type AckError struct {
+	// Op is "acquire" or "extend".
+	Op string
+	// Key is the provider key.
+	Key string
+	// Want is the replicas required, Got those that acknowledged.
+	Want, Got int
+	// Timeout is how long the backend waited for them.
+	Timeout time.Duration
+}
+
+func (e *AckError) Error() string {
+	return fmt.Sprintf("locking: %s %q: %d of %d replicas acknowledged within %v", e.Op, e.Key, e.Got, e.Want, e.Timeout)
+}
+
+// Is makes errors.Is(err, ErrNotAcknowledged) hold.
+func (e *AckError) Is(target error) bool { return target == ErrNotAcknowledged }
 
 // HeldError is the error of a refused acquisition: Key is held by another
 // owner for Remaining more (0 when the backend did not say).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +17,33 @@ import (
 
 // ClusterFaults are the fault kinds of a run over Redis Cluster.
 var ClusterFaults = []FaultKind{FaultFailover, FaultKillMaster, FaultKill, FaultPause}
+
+// FaultClusterLagKillMaster stops the replica of a master that holds lock
+// keys (SIGSTOP) and cuts its replication link, so the leaders' renewals
+// and acquisitions meanwhile reach the master only; after lagStop (less
+// than a lease: the replica missed renewals whose leases still run) it
+// kills the master, resumes the replica and promotes it at once (CLUSTER
+// FAILOVER TAKEOVER): it has lost everything written while it was
+// stopped. With locking.redis.min_replicas 1 nothing written then was
+// acknowledged, so no term relies on it. Healed when the cluster is whole
+// again (the old master back as an in-sync replica: until then nobody can
+// lead that master's roles with min_replicas). Not drawn by default:
+// choose it with -faults (Redis Cluster runs only).
+const FaultClusterLagKillMaster FaultKind = "cluster-lag-kill-master"
+
+// lagStop is how long FaultClusterLagKillMaster keeps the replica stopped
+// before the master is killed: half a renew interval short of a lease, so
+// the replica missed at least one renewal of every term and, when it is
+// promoted, holds keys whose deadlines (from renewals before the stop)
+// have passed or are close while the clients' leases (from renewals
+// during the stop) still run. At least one renew interval.
+func lagStop(cfg Config) time.Duration {
+	return max(cfg.Lease-cfg.RenewInterval/2, cfg.RenewInterval)
+}
+
+// clusterKinds are every kind a Cluster run can inject, the opt-in
+// FaultClusterLagKillMaster included.
+var clusterKinds = append([]FaultKind{FaultClusterLagKillMaster}, ClusterFaults...)
 
 // FailoverStats measure what failovers of a replicated backend (Redis
 // Cluster, Sentinel) do to leases. Replication is asynchronous: a master
@@ -163,7 +191,7 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 		}
 	}
 	role := strings.Join(held, ",")
-	f.LostState, f.Unavailable = true, f.Kind == FaultKillMaster
+	f.LostState, f.Unavailable = true, f.Kind != FaultFailover
 	f.Detail = fmt.Sprintf("master %s (keys of %s) -> replica %s", masterAddr, role, replicaAddr)
 	f.Start = time.Now()
 	switch f.Kind {
@@ -181,6 +209,41 @@ func (r *run) clusterFault(ctx context.Context, f *Fault) error {
 			if err := node.Relaunch(); err != nil {
 				r.logf("chaos: restart %s: %v", masterAddr, err)
 			}
+		}()
+	case FaultClusterLagKillMaster:
+		r.stats.KilledMasters++
+		replica := r.cluster.Node(replicaAddr)
+		if err := replica.Signal(syscall.SIGSTOP); err != nil {
+			return fmt.Errorf("SIGSTOP replica %s: %w", replicaAddr, err)
+		}
+		// On loopback a stopped replica still receives the replication
+		// stream into its socket buffer and applies it on SIGCONT: cut
+		// the link, so what the master acknowledges from now on never
+		// reaches the replica, as when it lags behind a slow network.
+		if _, err := nodeCmd(ctx, masterAddr, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			r.logf("chaos: CLIENT KILL TYPE replica on %s: %v", masterAddr, err)
+		}
+		sleep(ctx, lagStop(r.cfg)) // renewals and acquisitions reach the master only
+		node := r.cluster.Node(masterAddr)
+		node.Kill()
+		if err := replica.Signal(syscall.SIGCONT); err != nil {
+			return fmt.Errorf("SIGCONT replica %s: %w", replicaAddr, err)
+		}
+		// Promote at once, without the node timeout and the election:
+		// the leases the replica missed are still running on the clients.
+		if _, err := nodeCmd(ctx, replicaAddr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
+			r.logf("chaos: CLUSTER FAILOVER TAKEOVER on %s: %v", replicaAddr, err)
+		}
+		defer func() {
+			if err := node.Relaunch(); err != nil {
+				r.logf("chaos: restart %s: %v", masterAddr, err)
+			}
+			// Nobody can lead this master's roles with min_replicas until
+			// the old master serves as a replica again: that is the heal.
+			if err := r.cluster.waitOK(ctx, 60*time.Second); err != nil {
+				r.logf("chaos: %v", err)
+			}
+			f.Heal = time.Now()
 		}()
 	}
 	// The fault heals when the replica has become a master.

@@ -77,7 +77,7 @@ func CheckFaultKinds(cfg Config) error {
 	known := StandaloneFaults
 	switch {
 	case cfg.Cluster:
-		known = ClusterFaults
+		known = clusterKinds
 	case cfg.Sentinel:
 		known = sentinelKinds
 	case cfg.Postgres:
@@ -597,7 +597,7 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		f.Start = time.Now()
 		burn(ctx, runtime.NumCPU(), 2*r.cfg.Lease)
 		f.Heal = time.Now()
-	case FaultFailover, FaultKillMaster:
+	case FaultFailover, FaultKillMaster, FaultClusterLagKillMaster:
 		err = r.clusterFault(ctx, &f)
 	case FaultSentinelFailover, FaultSentinelKillMaster, FaultSentinelLagKillMaster:
 		err = r.sentinelFault(ctx, &f)

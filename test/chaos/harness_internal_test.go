@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +89,66 @@ func TestRecheck_UsesSavedLimitsOrOverride(t *testing.T) {
 	}
 	if _, err := Recheck(t.TempDir(), 0); err == nil {
 		t.Fatal("Recheck of an empty directory succeeded")
+	}
+}
+
+// TestCheckFaultKinds_Q2_LagKillMasterIsOptInPerBackend: the lag-and-kill
+// faults are accepted by their own backend only, never drawn by default,
+// and their overlaps count as failovers, not as restarts.
+func TestCheckFaultKinds_Q2_LagKillMasterIsOptInPerBackend(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		kind FaultKind
+		ok   bool
+	}{
+		{Config{Cluster: true}, FaultClusterLagKillMaster, true},
+		{Config{Sentinel: true}, FaultSentinelLagKillMaster, true},
+		{Config{Sentinel: true}, FaultClusterLagKillMaster, false},
+		{Config{Cluster: true}, FaultSentinelLagKillMaster, false},
+		{Config{}, FaultClusterLagKillMaster, false},
+	} {
+		c.cfg.Faults = []FaultKind{c.kind}
+		err := CheckFaultKinds(c.cfg)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckFaultKinds(cluster %v, sentinel %v, %s) = %v, want ok %v", c.cfg.Cluster, c.cfg.Sentinel, c.kind, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), string(c.kind)) {
+			t.Errorf("error %q does not name %s", err, c.kind)
+		}
+	}
+	if slices.Contains(ClusterFaults, FaultClusterLagKillMaster) || slices.Contains(SentinelFaults, FaultSentinelLagKillMaster) {
+		t.Error("a lag-and-kill fault is drawn by default")
+	}
+	for _, k := range []FaultKind{FaultClusterLagKillMaster, FaultSentinelLagKillMaster} {
+		if !isFailover(k) {
+			t.Errorf("%s is not counted as a failover", k)
+		}
+	}
+	s := &FailoverStats{Backend: "cluster"}
+	s.fill(&Report{LostStateOverlaps: []Overlap{{Fault: "#3 " + string(FaultClusterLagKillMaster), Length: time.Millisecond}}})
+	if s.Overlaps != 1 || s.FaultsWithOverlap != 1 || s.LongestOverlap != time.Millisecond {
+		t.Errorf("FailoverStats after a lag-and-kill overlap = %+v", s)
+	}
+}
+
+// TestLagStop_Q2_ReplicaMissesRenewalsOfRunningLeases: the Cluster
+// lag-and-kill fault keeps the replica stopped less than a lease (the
+// leases it missed still run on the clients when it is promoted) and at
+// least one renew interval (it missed a renewal of every term).
+func TestLagStop_Q2_ReplicaMissesRenewalsOfRunningLeases(t *testing.T) {
+	for _, c := range []struct {
+		lease, renew, want time.Duration
+	}{
+		{2 * time.Second, 500 * time.Millisecond, 1750 * time.Millisecond},
+		{15 * time.Second, 5 * time.Second, 12500 * time.Millisecond},
+		{time.Second, 900 * time.Millisecond, 900 * time.Millisecond},
+	} {
+		got := lagStop(Config{Lease: c.lease, RenewInterval: c.renew})
+		if got != c.want {
+			t.Errorf("lagStop(lease %v, renew %v) = %v, want %v", c.lease, c.renew, got, c.want)
+		}
+		if got >= c.lease || got < c.renew {
+			t.Errorf("lagStop(lease %v, renew %v) = %v, not in [renew, lease)", c.lease, c.renew, got)
+		}
 	}
 }

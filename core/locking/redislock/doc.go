@@ -182,8 +182,11 @@
 // replicas acknowledged is deleted again (compare-and-delete, no release
 // message) and fails with an AckError (errors.Is ErrNotAcknowledged); an
 // extension that too few acknowledged fails the same way, although the
-// primary extended the key, so the caller keeps its earlier deadline. A
-// refusal needs no acknowledgement. ReplicasConnected reads the number of
+// primary extended the key, so the caller keeps its earlier deadline.
+// AckError is locking.AckError, so an elector (package leadership) tells
+// such an episode from an outage: it logs it once at Warn and counts each
+// call in hostloom.leadership.unacknowledged. A refusal needs no
+// acknowledgement. ReplicasConnected reads the number of
 // connected replicas (INFO replication) for a check at start.
 //
 // # What a lease does not promise

@@ -161,24 +161,14 @@ type Options struct {
 // Options.ReplicaAckTimeout is zero.
 const DefaultReplicaAckTimeout = 100 * time.Millisecond
 
-// ErrNotAcknowledged matches an AckError.
-var ErrNotAcknowledged = errors.New("redislock: not acknowledged by enough replicas")
+// ErrNotAcknowledged matches an AckError; it is
+// locking.ErrNotAcknowledged, which an elector recognises (Q2).
+var ErrNotAcknowledged = locking.ErrNotAcknowledged
 
 // AckError reports an acquisition or extension that fewer replicas than
-// Options.MinReplicas acknowledged within Options.ReplicaAckTimeout.
-type AckError struct {
-	Op        string // "acquire" or "extend"
-	Key       string
-	Want, Got int
-	Timeout   time.Duration
-}
-
-func (e *AckError) Error() string {
-	return fmt.Sprintf("redislock: %s %q: %d of %d replicas acknowledged within %v", e.Op, e.Key, e.Got, e.Want, e.Timeout)
-}
-
-// Is makes errors.Is(err, ErrNotAcknowledged) hold.
-func (e *AckError) Is(target error) bool { return target == ErrNotAcknowledged }
+// Options.MinReplicas acknowledged within Options.ReplicaAckTimeout; it is
+// locking.AckError.
+type AckError = locking.AckError
 
 // NewWithOptions is New with options. It returns an error naming the field
 // and the value for a negative MinReplicas or ReplicaAckTimeout.
