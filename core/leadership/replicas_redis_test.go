@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/core/internal/oteltest"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
-	"github.com/hostloom/hostloom/internal/oteltest"
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
