@@ -13,14 +13,22 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// wakeMargin is added to a holder's remaining lease before the next
-// attempt, so the attempt lands just after the lease ran out (E1, P3).
-// One millisecond is enough: the remaining time is measured from when the
-// refusal arrived, after the server read its clock, and Redis reports it
-// truncated to the millisecond and frees a key once its clock has passed
-// the expiry millisecond, so the key is free at most 1ms after the
-// refusal's arrival plus Remaining.
-const wakeMargin = time.Millisecond
+// A refused candidate sleeps until the holder's lease runs out as the
+// refusal reported it (E1, P3), then tries. The remaining time is measured
+// from when the backend read its clock, and the candidate counts it from
+// when the refusal arrived, so the attempt does not land early by the
+// round trip. Redis reports it to the microsecond up to the start of the
+// expiry millisecond and frees the key once its clock has passed that
+// millisecond, so the key may still be held for up to 1ms after: a
+// refusal reporting at most finalWait left is tried again at once, up to
+// maxFinalTries times in a row, rather than after a timer, which the Go
+// runtime fires up to a millisecond late. After that many the next try
+// waits finalWait past the reported time, as for a backend that reports
+// too little.
+const (
+	finalWait     = time.Millisecond
+	maxFinalTries = 32
+)
 
 // Elector elects this instance leader of one role over a locking.Lock. It
 // implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,

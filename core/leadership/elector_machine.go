@@ -39,6 +39,7 @@ type loop struct {
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
 	tried       bool          // an acquisition attempt has been made
+	finalTries  int           // refusals in a row that reported at most finalWait left
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
@@ -138,7 +139,9 @@ func (l *loop) contends() bool {
 func newLoop(e *Elector) *loop {
 	l := &loop{e: e}
 	l.inbox.handle = l.handle
-	l.timer = time.AfterFunc(MaxWait, func() { l.post(message{kind: msgTimer}) })
+	// The timer's goroutine is the runtime's, one per firing, holding
+	// nothing: it runs the machine when idle.
+	l.timer = time.AfterFunc(MaxWait, func() { l.inbox.run(message{kind: msgTimer}) })
 	l.timer.Stop()
 	return l
 }
