@@ -46,13 +46,11 @@ const (
 type Elector struct {
 	role        string
 	key         string
-	providerKey string
-	lockType    string
 	lock        locking.Lock
 	caps        capabilities
 	coordinated bool
-	opts        Options // effective options (lease capped by the lock)
-	asked       Options // options as given (copied: K6)
+	opts        Options       // effective options (lease capped by the lock)
+	askedLease  time.Duration // Options.Lease as given, before the lock's cap (T2)
 	margin      time.Duration
 	capped      bool
 	identity    string
@@ -148,13 +146,11 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e := &Elector{
 		role:        role,
 		key:         key,
-		providerKey: caps.providerKeyOf(key),
-		lockType:    fmt.Sprintf("%T", lock),
 		lock:        lock,
 		caps:        caps,
 		coordinated: coordinated,
 		opts:        opts,
-		asked:       opts,
+		askedLease:  opts.Lease,
 		identity:    s.identity,
 		stopDone:    make(chan struct{}),
 	}

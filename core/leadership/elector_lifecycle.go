@@ -34,7 +34,7 @@ func (l *loop) begin(r lifeRequest) bool {
 		// such a lease (CheckComposition at OnStart) fails before it starts
 		// the elector, and must not first warn as if it would carry on.
 		e.log.Warn("LeadershipLeaseCapped",
-			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
+			zap.Duration("lease", e.askedLease), zap.Duration("max_lease", e.opts.Lease),
 			zap.Duration("renew_interval", e.opts.RenewInterval))
 	}
 	if !e.coordinated {
