@@ -372,7 +372,14 @@ func (e *Elector) Start(ctx context.Context) error {
 // lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
 	reply := make(chan lifeReply, 1)
-	e.loop.post(message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}})
+	m := message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}}
+	if e.group == nil {
+		// No successor to name: the stop request rides on the first
+		// message, and the first Stop's release goes out one hand-off
+		// sooner.
+		m.req = request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+	}
+	e.loop.post(m)
 	switch r := <-reply; {
 	case r.idle:
 		close(e.stopDone)
@@ -385,16 +392,16 @@ func (e *Elector) Stop(ctx context.Context) error {
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	var target string
+	req := m.req
 	if e.group != nil {
+		var target string
 		if e.IsLeader() {
 			target = e.group.successor(e)
 		}
 		e.group.leave(e)
+		req = request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+		e.loop.post(message{kind: msgRequest, req: req})
 	}
-
-	req := request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	var err error
 	select {

@@ -82,7 +82,7 @@ const (
 type message struct {
 	kind msgKind
 	o    outcome       // msgOutcome
-	req  request       // msgRequest
+	req  request       // msgRequest; msgStop: the stop request when no successor is named (reply nil: none)
 	ev   locking.Event // msgEvent
 	life lifeRequest   // msgStart, msgStop
 }
