@@ -49,10 +49,10 @@ type Elector struct {
 	lock        locking.Lock
 	caps        capabilities
 	coordinated bool
+	capped      bool          // opts.Lease is the lock's cap, below askedLease (T2)
 	opts        Options       // effective options (lease capped by the lock)
 	askedLease  time.Duration // Options.Lease as given, before the lock's cap (T2)
 	margin      time.Duration
-	capped      bool
 	identity    string
 	log         *zap.Logger
 	tel         *electorTelemetry

@@ -34,12 +34,12 @@ type loop struct {
 	step        *call         // the acquisition or renewal under way, if any
 	pending     int           // other calls under way (release, watch, deregister)
 	phase       phase         // where the machine is; see phase
-	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
 	due         time.Time     // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
-	tried       bool          // an acquisition attempt has been made
 	finalTries  int           // refusals in a row that reported at most finalWait left
+	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
+	tried       bool          // an acquisition attempt has been made
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
@@ -49,10 +49,10 @@ type loop struct {
 	stopWatch     func()
 	watchCancel   context.CancelFunc // ends a subscription attempt (and its retry wait)
 	watchFailures int                // subscription attempts failed in a row
-	live          bool               // the event subscription is live (P3)
 	subscriptions int                // EventSubscribed seen so far
 	announced     string
 	topPriority   int  // the highest participant priority the last refusal reported (B2)
+	live          bool // the event subscription is live (P3)
 	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the subscription came back while a renewal was under way;
 	// that renewal may have been answered before the server lost its
