@@ -238,6 +238,9 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	e.observed.Store(&observation{identity: e.identity, until: deadline})
 	close(old.led)
 	l.lease = lease
+	if e.group != nil && e.coordinated {
+		e.group.leading.Add(1) // B1: counted until endTerm
+	}
 	e.tel.leader(true, fence)
 	e.tel.transition(Acquired)
 	if !l.freeSince.IsZero() && !now.Before(l.freeSince) {
@@ -263,6 +266,9 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
 	lease := l.lease
 	l.lease = nil
+	if e.group != nil && e.coordinated {
+		e.group.leading.Add(-1)
+	}
 	if l.phase == phaseLeading {
 		l.phase = phaseCandidate
 	}
