@@ -46,6 +46,12 @@ type BalanceGroup struct {
 	log *zap.Logger
 
 	share atomic.Int64 // the share the latest round computed; 0 before
+	// leading counts the members' terms: each member's machine adds one
+	// when a term begins and takes it off when the term ends, so held
+	// reads one counter instead of asking every member (a refused
+	// candidate asks, and with n members asking each the cost grew with
+	// n²).
+	leading atomic.Int64
 
 	mu      sync.Mutex
 	members map[member]struct{}
@@ -144,18 +150,7 @@ func (g *BalanceGroup) leave(e member) {
 // the moment it reaches its share, not at the next round.
 func (g *BalanceGroup) held() bool {
 	share := g.share.Load()
-	if share <= 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := int64(0)
-	for e := range g.members {
-		if e.IsLeader() {
-			n++
-		}
-	}
-	return n >= share
+	return share > 0 && g.leading.Load() >= share
 }
 
 // watchTaker subscribes, before a handover, to e's notice of a new leader

@@ -1,11 +1,12 @@
 package leadership
 
 import (
+	"fmt"
 	"time"
 )
 
 // Description is what Describe reports about an elector: its composition,
-// captured at construction, and nothing secret.
+// fixed at construction, and nothing secret.
 type Description struct {
 	// Role is the role elected.
 	Role string
@@ -58,15 +59,15 @@ func Describe(e *Elector) Description {
 	return Description{
 		Role:              e.role,
 		LockKey:           e.key,
-		ProviderKey:       e.providerKey,
+		ProviderKey:       e.caps.providerKeyOf(e.key),
 		Coordinated:       e.coordinated,
 		WhenUncoordinated: e.opts.WhenUncoordinated,
 		Lease:             e.opts.Lease,
-		RequestedLease:    e.asked.Lease,
+		RequestedLease:    e.askedLease,
 		RenewInterval:     e.opts.RenewInterval,
 		RetryInterval:     e.opts.RetryInterval,
 		Identity:          e.identity,
-		LockType:          e.lockType,
+		LockType:          fmt.Sprintf("%T", e.lock),
 		SafetyMargin:      e.margin,
 		Balance:           e.opts.Balance,
 		Priority:          e.opts.Priority,

@@ -13,14 +13,22 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// wakeMargin is added to a holder's remaining lease before the next
-// attempt, so the attempt lands just after the lease ran out (E1, P3).
-// One millisecond is enough: the remaining time is measured from when the
-// refusal arrived, after the server read its clock, and Redis reports it
-// truncated to the millisecond and frees a key once its clock has passed
-// the expiry millisecond, so the key is free at most 1ms after the
-// refusal's arrival plus Remaining.
-const wakeMargin = time.Millisecond
+// A refused candidate sleeps until the holder's lease runs out as the
+// refusal reported it (E1, P3), then tries. The remaining time is measured
+// from when the backend read its clock, and the candidate counts it from
+// when the refusal arrived, so the attempt does not land early by the
+// round trip. Redis reports it to the microsecond up to the start of the
+// expiry millisecond and frees the key once its clock has passed that
+// millisecond, so the key may still be held for up to 1ms after: a
+// refusal reporting at most finalWait left is tried again at once, up to
+// maxFinalTries times in a row, rather than after a timer, which the Go
+// runtime fires up to a millisecond late. After that many the next try
+// waits finalWait past the reported time, as for a backend that reports
+// too little.
+const (
+	finalWait     = time.Millisecond
+	maxFinalTries = 32
+)
 
 // Elector elects this instance leader of one role over a locking.Lock. It
 // implements Leadership and adds Start, Stop, Resign, Run, Fence, Leader,
@@ -38,15 +46,13 @@ const wakeMargin = time.Millisecond
 type Elector struct {
 	role        string
 	key         string
-	providerKey string
-	lockType    string
 	lock        locking.Lock
 	caps        capabilities
 	coordinated bool
-	opts        Options // effective options (lease capped by the lock)
-	asked       Options // options as given (copied: K6)
+	capped      bool          // opts.Lease is the lock's cap, below askedLease (T2)
+	opts        Options       // effective options (lease capped by the lock)
+	askedLease  time.Duration // Options.Lease as given, before the lock's cap (T2)
 	margin      time.Duration
-	capped      bool
 	identity    string
 	log         *zap.Logger
 	tel         *electorTelemetry
@@ -140,13 +146,11 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e := &Elector{
 		role:        role,
 		key:         key,
-		providerKey: caps.providerKeyOf(key),
-		lockType:    fmt.Sprintf("%T", lock),
 		lock:        lock,
 		caps:        caps,
 		coordinated: coordinated,
 		opts:        opts,
-		asked:       opts,
+		askedLease:  opts.Lease,
 		identity:    s.identity,
 		stopDone:    make(chan struct{}),
 	}
@@ -368,7 +372,14 @@ func (e *Elector) Start(ctx context.Context) error {
 // lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
 	reply := make(chan lifeReply, 1)
-	e.loop.post(message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}})
+	m := message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}}
+	if e.group == nil {
+		// No successor to name: the stop request rides on the first
+		// message, and the first Stop's release goes out one hand-off
+		// sooner.
+		m.req = request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+	}
+	e.loop.post(m)
 	switch r := <-reply; {
 	case r.idle:
 		close(e.stopDone)
@@ -381,16 +392,16 @@ func (e *Elector) Stop(ctx context.Context) error {
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	var target string
+	req := m.req
 	if e.group != nil {
+		var target string
 		if e.IsLeader() {
 			target = e.group.successor(e)
 		}
 		e.group.leave(e)
+		req = request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+		e.loop.post(message{kind: msgRequest, req: req})
 	}
-
-	req := request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	var err error
 	select {

@@ -69,8 +69,10 @@ type outcome struct {
 	stopWatch func() // opWatch: ends the subscription
 }
 
-// send reports a call's outcome to the machine.
-func (l *loop) send(o outcome) { l.post(message{kind: msgOutcome, o: o}) }
+// send reports a call's outcome to the machine from the call's own
+// goroutine, which has nothing left to do: when the machine is idle, that
+// goroutine runs it (one goroutine hand-off less per call).
+func (l *loop) send(o outcome) { l.inbox.run(message{kind: msgOutcome, o: o}) }
 
 // start runs fn on a goroutine of its own with ctx, which cancel ends,
 // and reports its outcome to the loop. The lock is foreign code: a panic

@@ -34,7 +34,7 @@ func (l *loop) begin(r lifeRequest) bool {
 		// such a lease (CheckComposition at OnStart) fails before it starts
 		// the elector, and must not first warn as if it would carry on.
 		e.log.Warn("LeadershipLeaseCapped",
-			zap.Duration("lease", e.asked.Lease), zap.Duration("max_lease", e.opts.Lease),
+			zap.Duration("lease", e.askedLease), zap.Duration("max_lease", e.opts.Lease),
 			zap.Duration("renew_interval", e.opts.RenewInterval))
 	}
 	if !e.coordinated {
@@ -86,9 +86,7 @@ func (l *loop) stopAsked(r lifeRequest) bool {
 func (l *loop) stop(req request) {
 	e := l.e
 	l.timer.Stop()
-	if lease := l.endTerm(Released, nil); lease != nil {
-		l.releaseTo(req.ctx, lease, req.target, l.collect)
-	}
+	lease := l.endTerm(Released, nil)
 	l.phase, l.stopReq = phaseStopping, &req
 	close(req.ended)
 	if l.step != nil {
@@ -109,6 +107,11 @@ func (l *loop) stop(req request) {
 	}
 	l.unwatch(l.stopWatch)
 	l.stopWatch = nil
+	if lease != nil {
+		// Started last, so the scheduler runs the release's goroutine
+		// first: the successor waits for it, not for the others.
+		l.releaseTo(req.ctx, lease, req.target, l.collect)
+	}
 }
 
 // deregistered logs a failed deregistration (see stop); it never fails

@@ -31,6 +31,10 @@ func (l *loop) handle(m message) {
 	}
 	switch m.kind {
 	case msgTimer:
+	case msgStop:
+		if m.req.reply != nil {
+			l.stop(m.req) // the first Stop's request came with it
+		}
 	case msgOutcome:
 		l.finish(m.o)
 	case msgRequest:

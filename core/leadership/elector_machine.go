@@ -34,10 +34,11 @@ type loop struct {
 	step        *call         // the acquisition or renewal under way, if any
 	pending     int           // other calls under way (release, watch, deregister)
 	phase       phase         // where the machine is; see phase
-	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
 	due         time.Time     // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
+	finalTries  int           // refusals in a row that reported at most finalWait left
+	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
 	tried       bool          // an acquisition attempt has been made
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
@@ -49,10 +50,10 @@ type loop struct {
 	stopWatch     func()
 	watchCancel   context.CancelFunc // ends a subscription attempt (and its retry wait)
 	watchFailures int                // subscription attempts failed in a row
-	live          bool               // the event subscription is live (P3)
 	subscriptions int                // EventSubscribed seen so far
 	announced     string
 	topPriority   int  // the highest participant priority the last refusal reported (B2)
+	live          bool // the event subscription is live (P3)
 	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the subscription came back while a renewal was under way;
 	// that renewal may have been answered before the server lost its
@@ -82,7 +83,7 @@ const (
 type message struct {
 	kind msgKind
 	o    outcome       // msgOutcome
-	req  request       // msgRequest
+	req  request       // msgRequest; msgStop: the stop request when no successor is named (reply nil: none)
 	ev   locking.Event // msgEvent
 	life lifeRequest   // msgStart, msgStop
 }
@@ -139,7 +140,9 @@ func (l *loop) contends() bool {
 func newLoop(e *Elector) *loop {
 	l := &loop{e: e}
 	l.inbox.handle = l.handle
-	l.timer = time.AfterFunc(MaxWait, func() { l.post(message{kind: msgTimer}) })
+	// The timer's goroutine is the runtime's, one per firing, holding
+	// nothing: it runs the machine when idle.
+	l.timer = time.AfterFunc(MaxWait, func() { l.inbox.run(message{kind: msgTimer}) })
 	l.timer.Stop()
 	return l
 }

@@ -2,6 +2,7 @@ package leadership_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -129,8 +130,54 @@ func TestElector_P3_CrashTakeoverAtTheLearnedExpiry(t *testing.T) {
 		if err := e.WaitForLeadership(bg); err != nil {
 			t.Fatal(err)
 		}
-		if got := time.Since(start); got != 7*time.Second+time.Millisecond {
-			t.Fatalf("took over after %v, want at the expiry plus the 1ms wake margin", got)
+		if got := time.Since(start); got != 7*time.Second {
+			t.Fatalf("took over after %v, want at the expiry", got)
+		}
+	})
+}
+
+// shortLock reports each refusal's remaining time short by the
+// millisecond, as Redis reports the time until the expiry millisecond
+// begins and frees the key only once it has passed.
+type shortLock struct {
+	countingLock
+}
+
+func (s *shortLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+	l, err := s.countingLock.TryAcquirePriority(ctx, key, d, owner, priority, yield)
+	if held := (*locking.HeldError)(nil); errors.As(err, &held) {
+		held.Remaining = max(held.Remaining-time.Millisecond, time.Microsecond)
+	}
+	return l, err
+}
+
+func TestElector_P3_FinalMillisecondRetriedAtOnceBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &shortLock{countingLock{DistributedLock: memLock(t)}}
+		// A crashed holder: its lease runs out in 7s and nobody releases it.
+		if _, err := lock.TryAcquireAs(bg, "leader:r", 7*time.Second, "crashed"); err != nil {
+			t.Fatal(err)
+		}
+		e := mustElector(t, "r", lock, leadership.DefaultOptions())
+		start := time.Now()
+		before := lock.attempts.Load()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		if err := e.WaitForLeadership(bg); err != nil {
+			t.Fatal(err)
+		}
+		// Told 6.999s, the candidate tries then; the key is held for one
+		// more millisecond, and fake time does not pass between tries, so
+		// it retries at once as many times as allowed, then waits the
+		// millisecond past the reported 1µs.
+		if got, want := time.Since(start), 7*time.Second+time.Microsecond; got != want {
+			t.Fatalf("took over after %v, want %v", got, want)
+		}
+		// The first attempt (and one more when the subscription comes up),
+		// the one at 6.999s, the bounded immediate tries, the timed one.
+		least := int64(1 + 1 + leadership.MaxFinalTries + 1)
+		if n := lock.attempts.Load() - before; n < least || n > least+1 {
+			t.Fatalf("%d attempts, want %d or %d", n, least, least+1)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -100,16 +102,24 @@ const (
 	outcomeUnacked  = "unacknowledged" // Q2: too few replicas acknowledged
 )
 
-// electorTelemetry holds one elector's instruments.
+// electorTelemetry holds one elector's attributes and its meter's
+// instruments.
 type electorTelemetry struct {
-	role        attribute.KeyValue
-	key         attribute.KeyValue
-	roleSet     metric.MeasurementOption
-	leaderSet   metric.MeasurementOption // role and identity
+	*instruments
+	role      attribute.KeyValue
+	key       attribute.KeyValue
+	roleSet   metric.MeasurementOption
+	leaderSet metric.MeasurementOption // role and identity
+	tracer    trace.Tracer
+}
+
+// instruments are the elector's instruments of one meter, shared by the
+// electors that use it.
+type instruments struct {
+	meter       metric.Meter
 	fence       metric.Int64Gauge
 	handover    metric.Float64Histogram
 	members     metric.Int64Gauge
-	tracer      trace.Tracer
 	isLeader    metric.Int64Gauge
 	transitions metric.Int64Counter
 	renewals    metric.Int64Counter
@@ -118,24 +128,28 @@ type electorTelemetry struct {
 	unacked     metric.Int64Counter
 }
 
-// newElectorTelemetry creates the elector's instruments. A meter that
-// refuses one (an invalid name or unit for its SDK) fails NewElector,
-// naming the instrument, rather than leaving the metric silently absent.
-func newElectorTelemetry(s settings, role, key, identity string) (*electorTelemetry, error) {
-	m := s.meters.Meter(instrumentationScope)
-	t := &electorTelemetry{
-		role:   attribute.String(AttrRole, role),
-		key:    attribute.String(AttrLockKey, key),
-		tracer: s.tracers.Tracer(instrumentationScope),
+// lastInstruments are the instruments the latest elector created: the
+// next elector of the same meter shares them rather than holding its own
+// (a meter returns the same instrument for the same name anyway). One
+// entry, so a process that replaces its meter provider keeps nothing of
+// the old one but this.
+var lastInstruments atomic.Pointer[instruments]
+
+// instrumentsOf returns m's instruments, shared when the latest elector
+// used m too. Only a meter that is a pointer is compared: any other kind
+// might not be comparable.
+func instrumentsOf(m metric.Meter) (*instruments, error) {
+	shareable := m != nil && reflect.TypeOf(m).Kind() == reflect.Pointer
+	if last := lastInstruments.Load(); shareable && last != nil && last.meter == m {
+		return last, nil
 	}
-	t.roleSet = metric.WithAttributeSet(attribute.NewSet(t.role))
-	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String(AttrIdentity, identity)))
 	var errs []error
 	check := func(name string, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("instrument %s: %w", name, err))
 		}
 	}
+	t := &instruments{meter: m}
 	var err error
 	t.isLeader, err = m.Int64Gauge(MetricIsLeader, metric.WithUnit("{leader}"),
 		metric.WithDescription("1 while this instance leads the role, else 0"))
@@ -167,6 +181,29 @@ func newElectorTelemetry(s settings, role, key, identity string) (*electorTeleme
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if shareable {
+		lastInstruments.Store(t)
+	}
+	return t, nil
+}
+
+// newElectorTelemetry creates the elector's attributes and finds its
+// instruments. A meter that refuses one (an invalid name or unit for its
+// SDK) fails NewElector, naming the instrument, rather than leaving the
+// metric silently absent.
+func newElectorTelemetry(s settings, role, key, identity string) (*electorTelemetry, error) {
+	in, err := instrumentsOf(s.meters.Meter(instrumentationScope))
+	if err != nil {
+		return nil, err
+	}
+	t := &electorTelemetry{
+		instruments: in,
+		role:        attribute.String(AttrRole, role),
+		key:         attribute.String(AttrLockKey, key),
+		tracer:      s.tracers.Tracer(instrumentationScope),
+	}
+	t.roleSet = metric.WithAttributeSet(attribute.NewSet(t.role))
+	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String(AttrIdentity, identity)))
 	return t, nil
 }
 

@@ -43,6 +43,7 @@ func (l *loop) acquired(o outcome) {
 	case outcomeAcquired:
 		l.recovered()
 		l.acknowledged()
+		l.finalTries = 0
 		deadline := o.c.sent.Add(o.granted - e.margin)
 		if !now.Before(deadline) {
 			// The reply came after the lease it granted had run out: no
@@ -62,19 +63,35 @@ func (l *loop) acquired(o outcome) {
 			l.topPriority = held.TopPriority
 		}
 		next := retry
+		final := false
 		if held != nil && held.Remaining > 0 {
 			l.observe(held.Owner, now.Add(held.Remaining))
 			l.freeSince, l.freeKind = now.Add(held.Remaining), "takeover"
+			wait := held.Remaining
+			if wait <= finalWait {
+				// The lease ends within the millisecond: try again at once
+				// rather than after the timer's slack, a bounded number of
+				// times in a row.
+				l.finalTries++
+				final = true
+				wait = 0
+				if l.finalTries > maxFinalTries {
+					wait = held.Remaining + finalWait
+				}
+			}
 			if l.live {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
-				next = min(held.Remaining+wakeMargin, MaxWait)
+				next = min(wait, MaxWait)
 				if l.yields() {
 					next += retry // B1, B2: others first
 				}
 			} else {
-				next = min(retry, held.Remaining+wakeMargin)
+				next = min(retry, wait)
 			}
+		}
+		if !final {
+			l.finalTries = 0
 		}
 		l.due = now.Add(next)
 		if w := l.wokeDuring; !w.IsZero() && w.Before(l.due) {
@@ -240,6 +257,9 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	e.observed.Store(&observation{identity: e.identity, until: deadline})
 	close(old.led)
 	l.lease = lease
+	if e.group != nil && e.coordinated {
+		e.group.leading.Add(1) // B1: counted until endTerm
+	}
 	e.tel.leader(true, fence)
 	e.tel.transition(Acquired)
 	if !l.freeSince.IsZero() && !now.Before(l.freeSince) {
@@ -265,6 +285,9 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
 	lease := l.lease
 	l.lease = nil
+	if e.group != nil && e.coordinated {
+		e.group.leading.Add(-1)
+	}
 	if l.phase == phaseLeading {
 		l.phase = phaseCandidate
 	}

@@ -178,8 +178,8 @@ func TestElector_E1_WakesAtHolderExpiry(t *testing.T) {
 		if err := e.WaitForLeadership(bg); err != nil {
 			t.Fatal(err)
 		}
-		if got := time.Since(start); got != 501*time.Millisecond {
-			t.Fatalf("took over after %v, want 501ms (TTL + margin), not the 2s retry interval", got)
+		if got := time.Since(start); got != 500*time.Millisecond {
+			t.Fatalf("took over after %v, want 500ms (the TTL), not the 2s retry interval", got)
 		}
 	})
 }

@@ -5,8 +5,9 @@ import "sync"
 // inbox is a FIFO queue with a consumer that runs only while the queue is
 // not empty: put queues an item and, when no consumer runs, starts a
 // goroutine that calls handle for each item in order and ends when the
-// queue is empty. So items are handled one at a time, in order, never on
-// the goroutine that put them, and an empty inbox costs no goroutine. The
+// queue is empty (run consumes on the caller's goroutine instead). So
+// items are handled one at a time, in order, never on a goroutine that
+// put them unless it asked to, and an empty inbox costs no goroutine. The
 // elector's state machine (loop) and its notifier each consume one.
 type inbox[T any] struct {
 	handle func(T)
@@ -29,6 +30,23 @@ func (b *inbox[T]) put(x T) {
 	b.running = true
 	b.mu.Unlock()
 	go b.consume()
+}
+
+// run queues x and, when no consumer runs, consumes on the calling
+// goroutine until the queue is empty, saving the hand-off to a new
+// goroutine. Only a goroutine the elector owns and that holds no lock
+// (a lock call's goroutine after the call returned, a timer's) may use
+// it: the caller runs handle for every item queued meanwhile.
+func (b *inbox[T]) run(x T) {
+	b.mu.Lock()
+	b.items = append(b.items, x)
+	if b.running {
+		b.mu.Unlock()
+		return
+	}
+	b.running = true
+	b.mu.Unlock()
+	b.consume()
 }
 
 // consume handles the queued items, one at a time, until none is left.

@@ -72,10 +72,13 @@ func WithIdentity(id string) Option {
 	})
 }
 
+// nopLogger is the default logger, shared: a no-op logger holds no state.
+var nopLogger = zap.NewNop()
+
 // newSettings applies opts over the defaults.
 func newSettings(opts []Option) settings {
 	s := settings{
-		logger:  zap.NewNop(),
+		logger:  nopLogger,
 		meters:  otel.GetMeterProvider(),
 		tracers: otel.GetTracerProvider(),
 	}

@@ -12,10 +12,14 @@
 -- meta field 'free' records since when a lower-priority caller found it
 -- free; an acquisition clears it.
 --
--- Returns {1, fence} when taken; {0, pttl, holder value, top priority}
--- when held (pttl -1: no expiry; the highest priority among the live
--- participants, 0 when none); {2, stored} when the stored fence is not a
--- number below 2^53 (nothing is written then).
+-- Returns {1, fence} when taken; {0, wait, holder value, top priority}
+-- when held: wait is the microseconds from the server's TIME until the
+-- holder's expiry millisecond (PEXPIRETIME) begins, at least 1; Redis
+-- frees the key once its clock has passed that millisecond, so the key is
+-- free at most 1ms after wait (-1: no expiry; the highest priority among
+-- the live participants, 0 when none); {2, stored} when the stored fence
+-- is not a number below 2^53 (nothing is written then). The quarantine and
+-- priority waits below are microseconds too.
 --
 -- Quarantine after state loss (Q3): ARGV[10] '0' off; '1' on; '2' on and
 -- the caller saw this key's meta hash before. ARGV[11] is the server run
@@ -113,7 +117,21 @@ if held then
       redis.call('PEXPIRE', KEYS[2], ARGV[5])
     end
   end
-  return reply({0, redis.call('PTTL', KEYS[1]), held, top or 0})
+  -- PEXPIRETIME (Redis 7.0) gives the expiry to the millisecond, where
+  -- PTTL would lose up to 1ms to truncation; before 7.0, PTTL against the
+  -- millisecond of TIME.
+  local at = redis.pcall('PEXPIRETIME', KEYS[1])
+  if type(at) ~= 'number' then
+    at = redis.call('PTTL', KEYS[1])
+    if at >= 0 then
+      at = ms + at
+    end
+  end
+  local wait = -1
+  if at >= 0 then
+    wait = math.max(at * 1000 - us, 1)
+  end
+  return reply({0, wait, held, top or 0})
 end
 
 -- Q3: a free key after the server lost its state waits one lease.
@@ -131,7 +149,7 @@ if quarantine ~= '0' then
     end
   end
   if until_ms and ms < until_ms then
-    return reply({0, until_ms - ms, '', top or 0})
+    return reply({0, until_ms * 1000 - us, '', top or 0})
   end
 end
 
@@ -147,7 +165,7 @@ if wait > 0 and registering and others and top > prio then
     redis.call('HSET', KEYS[2], self, record)
   end
   if ms < seen + wait then
-    return reply({0, seen + wait - ms, '', top})
+    return reply({0, (seen + wait) * 1000 - us, '', top})
   end
 end
 

@@ -18,8 +18,9 @@
 //   - Acquire: when the key is free, SET key value PX ttl,
 //     the fence written to the key's meta hash, and an "acquired@FENCE:OWNER"
 //     message on the key's channel; when it is held, the holder's value
-//     (and so its owner identity, P2) and PTTL, reported by
-//     locking.HeldError. Either way the owner is registered as a
+//     (and so its owner identity, P2) and the time to its expiry in
+//     microseconds (PEXPIRETIME against TIME, not PTTL's truncated
+//     milliseconds), reported by locking.HeldError. Either way the owner is registered as a
 //     participant.
 //   - Extend: PEXPIRE when the key still stores this lease's
 //     value, and the participant's registration.
@@ -145,7 +146,9 @@
 // share: SET with NX and PX, GET, MGET, DEL, PTTL, PEXPIRE, TIME, HGET,
 // HSET, HINCRBY, HDEL, HGETALL, PUBLISH, EVALSHA and EVAL. SET with both
 // NX and GET needs Redis 7.0+ or Valkey; on 6.2 the plain lock's script
-// falls back to GET and SET (one command more). TIME before writes needs
+// falls back to GET and SET (one command more). A refused acquisition
+// reads the holder's expiry with PEXPIRETIME (Redis 7.0+, Valkey); on 6.2
+// it falls back to PTTL. TIME before writes needs
 // script effects replication, the default since Redis 5 and the only mode
 // of Redis 7 and Valkey. Sharded pub/sub (SPUBLISH, SSUBSCRIBE), used only
 // on Cluster, needs Redis 7.0+ or Valkey. redis.Ring is not supported for

@@ -50,7 +50,7 @@ const cleanupTimeout = time.Second
 // Replies of the acquire script (first element).
 const (
 	acquiredReply = 1 // {1, fence}
-	heldReply     = 0 // {0, pttl, holder value}
+	heldReply     = 0 // {0, wait, holder value, top priority}
 	badFenceReply = 2 // {2, stored fence}
 )
 
@@ -448,7 +448,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 			break
 		}
 		res.HolderValue, res.TopPriority = v, int(top)
-		res.Remaining = remaining(n)
+		res.Remaining = remainingMicros(n)
 		return res, nil
 	case kind == badFenceReply && len(reply) == 2:
 		v, _ := reply[1].(string)
@@ -479,6 +479,16 @@ func remaining(pttl int64) time.Duration {
 	default:
 		return 0
 	}
+}
+
+// remainingMicros converts acquire.lua's wait: microseconds until the
+// holder's expiry millisecond begins (at least 1), or -1 (held without
+// expiry) as unknown.
+func remainingMicros(us int64) time.Duration {
+	if us <= 0 {
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // takeResult interprets take.lua's reply v: the fence (taken), "PTTL:VALUE"

@@ -1,0 +1,4 @@
+package leadership
+
+// MaxFinalTries exposes maxFinalTries to the external tests.
+const MaxFinalTries = maxFinalTries
