@@ -109,7 +109,13 @@ func (h *Held) extend(granted, maxHold time.Duration) {
 		case <-t.C:
 		}
 		now := time.Now()
-		if now.Sub(start) >= maxHold || !now.Before(deadline) {
+		if !now.Before(deadline) {
+			// No extension landed in time (the server was slow or away):
+			// the lease ran out before MaxHold.
+			h.end(fmt.Errorf("locking: %q: %w (not extended before the lease ran out)", h.lease.Key(), ErrLeaseLost))
+			return
+		}
+		if now.Sub(start) >= maxHold {
 			// Stop extending; the lease runs out at deadline.
 			wait := time.Until(deadline)
 			if wait > 0 {
