@@ -39,7 +39,6 @@ type loop struct {
 	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
 	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
 	tried       bool          // an acquisition attempt has been made
-	triedAt     time.Time     // when the last acquisition attempt was sent
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
