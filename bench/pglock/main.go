@@ -65,6 +65,14 @@ import (
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
+// breakdown is -breakdown; resetStats clears pg_stat_statements and
+// printStats writes its calls per role per second to stderr.
+var (
+	breakdown  bool
+	printStats func(roles int, elapsed float64) error
+	resetStats func() (any, error)
+)
+
 func main() {
 	short := flag.Bool("short", false, "run every measure a few times, to check the harness")
 	rounds := flag.Int("n", 50, "handovers and takeovers per backend")
@@ -72,11 +80,13 @@ func main() {
 	ops := flag.Int("ops", 2000, "acquire+release pairs per backend")
 	steadyRoles := flag.String("steady-roles", "100,1000", "comma-separated role counts of the steady load (5,10 with -short)")
 	out := flag.String("out", "", "write the results to FILE (default: stdout)")
+	flag.BoolVar(&breakdown, "breakdown", false, "load pg_stat_statements and print, after each steady load over PostgreSQL, the statements per role per second by statement")
 	flag.Parse()
 	rolesSet := false
 	flag.Visit(func(f *flag.Flag) { rolesSet = rolesSet || f.Name == "steady-roles" })
 	if *short {
 		*rounds, *ops, *steadyFor = 3, 50, 2*time.Second
+		settle = 0
 		if !rolesSet {
 			*steadyRoles = "5,10"
 		}
@@ -109,6 +119,17 @@ func run(rounds, ops int, roles []int, steadyFor time.Duration, out string) erro
 		return err
 	}
 	defer pg.Stop()
+	if breakdown {
+		if err := pg.Exec("postgres", "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"); err != nil {
+			return err
+		}
+		if err := pg.Restart(); err != nil {
+			return err
+		}
+		if err := pg.Exec("postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			return err
+		}
+	}
 	rs, err := redistest.Launch(redistest.Options{})
 	if err != nil {
 		return err
@@ -121,6 +142,25 @@ func run(rounds, ops int, roles []int, steadyFor time.Duration, out string) erro
 		return err
 	}
 	defer pool.Close()
+	resetStats = func() (any, error) {
+		return pool.Exec(ctx, "SELECT pg_stat_statements_reset()", pgx.QueryExecModeSimpleProtocol)
+	}
+	printStats = func(n int, elapsed float64) error {
+		rows, err := pool.Query(ctx, "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) FROM pg_stat_statements ORDER BY calls DESC LIMIT 12", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var calls int64
+			var q string
+			if err := rows.Scan(&calls, &q); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "  %7.3f /role/s  %6d calls  %s\n", float64(calls)/float64(n)/elapsed, calls, q)
+		}
+		return rows.Err()
+	}
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rc.Close()
 
@@ -358,10 +398,19 @@ func steady(b backend, roles int, d time.Duration, count func() (int64, error), 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// PostgreSQL's backends publish their counters at most once a second
+	// while busy and within 10s of going idle: the acquisitions that made
+	// every role led would otherwise land inside the window.
+	time.Sleep(settle)
 	cpuBefore, cpuErr := cpu()
 	before, err := count()
 	if err != nil {
 		return 0, 0, err
+	}
+	if breakdown && b.name == "pglock" {
+		if _, err := resetStats(); err != nil {
+			return 0, 0, err
+		}
 	}
 	began := time.Now()
 	time.Sleep(d)
@@ -370,12 +419,22 @@ func steady(b backend, roles int, d time.Duration, count func() (int64, error), 
 		return 0, 0, err
 	}
 	elapsed := time.Since(began).Seconds()
+	if breakdown && b.name == "pglock" {
+		if err := printStats(roles, elapsed); err != nil {
+			return 0, 0, err
+		}
+	}
 	cpuRate = -1
 	if cpuAfter, err := cpu(); err == nil && cpuErr == nil {
 		cpuRate = float64(cpuAfter-cpuBefore) / float64(time.Millisecond) / elapsed / float64(roles) * 1000
 	}
 	return float64(after-before-1) / float64(roles) / elapsed, cpuRate, nil
 }
+
+// settle is how long the steady load runs before its window opens: longer
+// than PostgreSQL's 10s at most before an idle backend publishes its
+// counters (PGSTAT_IDLE_INTERVAL).
+var settle = 11 * time.Second
 
 // pct is the p-th percentile of ds (nearest rank).
 func pct(ds []time.Duration, p int) time.Duration {
