@@ -48,8 +48,6 @@ type Provider struct {
 	preparing *prepCall // the preparation under way, if any; guarded by schemaMu
 
 	l *listener
-
-	batch batcher // coalesces acquisitions and extensions (see batcher)
 }
 
 // statements are the provider's SQL with its table names filled in.
@@ -282,11 +280,8 @@ func ctxErr(ctx context.Context) error {
 
 // mayHaveRun reports whether a failed statement may have committed: not
 // when the server answered with an error (the statement was rolled back)
-// or nothing was sent (pgx knows it, or the call never left the queue).
+// or pgx knows nothing was sent.
 func mayHaveRun(err error) bool {
-	if errors.Is(err, errNotSent) {
-		return false
-	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return false
@@ -342,10 +337,10 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	var remaining int64
 	var top int32
 	var notes int64
-	err := p.queryRow(ctx, p.sql.acquire, []any{
+	err := p.pool.QueryRow(ctx, p.sql.acquire, execMode,
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority), yield,
 		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
-	}, &res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
+	).Scan(&res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
@@ -388,9 +383,9 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		pttl = micros(r.ParticipantTTL)
 	}
 	var live int64
-	err := p.queryRow(ctx, p.sql.extend, []any{
+	err := p.pool.QueryRow(ctx, p.sql.extend, execMode,
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
-	}, &res.Extended, &live, &res.Preempt)
+	).Scan(&res.Extended, &live, &res.Preempt)
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
