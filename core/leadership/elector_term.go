@@ -112,7 +112,15 @@ func (l *loop) acquired(o outcome) {
 		l.due = now.Add(retry)
 	default:
 		l.unavailable("acquire", o.err)
-		l.due = now.Add(retry)
+		// E1, E7: the cadence counts from when the attempt was sent, so
+		// an attempt that used its whole bound (a server that accepts
+		// connections but does not answer in time, as one does while it
+		// recovers) is followed at once by the next, not one more
+		// RetryInterval later.
+		l.due = o.c.sent.Add(retry)
+		if l.due.Before(now) {
+			l.due = now
+		}
 	}
 }
 

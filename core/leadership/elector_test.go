@@ -503,6 +503,34 @@ func TestElector_E7_ProviderOutage(t *testing.T) {
 	})
 }
 
+// TestElector_E7_HangingAttemptsKeepTheCadence: attempts that use their
+// whole bound (min(RetryInterval, Lease)) without an answer, as they do
+// against a server that accepts connections but answers late while it
+// recovers, follow each other on the RetryInterval cadence counted from
+// when each was sent, not one RetryInterval after each timed out; once the
+// server answers, the next attempt takes the role.
+func TestElector_E7_HangingAttemptsKeepTheCadence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fl := leadershiptest.NewFaultLock(memLock(t))
+		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultHang)
+		e := mustElector(t, "r", fl, fastOpts()) // retry 2s, lease 3s: each attempt hangs 2s
+		start := time.Now()
+		mustStart(t, e)
+		defer mustStop(t, e)
+		time.Sleep(19 * time.Second) // the tenth attempt, sent at 18s, hangs
+		synctest.Wait()
+		if got := fl.Calls(leadershiptest.OpAcquire); got != 10 {
+			t.Fatalf("attempts in 19s of hanging calls = %d, want 10 (one every 2s, from when each was sent)", got)
+		}
+		fl.Clear()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !e.IsLeader() || time.Since(start) != 20*time.Second {
+			t.Fatalf("leader %v after %v, want leader at 20s (the attempt due when the server answers again)", e.IsLeader(), time.Since(start))
+		}
+	})
+}
+
 func TestElector_E8_StopAndResignBeforeStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := mustElector(t, "r", memLock(t), fastOpts())

@@ -171,3 +171,49 @@ func TestElector_E5_LostConnectionEndsTheTermAtItsDeadline(t *testing.T) {
 		t.Fatal("IsLeader after the term ended")
 	}
 }
+
+// TestProvider_O4_PreparationOutlivesShortDeadlines: the first use creates
+// the tables on a context of its own, so a caller whose short deadline
+// ends while the creation waits (here for another session's lock on the
+// creation) returns its deadline, and the creation still completes, with
+// no further call, once it can.
+func TestProvider_O4_PreparationOutlivesShortDeadlines(t *testing.T) {
+	pool := newDB(t)
+	p := newProvider(t, pool, pglock.Options{})
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// The lock the creation takes first (see the schema SQL).
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('hostloom:' || 'hostloom_locks'))`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = p.Acquire(short, locking.AcquireRequest{Key: "k", Value: "v", TTL: time.Second})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire while the creation waits = %v, want its deadline", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('hostloom_locks') IS NOT NULL`).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tables were not created after the caller's deadline ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := p.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "v", TTL: time.Second}); err != nil {
+		t.Fatalf("acquire once the tables exist: %v", err)
+	}
+}

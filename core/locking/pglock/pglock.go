@@ -43,8 +43,9 @@ type Provider struct {
 	t    tables
 	sql  statements
 
-	schemaMu sync.Mutex
-	ready    bool // tables created (unless ExternalSchema) and probed; guarded by schemaMu
+	schemaMu  sync.Mutex
+	ready     bool      // tables created (unless ExternalSchema) and probed; guarded by schemaMu
+	preparing *prepCall // the preparation under way, if any; guarded by schemaMu
 
 	l *listener
 }
@@ -155,15 +156,57 @@ func (p *Provider) Close() error {
 	return nil
 }
 
+// prepareTimeout bounds one preparation (creating and checking the
+// tables), which runs detached from the callers' contexts.
+const prepareTimeout = 10 * time.Second
+
+// prepCall is one preparation under way; err is set before done closes.
+type prepCall struct {
+	done chan struct{}
+	err  error
+}
+
 // prepare creates the tables on first use (unless ExternalSchema) and
 // checks their columns, once: a failure is returned and tried again by
-// the next operation.
+// the next operation. The work runs once at a time on a context detached
+// from the callers' (bounded by prepareTimeout), and each caller waits for
+// it up to its own context: callers with short deadlines (an elector's
+// acquisition is bounded by its RetryInterval) that start together on a
+// busy server would otherwise each cancel the creation halfway, and none
+// would ever finish it.
 func (p *Provider) prepare(ctx context.Context) error {
 	p.schemaMu.Lock()
-	defer p.schemaMu.Unlock()
 	if p.ready {
+		p.schemaMu.Unlock()
 		return nil
 	}
+	c := p.preparing
+	if c == nil {
+		c = &prepCall{done: make(chan struct{})}
+		p.preparing = c
+		go func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prepareTimeout)
+			err := p.createAndProbe(pctx)
+			cancel()
+			p.schemaMu.Lock()
+			c.err, p.preparing = err, nil
+			p.ready = err == nil
+			p.schemaMu.Unlock()
+			close(c.done)
+		}()
+	}
+	p.schemaMu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// createAndProbe creates the tables (unless ExternalSchema) and checks
+// their columns.
+func (p *Provider) createAndProbe(ctx context.Context) error {
 	if !p.o.ExternalSchema {
 		if _, err := p.pool.Exec(ctx, p.sql.schema, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return fmt.Errorf("pglock: create tables %s: %w", p.t.qualified, classify(err))
@@ -174,7 +217,6 @@ func (p *Provider) prepare(ctx context.Context) error {
 			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix,
 			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, classify(err))
 	}
-	p.ready = true
 	return nil
 }
 
