@@ -48,6 +48,8 @@ type Provider struct {
 	preparing *prepCall // the preparation under way, if any; guarded by schemaMu
 
 	l *listener
+
+	batch batcher // coalesces acquisitions and extensions (see batcher)
 }
 
 // statements are the provider's SQL with its table names filled in.
@@ -280,8 +282,11 @@ func ctxErr(ctx context.Context) error {
 
 // mayHaveRun reports whether a failed statement may have committed: not
 // when the server answered with an error (the statement was rolled back)
-// or pgx knows nothing was sent.
+// or nothing was sent (pgx knows it, or the call never left the queue).
 func mayHaveRun(err error) bool {
+	if errors.Is(err, errNotSent) {
+		return false
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return false
@@ -337,10 +342,10 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	var remaining int64
 	var top int32
 	var notes int64
-	err := p.pool.QueryRow(ctx, p.sql.acquire, execMode,
+	err := p.queryRow(ctx, p.sql.acquire, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority), yield,
 		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
-	).Scan(&res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
+	}, &res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
 	if err != nil {
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
@@ -383,9 +388,9 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		pttl = micros(r.ParticipantTTL)
 	}
 	var live int64
-	err := p.pool.QueryRow(ctx, p.sql.extend, execMode,
+	err := p.queryRow(ctx, p.sql.extend, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
-	).Scan(&res.Extended, &live, &res.Preempt)
+	}, &res.Extended, &live, &res.Preempt)
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}

@@ -1,0 +1,268 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// batcher coalesces the acquisitions and extensions (candidates' tries and
+// renewals) that fall due while another is on the wire into one pipelined
+// round trip on one connection: each statement is still its own implicit
+// transaction (a Sync follows each), so one's failure or row locks never
+// touch another's, and every time still comes from the server's clock of
+// its own statement. A lone call is sent at once, by its caller, as
+// before; only those that arrive while one is in flight wait for it, so
+// none is sent later than the in-flight one's reply. An elector measures
+// its deadline from before it called Extend or Acquire, so the wait only
+// makes that deadline more conservative.
+//
+// Besides the round trips, this bounds the connections one provider needs
+// at a time to two, however many roles it serves: after the server comes
+// back from an outage every connection of the pool is new, and a hundred
+// electors each opening its own (a backend started and authenticated per
+// connection, its caches cold after crash recovery) competed for the
+// server's CPU with their own statements, past the acquisitions' bounds,
+// which then dropped those connections and opened new ones.
+//
+// A caller whose context ends while its call is queued takes it out
+// (nothing is sent); while it is on the wire, waits for the reply as a
+// lost reply's cleanup would, so Acquire's cleanup follows the
+// acquisition.
+type batcher struct {
+	mu    sync.Mutex
+	busy  bool       // a round trip is in flight
+	queue []*pending // waiting for the next round trip
+}
+
+// pending is one queued statement: its text, its arguments (without the
+// exec mode) and where its single row is scanned.
+type pending struct {
+	ctx  context.Context
+	sql  string
+	args []any
+	dst  []any
+	err  error
+	done chan struct{}
+}
+
+// batchTimeout bounds a pipelined round trip whose callers set no
+// deadline (each caller still returns when its own context ends).
+const batchTimeout = 5 * time.Second
+
+// errNotSent marks the error of a call whose context ended while it was
+// queued: no statement was sent.
+var errNotSent = errors.New("not sent")
+
+// queryRow runs sql with args and scans its one row into dst, coalescing
+// with the calls queued meanwhile (see batcher).
+func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
+	b := &p.batch
+	b.mu.Lock()
+	if !b.busy {
+		b.busy = true
+		b.mu.Unlock()
+		err := p.queryRowAlone(ctx, sql, args, dst)
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			// Keeps busy until the queue is drained; it lives as long
+			// as the round trips it makes.
+			go p.flush()
+		} else {
+			b.busy = false
+		}
+		b.mu.Unlock()
+		return err
+	}
+	w := &pending{ctx: ctx, sql: sql, args: args, dst: dst, done: make(chan struct{})}
+	b.queue = append(b.queue, w)
+	b.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	queued := false
+	for i, x := range b.queue {
+		if x == w {
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			queued = true
+			break
+		}
+	}
+	b.mu.Unlock()
+	if queued {
+		return fmt.Errorf("%w: %w", errNotSent, ctx.Err())
+	}
+	// On the wire: wait (as long as a lost reply's cleanup may) for the
+	// reply, so a cleanup the caller makes next (Acquire) runs after the
+	// statement did. The reply is not read: the caller's context ended.
+	t := time.NewTimer(cleanupTimeout)
+	select {
+	case <-w.done:
+	case <-t.C:
+	}
+	t.Stop()
+	return ctx.Err()
+}
+
+// queryRowAlone runs one statement the usual way.
+func (p *Provider) queryRowAlone(ctx context.Context, sql string, args []any, dst []any) error {
+	return p.pool.QueryRow(ctx, sql, append([]any{execMode}, args...)...).Scan(dst...)
+}
+
+// flush sends the queued calls, one pipeline per round, until none is
+// left.
+func (p *Provider) flush() {
+	b := &p.batch
+	for {
+		b.mu.Lock()
+		q := b.queue
+		b.queue = nil
+		if len(q) == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		p.pipeline(q)
+	}
+}
+
+// pipeline runs q in one round trip (a caller whose context has ended is
+// skipped) and completes every call.
+func (p *Provider) pipeline(q []*pending) {
+	live := q[:0:0]
+	var deadline time.Time
+	for _, w := range q {
+		if err := w.ctx.Err(); err != nil {
+			w.err = fmt.Errorf("%w: %w", errNotSent, err)
+			close(w.done)
+			continue
+		}
+		d, ok := w.ctx.Deadline()
+		if !ok {
+			d = time.Now().Add(batchTimeout)
+		}
+		if d.After(deadline) {
+			deadline = d
+		}
+		live = append(live, w)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		w := live[0]
+		w.err = p.queryRowAlone(w.ctx, w.sql, w.args, w.dst)
+		close(w.done)
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	p.send(ctx, live)
+	for _, w := range live {
+		close(w.done)
+	}
+}
+
+// send runs calls over one connection in pipeline mode, a Sync after each
+// statement, and sets each call's outcome.
+func (p *Provider) send(ctx context.Context, calls []*pending) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		for _, w := range calls {
+			w.err = err
+		}
+		return
+	}
+	defer conn.Release()
+	m := conn.Conn().TypeMap()
+	pl := conn.Conn().PgConn().StartPipeline(ctx)
+	sent := calls[:0:0]
+	for _, w := range calls {
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(m, nil, w.args); err != nil {
+			w.err = err
+			continue
+		}
+		pl.SendQueryParams(w.sql, eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+		pl.SendPipelineSync()
+		sent = append(sent, w)
+	}
+	err = pl.Flush()
+	for i, w := range sent {
+		if err == nil {
+			err = receive(pl, w, m)
+		}
+		if err != nil {
+			// The connection failed: this call and the ones after it
+			// have no answer.
+			for _, rest := range sent[i:] {
+				rest.err = err
+			}
+			break
+		}
+	}
+	_ = pl.Close()
+}
+
+// receive reads one call's result and the Sync after it; it returns an
+// error only when the connection failed (a statement's own error, one the
+// server reported, is the call's).
+func receive(pl *pgconn.Pipeline, w *pending, m interface {
+	Scan(oid uint32, format int16, src []byte, dst any) error
+}) error {
+	res, err := pl.GetResults()
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// The server refused the statement (at parse or bind): the
+		// Sync after it still comes.
+		w.err = err
+		return receiveSync(pl)
+	}
+	if err != nil {
+		return err
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return fmt.Errorf("pglock: pipeline: unexpected %T", res)
+	}
+	r := rr.Read()
+	switch {
+	case r.Err != nil && !errors.As(r.Err, &pe):
+		return r.Err
+	case r.Err != nil:
+		w.err = r.Err
+	case len(r.Rows) != 1:
+		w.err = pgx.ErrNoRows
+	case len(r.Rows[0]) != len(w.dst) || len(r.FieldDescriptions) != len(w.dst):
+		w.err = fmt.Errorf("pglock: %d columns, want %d", len(r.Rows[0]), len(w.dst))
+	default:
+		for i, fd := range r.FieldDescriptions {
+			if err := m.Scan(fd.DataTypeOID, fd.Format, r.Rows[0][i], w.dst[i]); err != nil {
+				w.err = fmt.Errorf("pglock: column %d: %w", i, err)
+				break
+			}
+		}
+	}
+	return receiveSync(pl)
+}
+
+// receiveSync reads the Sync that follows each statement.
+func receiveSync(pl *pgconn.Pipeline) error {
+	res, err := pl.GetResults()
+	if err != nil {
+		return err
+	}
+	if _, ok := res.(*pgconn.PipelineSync); !ok {
+		return fmt.Errorf("pglock: pipeline: unexpected %T", res)
+	}
+	return nil
+}
