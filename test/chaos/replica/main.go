@@ -48,6 +48,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
+	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/test/chaos"
 )
@@ -258,14 +259,23 @@ func run(c config) error {
 func newProvider(c config, timeout time.Duration) (locking.Provider, func() error, error) {
 	addrs := strings.Split(c.addrs, ",")
 	if c.postgres {
-		// One connection per role and two spare: no role waits for a
-		// connection another role's stalled statement holds.
-		pc, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", addrs[0]))
+		// The pool a service gets by default: pgx's pool size (pglock
+		// sends the acquisitions and renewals that fall due together in
+		// one round trip, so two connections carry them for every role)
+		// and pglockbuild's connect timeout, not one under the lease. The
+		// pool opens connections detached from the statements' contexts,
+		// so the elector's deadlines govern without it; a short one
+		// abandons attempts the server has already queued (the kernel
+		// completes the handshake), and a pool of one connection per role
+		// dialled twenty at a time per replica: after a restart those
+		// filled the server's accept queue faster than it started
+		// backends for them, or all its connection slots, and nobody could
+		// connect for tens of seconds.
+		pc, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=%d",
+			addrs[0], int(pglockbuild.DefaultConnectTimeout/time.Second)))
 		if err != nil {
 			return nil, nil, err
 		}
-		pc.MaxConns = int32(c.roles + 2)
-		pc.ConnConfig.ConnectTimeout = timeout
 		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 		if err != nil {
 			return nil, nil, err
