@@ -29,6 +29,7 @@ var (
 	flagSentinel   = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
 	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server) or postgres (PostgreSQL through pglock)")
 	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
+	flagFaults     = flag.String("chaos.faults", "", "comma-separated fault kinds TestChaos draws from (default: every kind of the backend)")
 )
 
 // tlog writes the harness log to t.Log, line by line.
@@ -133,6 +134,16 @@ func TestChaos(t *testing.T) {
 	cfg := testConfig(t, name)
 	cfg.Duration = *flagDuration
 	cfg.Postgres = postgres
+	if *flagFaults != "" {
+		kinds = nil
+		for _, k := range strings.Split(*flagFaults, ",") {
+			kinds = append(kinds, FaultKind(strings.TrimSpace(k)))
+		}
+		cfg.Faults = kinds
+		if err := CheckFaultKinds(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	res := runChaos(t, cfg)
 	for _, k := range kinds {
 		if cfg.Duration >= 40*time.Second && res.Report.FaultsByKind[k] == 0 {
