@@ -21,23 +21,6 @@ import (
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
-// startReplicated starts a primary and one replica of it, in sync.
-func startReplicated(t *testing.T) (primary, replica *redistest.Server) {
-	t.Helper()
-	primary, replica = redistest.Start(t), redistest.Start(t)
-	ctx := context.Background()
-	rc := replica.Client(t)
-	host, port, _ := strings.Cut(primary.Addr(), ":")
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
-	return primary, replica
-}
-
 // TestElector_Q2_Redis_UnacknowledgedEpisodeLoggedOnceAndCounted: an
 // elector over a provider with MinReplicas 1 leads while its replica
 // keeps up. With the replica stopped (SIGSTOP) no renewal is acknowledged,
@@ -47,7 +30,7 @@ func startReplicated(t *testing.T) (primary, replica *redistest.Server) {
 // With the replica resumed the elector leads again and says so once at
 // Info.
 func TestElector_Q2_Redis_UnacknowledgedEpisodeLoggedOnceAndCounted(t *testing.T) {
-	primary, replica := startReplicated(t)
+	primary, replica := redistest.StartReplicated(t)
 	p := mustProvider(t, primary.Client(t), redislock.Options{MinReplicas: 1, ReplicaAckTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = p.Close() })
 	lock, err := locking.New(p, locking.DefaultOptions())

@@ -176,3 +176,28 @@ func (c *Cluster) allOK(ctx context.Context) bool {
 // cluster client (for example ClusterClient.MasterForKey), to find its
 // Server with NodeByAddr.
 func MasterClientAddr(c *redis.Client) string { return c.Options().Addr }
+
+// StartReplicated starts a primary and one replica of it and returns once
+// the replica's link is up (INFO replication: master_link_status:up),
+// failing tb after ten seconds.
+func StartReplicated(tb testing.TB) (primary, replica *Server) {
+	tb.Helper()
+	primary, replica = Start(tb), Start(tb)
+	ctx := context.Background()
+	rc := replica.Client(tb)
+	host, port, _ := strings.Cut(primary.Addr(), ":")
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return primary, replica
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("replica not in sync: %v %s", err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -16,29 +16,6 @@ import (
 	"github.com/hostloom/hostloom/internal/redistest"
 )
 
-// startReplicated starts a primary and one replica of it, in sync.
-func startReplicated(t *testing.T) (primary, replica *redistest.Server) {
-	t.Helper()
-	primary, replica = redistest.Start(t), redistest.Start(t)
-	ctx := context.Background()
-	rc := replica.Client(t)
-	host, port, _ := strings.Cut(primary.Addr(), ":")
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := rc.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			return primary, replica
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not in sync: %v %s", err, info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func acquireReq(key, value string) locking.AcquireRequest {
 	return locking.AcquireRequest{Key: key, Value: value, TTL: 5 * time.Second, Owner: "o", ParticipantTTL: 10 * time.Second}
 }
@@ -50,7 +27,7 @@ func acquireReq(key, value string) locking.AcquireRequest {
 // the primary, and an extension is reported as not acknowledged. Without
 // the option the same acquisition succeeds at once.
 func TestReplicas_Q2_AcquireAndExtendCountOnlyWhenAcknowledged(t *testing.T) {
-	primary, replica := startReplicated(t)
+	primary, replica := redistest.StartReplicated(t)
 	ctx := context.Background()
 	pc := primary.Client(t)
 	p := mustProvider(t, pc, redislock.Options{MinReplicas: 1, ReplicaAckTimeout: 200 * time.Millisecond})
