@@ -21,15 +21,9 @@ type inbox[T any] struct {
 // put queues x and starts the consumer when none runs. It is safe from any
 // goroutine, the consumer's own included.
 func (b *inbox[T]) put(x T) {
-	b.mu.Lock()
-	b.items = append(b.items, x)
-	if b.running {
-		b.mu.Unlock()
-		return
+	if b.queue(x) {
+		go b.consume()
 	}
-	b.running = true
-	b.mu.Unlock()
-	go b.consume()
 }
 
 // run queues x and, when no consumer runs, consumes on the calling
@@ -38,15 +32,22 @@ func (b *inbox[T]) put(x T) {
 // (a lock call's goroutine after the call returned, a timer's) may use
 // it: the caller runs handle for every item queued meanwhile.
 func (b *inbox[T]) run(x T) {
+	if b.queue(x) {
+		b.consume()
+	}
+}
+
+// queue appends x and reports whether the caller became the consumer
+// (none was running); the caller must then consume.
+func (b *inbox[T]) queue(x T) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.items = append(b.items, x)
 	if b.running {
-		b.mu.Unlock()
-		return
+		return false
 	}
 	b.running = true
-	b.mu.Unlock()
-	b.consume()
+	return true
 }
 
 // consume handles the queued items, one at a time, until none is left.
