@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -75,6 +76,10 @@ func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
 		WriteTimeout:          r.WriteTimeout,
 		ContextTimeoutEnabled: true,
 		TLSConfig:             tc,
+		// Reconnect within milliseconds of a restarted server's return,
+		// rather than after go-redis' once-a-second probe once enough dials
+		// failed: a leader learns at once that the server lost its lease.
+		Dialer: redislock.Dialer(tc),
 	}, nil
 }
 

@@ -270,7 +270,7 @@ func TestElector_Q1_AcquisitionByAnotherOwnerEndsTheTermAtOnce(t *testing.T) {
 		srv := newLockServer(t)
 		o := leadership.DefaultOptions()
 		a := mustElector(t, "r", srv.view(silently), o, leadership.WithIdentity("a"))
-		b := mustElector(t, "r", srv.view(time.Hour), o, leadership.WithIdentity("b"))
+		b := mustElector(t, "r", srv.view(10*time.Millisecond), o, leadership.WithIdentity("b"))
 		aChanges := subscribe(a)
 		mustStart(t, a)
 		defer mustStop(t, a)
@@ -283,7 +283,8 @@ func TestElector_Q1_AcquisitionByAnotherOwnerEndsTheTermAtOnce(t *testing.T) {
 		}
 		aToken := a.Token()
 		srv.restart()
-		// b retries at most one RetryInterval later; a renews at 5s only.
+		// b's subscription comes back after 10ms and b tries after its
+		// head start; a, told nothing, renews at 5s only.
 		deadline := time.Now().Add(o.RetryInterval + time.Millisecond)
 		for !b.IsLeader() && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -310,6 +311,93 @@ func TestElector_Q1_AcquisitionByAnotherOwnerEndsTheTermAtOnce(t *testing.T) {
 		// a contended again at once and learned that b holds the role.
 		if id, ok := a.Leader(); !ok || id != "b" {
 			t.Fatalf("a observes leader %q %v, want b", id, ok)
+		}
+	})
+}
+
+// TestElector_Q1_CandidateWaitsForItsLinkWhileTheLeaderVerifies: after the
+// server restarted without its data, a candidate whose subscription has not
+// come back does not take the role (the leader, which may still be working
+// for it, learns of the loss first); the leader's renewal is refused, it
+// contends again at once and leads again. Never two leaders.
+func TestElector_Q1_CandidateWaitsForItsLinkWhileTheLeaderVerifies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		a := mustElector(t, "r", srv.view(silently), o, leadership.WithIdentity("a"))
+		b := mustElector(t, "r", srv.view(time.Hour), o, leadership.WithIdentity("b"))
+		aChanges := subscribe(a)
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		if !a.IsLeader() || b.IsLeader() {
+			t.Fatal("a should lead, b follow")
+		}
+		restarted := time.Now()
+		srv.restart()
+		// For a lease after its subscription dropped, b waits for it; a
+		// renews at its cadence (5s), is refused and takes the role again.
+		for time.Since(restarted) < o.Lease+o.RetryInterval {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if b.IsLeader() {
+				t.Fatalf("b took the role %v after the restart, with its subscription down", time.Since(restarted))
+			}
+		}
+		if !a.IsLeader() {
+			t.Fatal("a does not lead again after its refused renewal")
+		}
+		var lost, again bool
+		for _, c := range aChanges.all() {
+			switch {
+			case !c.IsLeader && c.Reason == leadership.Refused:
+				lost = true
+			case c.IsLeader && lost:
+				again = true
+			}
+		}
+		if !lost || !again {
+			t.Fatalf("a's changes %+v: want a refused renewal, then a new term", aChanges.all())
+		}
+	})
+}
+
+// TestElector_Q1_CandidateTriesALeaseAfterItsLinkDropped: a subscription
+// that does not come back keeps a candidate from a free role for one lease
+// after it dropped, no longer: a leader cut off that long has lost its term
+// by its own deadline.
+func TestElector_Q1_CandidateTriesALeaseAfterItsLinkDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		holder := srv.view(silently)
+		// Another process holds the role, then the server restarts
+		// without it: the role is free, and nobody announces it.
+		if _, err := holder.TryAcquireAs(context.Background(), "leader:r", o.Lease, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		b := mustElector(t, "r", srv.view(time.Hour), o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		if b.IsLeader() {
+			t.Fatal("b leads a role another process holds")
+		}
+		restarted := time.Now()
+		srv.restart()
+		for !b.IsLeader() && time.Since(restarted) < 2*o.Lease {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+		}
+		took := time.Since(restarted)
+		if !b.IsLeader() {
+			t.Fatalf("b does not lead %v after the restart", took)
+		}
+		if took < o.Lease || took > o.Lease+time.Millisecond {
+			t.Fatalf("b took the free role %v after its subscription dropped, want one lease (%v)", took, o.Lease)
 		}
 	})
 }

@@ -124,6 +124,9 @@ func (l *loop) event(ev locking.Event) {
 			// instead of at the cadence (Q1).
 			l.verifyNow(now)
 		}
+		if !l.droppedAt.IsZero() {
+			l.linkBack(now)
+		}
 		if l.subscriptions == 1 && l.tried {
 			// Events may have been lost before the subscription first
 			// came up while this candidate had already been refused (a
@@ -132,16 +135,66 @@ func (l *loop) event(ev locking.Event) {
 		}
 		// After a reconnection a candidate keeps the RetryInterval
 		// cadence it fell back to when the subscription dropped (a
-		// release lost meanwhile is found by then): the server may have
-		// restarted without its data, and the leader, which verifies its
-		// lease at once (above), gets the first chance to take the role
-		// again before a candidate takes the role it still works for (Q1).
+		// release lost meanwhile is found by then), but tries no sooner
+		// than linkHeadStart after it: the server may have restarted
+		// without its data, and the leader, which verifies its lease at
+		// once (above), gets the first chance to learn it lost the role
+		// before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
+		if l.live && l.droppedAt.IsZero() {
+			l.droppedAt = now
+		}
 		l.live = false
 		if l.phase == phaseCandidate && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
 			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
 		}
 	}
+}
+
+// linkHeadStart is how long after its subscription comes back a
+// candidate waits before it tries to acquire (at most half its
+// RetryInterval): the time the role's leader, reconnecting in its own
+// process at about the same moment, has to verify its lease first (Q1).
+const linkHeadStart = 50 * time.Millisecond
+
+// headStart is linkHeadStart within half the RetryInterval.
+func (l *loop) headStart() time.Duration {
+	return min(linkHeadStart, l.e.opts.RetryInterval/2)
+}
+
+// deferForLink reports whether a candidate's acquisition due at now waits
+// for its subscription (Q1): the subscription dropped less than a lease
+// ago and has not come back. The server may be restarting without its
+// data; when it is back, the leader, told by its own subscription, gets
+// the first chance to verify its lease (linkBack). A lease after the drop
+// the attempt goes ahead without it: a leader cut off from the server
+// that long has lost its term by its own deadline, and a subscription
+// that cannot come back (or a server without notifications) must not keep
+// a candidate from a role whose leader is gone. It sets the due time to
+// that moment.
+func (l *loop) deferForLink(now time.Time) bool {
+	if l.live || l.droppedAt.IsZero() {
+		return false
+	}
+	until := l.droppedAt.Add(l.e.opts.Lease)
+	if !now.Before(until) {
+		return false
+	}
+	l.deferred = true
+	l.due = until
+	return true
+}
+
+// linkBack takes the subscription's return after a drop: a candidate
+// tries no sooner than the head start from now, and an acquisition that
+// waited for the subscription is made then (Q1).
+func (l *loop) linkBack(now time.Time) {
+	l.droppedAt = time.Time{}
+	at := now.Add(l.headStart())
+	if l.deferred || (l.lease == nil && l.due.Before(at)) {
+		l.due = at
+	}
+	l.deferred = false
 }
 
 // supersededBy reports whether ev, an acquisition announced while this

@@ -82,6 +82,8 @@ func (l *loop) advance(now time.Time) {
 		l.renew(now)
 	case now.Before(l.sitOutUntil):
 		l.due = l.sitOutUntil
+	case l.deferForLink(now):
+		// Q1: the subscription is down; the due time is moved.
 	default:
 		l.acquire(now)
 	}

@@ -54,7 +54,12 @@ type loop struct {
 	announced     string
 	topPriority   int  // the highest participant priority the last refusal reported (B2)
 	live          bool // the event subscription is live (P3)
-	unsure        bool // a renewal of this term failed with an unknown outcome (it may still land)
+	// droppedAt: when the live subscription dropped, zero while it is
+	// live or never was; a candidate's acquisitions wait for it to come
+	// back (Q1, see deferForLink).
+	droppedAt time.Time
+	deferred  bool // an acquisition waits for the subscription (Q1)
+	unsure    bool // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the subscription came back while a renewal was under way;
 	// that renewal may have been answered before the server lost its
 	// state, so another one follows at once (Q1).

@@ -110,7 +110,8 @@ func (p *Provider) flush() {
 }
 
 // pipeline runs q in one pipeline (a caller whose context has ended is
-// skipped), and each call that met NOSCRIPT again alone (run loads it).
+// skipped), and the calls that met NOSCRIPT again in a second one that
+// carries their scripts (EVAL loads them).
 func (p *Provider) pipeline(q []*pending) {
 	live := q[:0:0]
 	var deadline time.Time
@@ -147,10 +148,29 @@ func (p *Provider) pipeline(q []*pending) {
 		w.cmd = pipe.Do(ctx, w.args...)
 	}
 	_, _ = pipe.Exec(ctx)
+	// A server that restarted empty (or ran SCRIPT FLUSH) answers NOSCRIPT
+	// to every call of the round: send them all again in one round trip,
+	// with the scripts' source, rather than one after the other (the last
+	// caller of a large round, a leader verifying its lease after the
+	// restart among them, would wait a round trip per call before it: Q1).
+	var again []*pending
 	for _, w := range live {
-		if err := w.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			w.cmd = p.run(w.ctx, w.s, w.args)
+		if err := w.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && w.ctx.Err() == nil {
+			again = append(again, w)
+			continue
 		}
+		close(w.done)
+	}
+	if len(again) == 0 {
+		return
+	}
+	pipe = p.c.Pipeline()
+	for _, w := range again {
+		args := append([]any{"eval", w.s.src}, w.args[2:]...)
+		w.cmd = pipe.Do(ctx, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, w := range again {
 		close(w.done)
 	}
 }

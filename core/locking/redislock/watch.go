@@ -65,7 +65,12 @@ type subscription struct {
 	slot int
 	ps   *redis.PubSub
 	quit chan struct{} // closed when the subscription is retired
-	done chan struct{} // closed when the receive loop has returned
+	// ctx is the receive loop's, cancelled when the subscription is
+	// retired: a reconnection dialling a server that is down (see Dialer)
+	// gives up then, so retiring does not wait for the dial.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the receive loop has returned
 	// refreshed is closed when refreshMarks has returned.
 	refreshed chan struct{}
 
@@ -200,9 +205,12 @@ func (p *Provider) newSubscription(slot int) *subscription {
 	} else {
 		ps = p.c.Subscribe(context.Background())
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &subscription{
 		slot:      slot,
 		ps:        ps,
+		ctx:       ctx,
+		cancel:    cancel,
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		refreshed: make(chan struct{}),
@@ -258,6 +266,7 @@ func (p *Provider) unwatch(s *subscription, name string, w *watcher) {
 func (s *subscription) retire() {
 	s.gone = true
 	close(s.quit)
+	s.cancel()
 	_ = s.ps.Close()
 	if s.started {
 		<-s.done
@@ -289,7 +298,7 @@ func (p *Provider) refreshMarks(s *subscription) {
 // published meanwhile.
 func (p *Provider) receive(s *subscription) {
 	defer close(s.done)
-	ctx := context.Background()
+	ctx := s.ctx
 	var downSince time.Time // zero while the connection works
 	remark := false         // the connection was lost: set the marks again
 	for {

@@ -292,13 +292,13 @@ func newProvider(c config, timeout time.Duration) (locking.Provider, func() erro
 	var client redis.UniversalClient
 	switch {
 	case c.sentinel != "":
-		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.sentinel, SentinelAddrs: addrs, DialTimeout: timeout,
+		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.sentinel, SentinelAddrs: addrs, Dialer: redislock.Dialer(nil), DialTimeout: timeout,
 			ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
 	case c.cluster:
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout,
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Dialer: redislock.Dialer(nil), DialTimeout: timeout, ReadTimeout: timeout,
 			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
 	default:
-		client = redis.NewClient(&redis.Options{Addr: addrs[0], DialTimeout: timeout, ReadTimeout: timeout,
+		client = redis.NewClient(&redis.Options{Addr: addrs[0], Dialer: redislock.Dialer(nil), DialTimeout: timeout, ReadTimeout: timeout,
 			WriteTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1})
 	}
 	provider, err := redislock.NewWithOptions(client, redislock.Options{Quarantine: c.quarantine, MinReplicas: c.minReplicas})

@@ -1,0 +1,94 @@
+package redislock
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// tripCounter counts the round trips a client makes for scripts: one per
+// script call sent alone, one per pipeline of them (a new connection's
+// handshake is not counted).
+type tripCounter struct{ single, pipelines atomic.Int64 }
+
+func (h *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScript(cmd) {
+			h.single.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.pipelines.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func isScript(cmd redis.Cmder) bool {
+	return cmd.Name() == "eval" || cmd.Name() == "evalsha"
+}
+
+// A server that lost its script cache (a restart without persistence)
+// answers NOSCRIPT to a whole coalesced round: the round is sent again in
+// one more round trip, not one per call, so the last call of a large round
+// (a leader verifying its lease after the restart) is not delayed a round
+// trip per call queued before it (Q1, L3).
+func TestProvider_Q1_L3_RoundAfterScriptFlushIsOneMoreTrip(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := New(c)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const n = 50
+	for i := range n {
+		if err := c.Set(ctx, "k"+strconv.Itoa(i), "v", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &tripCounter{}
+	c.AddHook(h)
+	q := make([]*pending, n)
+	for i := range q {
+		value := "v"
+		if i%2 == 1 {
+			value = "other" // not the holder: refused
+		}
+		key := "k" + strconv.Itoa(i)
+		q[i] = &pending{ctx: ctx, s: p.s.extend, done: make(chan struct{}),
+			args: []any{nil, nil, "2", key, metaKey(key), value, int64(60000), "", participantMillis(0), metaTTLFor(time.Minute, 0), 0}}
+	}
+	p.pipeline(q)
+	for i, w := range q {
+		select {
+		case <-w.done:
+		default:
+			t.Fatalf("call %d not answered", i)
+		}
+		reply, err := w.cmd.Int64Slice()
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got, want := reply[0] >= 1, i%2 == 0; got != want {
+			t.Fatalf("call %d: extended = %v, want %v", i, got, want)
+		}
+	}
+	if single, pipes := h.single.Load(), h.pipelines.Load(); single != 0 || pipes != 2 {
+		t.Fatalf("%d calls after a script flush took %d lone commands and %d pipelines, want 0 and 2", n, single, pipes)
+	}
+}

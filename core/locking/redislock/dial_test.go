@@ -1,0 +1,47 @@
+package redislock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A client dialling through redislock.Dialer reconnects as soon as a
+// restarted server is back, however many dials failed while it was down:
+// go-redis' own dialer, once PoolSize dials have failed, fails every dial
+// at once until its once-a-second probe succeeds (Q1: a leader must learn
+// at once that the restarted server lost its lease).
+func TestDialer_Q1_ReconnectsAtOnceAfterManyFailedDials(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: redislock.Dialer(nil),
+		DialTimeout: 3 * time.Second, PoolSize: 4, MaxRetries: -1})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	// Many calls while the server is down: with go-redis' dialer they
+	// fail enough dials (PoolSize of them) to open its breaker.
+	for range 40 {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		if err := c.Ping(cctx).Err(); err == nil {
+			t.Fatal("a call succeeded while the server was down")
+		}
+		cancel()
+	}
+	if err := s.Relaunch(); err != nil {
+		t.Fatal(err)
+	}
+	// Relaunch returned: the server answers. The next call, with a
+	// deadline far below the breaker's one-second probe, gets through.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := c.Ping(cctx).Err(); err != nil {
+		t.Fatalf("first call after the server came back: %v", err)
+	}
+}
