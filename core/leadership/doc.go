@@ -127,10 +127,11 @@
 // While its notification subscription is live (locking.EventSubscribed),
 // that is all it does: it sleeps until the learned expiry instead of
 // polling (P3). Without a subscription, or while it is down, it tries on
-// the RetryInterval cadence exactly (no jitter); when the subscription
-// comes back it keeps that cadence (a release published meanwhile is found
-// by the next attempt), so that the leader gets the first chance to verify
-// (below). When the subscription first comes up after this candidate was
+// the RetryInterval cadence exactly (no jitter), but makes no attempt
+// until the subscription is back (or a lease has passed since it dropped);
+// when it comes back it keeps that cadence, no sooner than a head start
+// (a release published meanwhile is found by the next attempt), so that
+// the leader gets the first chance to verify (below). When the subscription first comes up after this candidate was
 // already refused, it tries once at once. An operator's resign request
 // (locking.EventResign, the hostloom CLI's resign) makes the leader step
 // down as Resign does.
@@ -146,7 +147,10 @@
 // announced (locking.EventAcquired with a fence larger than its own, or by
 // another owner when the lock sends no fences), it ends its term at that
 // moment, like a refused renewal (Token cancelled, a Change with reason
-// Refused), and contends again. A leader that cannot reach the server is
+// Refused), and contends again. A candidate whose subscription dropped
+// does not acquire until it is back, and then no sooner than a head start
+// of 50ms (at most half its RetryInterval), so the leader learns first; a
+// lease after the drop it tries regardless. A leader that cannot reach the server is
 // told nothing: its own deadline ends the term. redislock's
 // Options.Quarantine closes that window, at the cost of one lease without
 // a leader after each loss.

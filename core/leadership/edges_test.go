@@ -402,6 +402,75 @@ func TestElector_Q1_CandidateTriesALeaseAfterItsLinkDropped(t *testing.T) {
 	})
 }
 
+// stallingView is a serverView whose acquisitions wait, while stalled,
+// until they are let go or their context ends: a call waiting for a
+// connection to a server that is down.
+type stallingView struct {
+	*serverView
+	mu    sync.Mutex
+	stall chan struct{} // nil: not stalled
+}
+
+func (v *stallingView) TryAcquire(ctx context.Context, key string, d time.Duration) (locking.Lease, error) {
+	return v.TryAcquireAs(ctx, key, d, "")
+}
+
+func (v *stallingView) TryAcquireAs(ctx context.Context, key string, d time.Duration, owner string) (locking.Lease, error) {
+	v.mu.Lock()
+	stall := v.stall
+	v.mu.Unlock()
+	if stall != nil {
+		select {
+		case <-stall:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return v.serverView.TryAcquireAs(ctx, key, d, owner)
+}
+
+// TestElector_Q1_AttemptUnderWayWhenTheLinkDropsIsAbandoned: a candidate's
+// acquisition still under way when its subscription drops (waiting for a
+// connection to a restarting server) is abandoned, not sent the moment the
+// server is back ahead of the leader's verification; the next attempt
+// waits for the link.
+func TestElector_Q1_AttemptUnderWayWhenTheLinkDropsIsAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		a := mustElector(t, "r", srv.view(silently), o, leadership.WithIdentity("a"))
+		bv := &stallingView{serverView: srv.view(time.Hour)}
+		b := mustElector(t, "r", bv, o, leadership.WithIdentity("b"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		if !a.IsLeader() || b.IsLeader() {
+			t.Fatal("a should lead, b follow")
+		}
+		// b's next attempt stalls; a release notice makes it try now.
+		stall := make(chan struct{})
+		bv.mu.Lock()
+		bv.stall = stall
+		bv.mu.Unlock()
+		bv.inject("leader:r", locking.Event{Kind: locking.EventReleased})
+		synctest.Wait()
+		restarted := time.Now()
+		srv.restart() // b's subscription drops and stays down
+		synctest.Wait()
+		close(stall) // the server is back: a stalled call would go out now
+		for time.Since(restarted) < o.Lease {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if b.IsLeader() {
+				t.Fatalf("b took the role %v after the restart with the attempt it began before its link dropped", time.Since(restarted))
+			}
+		}
+	})
+}
+
 // TestElector_Q1_LateOrOwnAcquisitionNoticeKeepsTheTerm: an announcement
 // with a smaller fence (an earlier acquisition delivered late) or with the
 // term's own fence does not end the term.

@@ -143,6 +143,13 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventUnsubscribed:
 		if l.live && l.droppedAt.IsZero() {
 			l.droppedAt = now
+			if l.lease == nil && l.step != nil && l.step.op == opAcquire {
+				// Q1: an attempt still under way (waiting for a
+				// connection, say) would be sent the moment a restarted
+				// server is back, ahead of the leader's verification:
+				// abandon it; the next one waits for the link.
+				l.step.cancel()
+			}
 		}
 		l.live = false
 		if l.phase == phaseCandidate && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {

@@ -32,7 +32,10 @@ const (
 // dialer the client reconnects up to a second after the server is back,
 // and a leader learns that late that the server lost its lease (Q1). With
 // it a dial fails only after DialTimeout without the server, and the
-// first connection is made within about 10 ms of the server's return.
+// first connection is made within about 10 ms of the server's return
+// (go-redis probes with it too, so even once its count of failed dials is
+// reached, dialling resumes that soon). The provider's subscription dials
+// once per attempt, so a lost connection is reported at once.
 // The hostloom config (config.RedisConfig) builds its clients with it;
 // pass it when building your own client.
 func Dialer(tlsConfig *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -60,12 +63,25 @@ func Dialer(tlsConfig *tls.Config) func(ctx context.Context, network, addr strin
 	}
 }
 
+// onceKey marks a context whose dials Dialer makes once, without waiting
+// out a refusal: the subscription's (see dialOnce).
+type onceKey struct{}
+
+// dialOnce returns ctx marked so that Dialer dials once: go-redis
+// reconnects a subscription inside the receive call that met the error,
+// so a patient dial there would hide the lost connection (and keep
+// EventUnsubscribed back) until the server is back. The receive loop
+// retries on its own (reconnectWait).
+func dialOnce(ctx context.Context) context.Context {
+	return context.WithValue(ctx, onceKey{}, true)
+}
+
 // dialPatiently dials addr, again after a refusal, until ctx ends.
 func dialPatiently(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	wait := refusedFirstWait
 	for {
 		c, err := d.DialContext(ctx, network, addr)
-		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Value(onceKey{}) != nil {
 			return c, err
 		}
 		t := time.NewTimer(wait)

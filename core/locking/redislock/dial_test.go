@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -44,4 +45,52 @@ func TestDialer_Q1_ReconnectsAtOnceAfterManyFailedDials(t *testing.T) {
 	if err := c.Ping(cctx).Err(); err != nil {
 		t.Fatalf("first call after the server came back: %v", err)
 	}
+}
+
+// The provider's subscription reports a lost connection at once even over
+// a client built with Dialer (go-redis reconnects a subscription inside
+// the receive call that met the error; a patient dial there would hold
+// EventUnsubscribed back until the server is back), and reports it live
+// again once the server is back (Q1: candidates wait for the link while
+// it is down).
+func TestDialer_Q1_SubscriptionReportsTheLossAtOnce(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: redislock.Dialer(nil),
+		DialTimeout: 5 * time.Second, MaxRetries: -1})
+	defer c.Close()
+	p := redislock.New(c)
+	defer p.Close()
+	events := make(chan locking.EventKind, 16)
+	stop, err := p.Subscribe("k", func(e locking.Event) {
+		select {
+		case events <- e.Kind:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	await := func(want locking.EventKind, within time.Duration) {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case k := <-events:
+				if k == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no event %v within %v", want, within)
+			}
+		}
+	}
+	await(locking.EventSubscribed, 5*time.Second)
+	s.Kill()
+	// Well under DialTimeout, with the server still down.
+	await(locking.EventUnsubscribed, 2*time.Second)
+	if err := s.Relaunch(); err != nil {
+		t.Fatal(err)
+	}
+	await(locking.EventSubscribed, 5*time.Second)
 }

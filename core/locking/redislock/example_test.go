@@ -96,3 +96,19 @@ func ExampleNewWithOptions() {
 	// redislock: Options.MinReplicas -1 must not be negative
 	// min replicas: 1
 }
+
+// A client built with Dialer reconnects within milliseconds after a Redis
+// restart, so a leader verifies its lease at once (the configuration's
+// clients are built this way).
+func ExampleDialer() {
+	client := redis.NewClient(&redis.Options{
+		Addr:        "localhost:6379",
+		Dialer:      redislock.Dialer(nil), // or the client's *tls.Config
+		DialTimeout: 5 * time.Second,       // how long a dial waits for a restarting server
+	})
+	defer client.Close()
+	p := redislock.New(client)
+	defer p.Close()
+	fmt.Println(p != nil)
+	// Output: true
+}

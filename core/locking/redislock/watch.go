@@ -205,7 +205,7 @@ func (p *Provider) newSubscription(slot int) *subscription {
 	} else {
 		ps = p.c.Subscribe(context.Background())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(dialOnce(context.Background()))
 	return &subscription{
 		slot:      slot,
 		ps:        ps,
