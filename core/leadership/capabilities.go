@@ -23,6 +23,7 @@ type capabilities struct {
 	events       locking.Subscriber          // releases, acquisitions, resign requests (L7, P2, O1)
 	holders      locking.HolderLookup        // who holds a key (L7)
 	participants locking.ParticipantRegistry // who contends for a key (P1)
+	durable      bool                        // the backend keeps leases across its restarts (Q1)
 }
 
 func resolveCapabilities(lock locking.Lock) capabilities {
@@ -37,8 +38,12 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	c.events, _ = lock.(locking.Subscriber)
 	c.holders, _ = lock.(locking.HolderLookup)
 	c.participants, _ = lock.(locking.ParticipantRegistry)
+	if d, ok := lock.(locking.Durable); ok {
+		c.durable = d.Durable()
+	}
 	if r, ok := lock.(locking.CapabilityReporter); ok {
 		has := r.Capabilities()
+		c.durable = has.Durable
 		if !has.Events {
 			c.events = nil
 		}

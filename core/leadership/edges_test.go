@@ -402,6 +402,40 @@ func TestElector_Q1_CandidateTriesALeaseAfterItsLinkDropped(t *testing.T) {
 	})
 }
 
+// durableView is a serverView over a backend that says it keeps its
+// leases across restarts (locking.Durable).
+type durableView struct{ *serverView }
+
+func (durableView) Durable() bool { return true }
+
+// TestElector_Q1_OverADurableBackendCandidatesDoNotWaitForTheLink: over a
+// backend that keeps its leases across restarts nothing was lost, so a
+// candidate whose link dropped keeps its cadence: it takes a free role one
+// RetryInterval after the drop, not a lease.
+func TestElector_Q1_OverADurableBackendCandidatesDoNotWaitForTheLink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		holder := srv.view(silently)
+		if _, err := holder.TryAcquireAs(context.Background(), "leader:r", o.Lease, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		b := mustElector(t, "r", durableView{srv.view(time.Hour)}, o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		restarted := time.Now()
+		srv.restart() // the fake forgets the lease; the link stays down
+		for !b.IsLeader() && time.Since(restarted) < 2*o.Lease {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+		}
+		if took := time.Since(restarted); !b.IsLeader() || took > o.RetryInterval+time.Millisecond {
+			t.Fatalf("b leads %v, %v after the link dropped; want within one RetryInterval (%v)", b.IsLeader(), took, o.RetryInterval)
+		}
+	})
+}
+
 // stallingView is a serverView whose acquisitions wait, while stalled,
 // until they are let go or their context ends: a call waiting for a
 // connection to a server that is down.

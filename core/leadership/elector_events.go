@@ -141,7 +141,7 @@ func (l *loop) event(ev locking.Event) {
 		// once (above), gets the first chance to learn it lost the role
 		// before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
-		if l.live && l.droppedAt.IsZero() {
+		if l.live && l.droppedAt.IsZero() && !e.caps.durable {
 			l.droppedAt = now
 			if l.lease == nil && l.step != nil && l.step.op == opAcquire {
 				// Q1: an attempt still under way (waiting for a

@@ -106,6 +106,9 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 		Resign:       l.resign != nil,
 		JobSlots:     l.jobs != nil,
 	}
+	if d, ok := p.(Durable); ok && d.Durable() {
+		l.caps.Durable = true
+	}
 	return l, nil
 }
 

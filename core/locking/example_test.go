@@ -156,7 +156,7 @@ func ExampleDistributedLock_Capabilities() {
 	err := basic.RequestResign(context.Background(), "leader:billing", "")
 	fmt.Println(errors.Is(err, locking.ErrNotSupported), err)
 	// Output:
-	// {Events:true Participants:true Inspect:true Resign:true JobSlots:true}
-	// {Events:false Participants:false Inspect:false Resign:false JobSlots:false}
+	// {Events:true Participants:true Inspect:true Resign:true JobSlots:true Durable:false}
+	// {Events:false Participants:false Inspect:false Resign:false JobSlots:false Durable:false}
 	// true locking: resign "leader:billing": locking: not supported by this lock
 }

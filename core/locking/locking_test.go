@@ -461,3 +461,34 @@ func TestAcquire_L6_ReleaseIsIdempotent(t *testing.T) {
 		<-h.Done()
 	})
 }
+
+// durableProvider is a provider that says whether its backend keeps its
+// leases across restarts.
+type durableProvider struct {
+	locking.Provider
+	durable bool
+}
+
+func (p durableProvider) Durable() bool { return p.durable }
+
+// A provider's locking.Durable answer is reported in Capabilities (Q1,
+// L9): electors over a durable backend do not hold candidates back while
+// their notification link is down.
+func TestNew_Q1_L9_CapabilitiesReportDurable(t *testing.T) {
+	for _, want := range []bool{true, false} {
+		l, err := locking.New(durableProvider{memlock.New(), want}, locking.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Capabilities().Durable; got != want {
+			t.Errorf("Durable() %v: Capabilities().Durable = %v", want, got)
+		}
+	}
+	l, err := locking.New(memlock.New(), locking.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Capabilities().Durable {
+		t.Error("memlock reported durable")
+	}
+}

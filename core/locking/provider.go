@@ -244,6 +244,24 @@ type Capabilities struct {
 	// JobSlots: the provider keeps the scheduler's job records (package
 	// core/scheduling/slotstore).
 	JobSlots bool
+	// Durable: the backend keeps its leases across a restart of its server
+	// (Durable), so a leader need not be given the first chance to verify
+	// its lease after one (Q1).
+	Durable bool
+}
+
+// Durable is implemented by providers whose backend keeps every lease it
+// granted across a restart of its server (a database that commits each
+// acquisition before answering, as pglock's PostgreSQL does; not Redis
+// without persistence). A candidate over such a backend does not hold its
+// attempts back while its notification link is down (Q1): the leader's
+// lease survives the restart, so there is nothing to verify first. A
+// failover to a replica that missed writes is not a restart: Durable says
+// nothing about it.
+type Durable interface {
+	// Durable reports whether the backend keeps its leases across a
+	// restart of its server.
+	Durable() bool
 }
 
 // CapabilityReporter is implemented by locks whose method set is wider
