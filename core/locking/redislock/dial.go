@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,7 +21,9 @@ const (
 // Dialer of UniversalOptions, ClusterOptions and FailoverOptions) that
 // waits out a refused connection, a server restarting, by dialling again
 // every few milliseconds (1 ms, doubling up to 10 ms) until the dial's
-// context ends (go-redis bounds each dial by DialTimeout). Other errors,
+// context ends (go-redis bounds each dial by DialTimeout), once it has
+// connected to that address before: a server it never reached (a wrong
+// address, a server not yet started) is reported at once. Other errors,
 // and the refusal once the context has ended, are returned as they are.
 // tlsConfig, when not nil, is used as go-redis' own dialer uses
 // Options.TLSConfig (the server name defaults to the address's host).
@@ -40,8 +43,17 @@ const (
 // pass it when building your own client.
 func Dialer(tlsConfig *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 5 * time.Minute}
+	var seen sync.Map // addresses connected to at least once
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if _, ok := seen.Load(addr); !ok {
+			// Never reached: a wrong address or a server not started
+			// is reported at once, not after DialTimeout.
+			ctx = dialOnce(ctx)
+		}
 		c, err := dialPatiently(ctx, d, network, addr)
+		if err == nil {
+			seen.Store(addr, struct{}{})
+		}
 		if err != nil || tlsConfig == nil {
 			return c, err
 		}

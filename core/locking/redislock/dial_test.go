@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -93,4 +94,26 @@ func TestDialer_Q1_SubscriptionReportsTheLossAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(locking.EventSubscribed, 5*time.Second)
+}
+
+// A server the dialer never reached (a wrong address, a server not
+// started) is reported at once, not after the dial's whole timeout: only a
+// server seen before is waited for.
+func TestDialer_Q1_NeverReachedFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redislock.Dialer(nil)(ctx, "tcp", addr)
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("dialled a closed port")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the dial waited for its context to end: %v", err)
+	}
 }
