@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,10 @@ import (
 //   - hysteresis: a role that moved is not moved again within a lease
 //     unless the participants changed.
 //
-// It costs one Participants round trip per role it leads per round (R
-// round trips per RetryInterval across all instances); N counts the
+// It reads the participants of every role it leads once per round (R
+// reads per RetryInterval across all instances, up to 64 at once, which
+// redislock sends in pipelined round trips) and hands over up to 16 roles
+// at once; N counts the
 // identities among the participants of the roles it leads, the leaders it
 // learned of its other roles, and itself, so an identity that is only a
 // candidate for roles it neither leads nor sees led is not counted (see
@@ -171,7 +174,7 @@ func watchTaker(e member, self string) (took <-chan struct{}, unsubscribe func()
 
 // awaitTaker waits, up to a quarter of retry, until this instance learns
 // that another participant took e's role (took, from watchTaker), so the
-// next handover is chosen from counts that include this one.
+// handovers chosen next count this one from what the members learned.
 func (g *BalanceGroup) awaitTaker(ctx context.Context, e member, self string, retry time.Duration, took <-chan struct{}) {
 	if id, ok := e.Leader(); ok && id != self {
 		return
@@ -185,19 +188,100 @@ func (g *BalanceGroup) awaitTaker(ctx context.Context, e member, self string, re
 	}
 }
 
-// takerUnderShare returns the participant of v's role, other than self,
-// that leads fewest roles below share, counted afresh from what the
-// members learned; "" when there is none. The release names it, so it
-// takes the role at once while the others hold back.
-func (g *BalanceGroup) takerUnderShare(v roleView, self string, share int) string {
-	g.mu.Lock()
-	leads := g.leadsLocked()
-	g.mu.Unlock()
-	ties, least := fewestLeads(v.ids, self, leads)
+// balanceHandovers bounds the handovers a round has under way at once
+// (B1): each resigns a role to a named taker and waits, up to a quarter
+// of RetryInterval, until this instance learns the taker took it.
+const balanceHandovers = 16
+
+// balanceReaders bounds the participant reads a round has under way at
+// once. Over redislock concurrent reads travel together in pipelined
+// round trips.
+const balanceReaders = 64
+
+// handovers chooses the takers of one round's handovers (B1). A taker is
+// counted with the roles its members learned it leads, read afresh every
+// balanceHandovers choices, plus the handovers to it this round that were
+// under way at that read or chosen since: a handover under way is counted
+// until its taker is learned, so handovers running at once never take an
+// identity past its share.
+type handovers struct {
+	g *BalanceGroup
+
+	leads map[string]int // learned at the last read; nil before the first
+	extra map[string]int // handovers under way at the last read or chosen since
+	fresh int            // choices since the last read
+
+	mu       sync.Mutex
+	inflight map[string]int // handovers under way by taker
+}
+
+// choose returns the participant of v's role, other than self, that leads
+// fewest roles below share, counting the handovers as above; "" when there
+// is none. The release names it, so it takes the role at once while the
+// others hold back. It runs on the round's goroutine only.
+func (h *handovers) choose(v roleView, self string, share int) string {
+	if h.leads == nil || h.fresh >= balanceHandovers {
+		h.g.mu.Lock()
+		h.leads = h.g.leadsLocked()
+		h.g.mu.Unlock()
+		h.mu.Lock()
+		h.extra = maps.Clone(h.inflight)
+		h.mu.Unlock()
+		h.fresh = 0
+	}
+	counts := make(map[string]int, len(v.ids))
+	for _, id := range v.ids {
+		counts[id] = h.leads[id] + h.extra[id]
+	}
+	ties, least := fewestLeads(v.ids, self, counts)
 	if len(ties) == 0 || least >= share {
 		return ""
 	}
-	return ties[0]
+	taker := ties[0]
+	h.fresh++
+	h.extra[taker]++
+	h.mu.Lock()
+	h.inflight[taker]++
+	h.mu.Unlock()
+	return taker
+}
+
+// done ends a handover to taker.
+func (h *handovers) done(taker string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inflight[taker]--
+}
+
+// participantsRead is one member's participants as a round read them.
+type participantsRead struct {
+	read bool // the member led its role, so they were read
+	ps   []Participant
+	err  error
+}
+
+// readParticipants reads the participants of every member that leads its
+// role, balanceReaders at once; the result is indexed like members.
+func (g *BalanceGroup) readParticipants(ctx context.Context, members []member) []participantsRead {
+	out := make([]participantsRead, len(members))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(balanceReaders, len(members)) {
+		wg.Go(func() {
+			for i := range work {
+				ps, err := members[i].Participants(ctx)
+				out[i] = participantsRead{read: true, ps: ps, err: err}
+			}
+		})
+	}
+	for i, e := range members {
+		if e.IsLeader() {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	return out
 }
 
 // fewestLeads returns the identities of ids other than self that lead the
@@ -324,10 +408,12 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		retry, lease = min(retry, e.retryInterval()), max(lease, e.Lease())
 	}
 	self := members[0].Identity()
+	reads := g.readParticipants(ctx, members)
 	var views []roleView
 	identities := map[string]bool{}
-	for _, e := range members {
-		if !e.IsLeader() {
+	for i, e := range members {
+		r := reads[i]
+		if !r.read {
 			// Only the roles this instance leads need their participants
 			// read (to find a taker and to count identities); the others
 			// count in R with this instance as their participant.
@@ -339,7 +425,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			}
 			continue
 		}
-		ps, err := e.Participants(ctx)
+		ps, err := r.ps, r.err
 		if err != nil {
 			if ctx.Err() != nil {
 				return retry
@@ -428,26 +514,40 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
+	h := handovers{g: g, inflight: map[string]int{}}
+	sem := make(chan struct{}, balanceHandovers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, m := range moves {
 		if surplus == 0 {
 			break
 		}
-		taker := g.takerUnderShare(m.v, self, share)
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return retry
+		}
+		taker := h.choose(m.v, self, share)
 		if taker == "" {
+			<-sem
 			continue // every other participant reached its share meanwhile
 		}
 		surplus--
 		g.moved[m.v.e.Role()] = now
 		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.Role()), zap.String("to", taker),
 			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
-		took, unsubscribe := watchTaker(m.v.e, self)
-		rctx, cancel := context.WithTimeout(ctx, lease)
-		if err := m.v.e.resign(rctx, taker); err != nil {
-			g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.Role()), zap.Error(err))
-		}
-		cancel()
-		g.awaitTaker(ctx, m.v.e, self, retry, took)
-		unsubscribe()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer h.done(taker)
+			took, unsubscribe := watchTaker(m.v.e, self)
+			defer unsubscribe()
+			rctx, cancel := context.WithTimeout(ctx, lease)
+			if err := m.v.e.resign(rctx, taker); err != nil {
+				g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.Role()), zap.Error(err))
+			}
+			cancel()
+			g.awaitTaker(ctx, m.v.e, self, retry, took)
+		})
 	}
 	return retry
 }

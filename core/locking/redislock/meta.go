@@ -153,7 +153,8 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 }
 
 // Inspect implements locking.Inspector: the lease, its PTTL, the
-// server time and the meta hash, in one script.
+// server time and the meta hash, in one script; calls made at once go in
+// pipelined round trips.
 func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKeyState, error) {
 	var st locking.ProviderKeyState
 	if err := p.ready(); err != nil {
@@ -162,7 +163,10 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	if err := ctxErr(ctx); err != nil {
 		return st, opError("inspect", ctx, err)
 	}
-	r, err := p.run(ctx, p.s.inspect, []any{nil, nil, "2", key, metaKey(key)}).Slice()
+	// Batched: reads made at once (a balance round reads every role it
+	// leads) share pipelined round trips with each other and with the
+	// acquisitions and renewals under way.
+	r, err := p.runBatched(ctx, p.s.inspect, []any{nil, nil, "2", key, metaKey(key)}).Slice()
 	if err != nil {
 		return st, opError("inspect", ctx, err)
 	}

@@ -1,0 +1,169 @@
+package leadership
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fakeRoles is a set of roles as fake members see them: who leads each
+// and who takes part, shared by the members of every simulated process.
+type fakeRoles struct {
+	mu      sync.Mutex
+	leader  map[string]string   // role -> identity
+	parts   map[string][]string // role -> identities
+	subs    map[string][]*func(string)
+	resigns int // resigns under way
+	most    int // the most resigns under way at once
+	reads   int // participant reads under way
+	mostR   int // the most reads under way at once
+}
+
+func (f *fakeRoles) leads(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, l := range f.leader {
+		if l == id {
+			n++
+		}
+	}
+	return n
+}
+
+// fakeMember is one process's member for one role: a resign hands the role
+// to the named taker after a round trip's worth of fake time, and the
+// taker's lead is then learned as a new leader notice.
+type fakeMember struct {
+	f        *fakeRoles
+	role, id string
+}
+
+func (m *fakeMember) Role() string     { return m.role }
+func (m *fakeMember) Identity() string { return m.id }
+func (m *fakeMember) IsLeader() bool {
+	id, _ := m.Leader()
+	return id == m.id
+}
+
+func (m *fakeMember) Leader() (string, bool) {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	id := m.f.leader[m.role]
+	return id, id != ""
+}
+func (m *fakeMember) learnedLeader() (string, bool) { return m.Leader() }
+
+func (m *fakeMember) Participants(context.Context) ([]Participant, error) {
+	m.f.mu.Lock()
+	m.f.reads++
+	m.f.mostR = max(m.f.mostR, m.f.reads)
+	m.f.mu.Unlock()
+	time.Sleep(time.Millisecond) // a round trip
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	m.f.reads--
+	var ps []Participant
+	for _, id := range m.f.parts[m.role] {
+		ps = append(ps, Participant{Identity: id, Leader: m.f.leader[m.role] == id})
+	}
+	return ps, nil
+}
+
+func (m *fakeMember) OnNewLeader(fn func(string)) func() {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	p := &fn
+	m.f.subs[m.role] = append(m.f.subs[m.role], p)
+	return func() {
+		m.f.mu.Lock()
+		defer m.f.mu.Unlock()
+		m.f.subs[m.role] = slices.DeleteFunc(m.f.subs[m.role], func(q *func(string)) bool { return q == p })
+	}
+}
+
+func (m *fakeMember) resign(_ context.Context, target string) error {
+	m.f.mu.Lock()
+	m.f.resigns++
+	m.f.most = max(m.f.most, m.f.resigns)
+	m.f.leader[m.role] = ""
+	m.f.mu.Unlock()
+	time.Sleep(10 * time.Millisecond) // the release and the taker's acquisition
+	m.f.mu.Lock()
+	m.f.resigns--
+	m.f.leader[m.role] = target
+	subs := slices.Clone(m.f.subs[m.role])
+	m.f.mu.Unlock()
+	for _, fn := range subs {
+		(*fn)(target)
+	}
+	return nil
+}
+
+func (m *fakeMember) Lease() time.Duration         { return 15 * time.Second }
+func (m *fakeMember) retryInterval() time.Duration { return 2 * time.Second }
+
+// fakeProcess builds the balance group of identity id with a member for
+// every role of f, without starting its round goroutine.
+func fakeProcess(f *fakeRoles, id string) *BalanceGroup {
+	g := NewBalanceGroup(nil)
+	for role := range f.parts {
+		g.members[&fakeMember{f: f, role: role, id: id}] = struct{}{}
+	}
+	return g
+}
+
+func newFakeRoles(roles int, leader string, ids ...string) *fakeRoles {
+	f := &fakeRoles{leader: map[string]string{}, parts: map[string][]string{}, subs: map[string][]*func(string){}}
+	for r := range roles {
+		role := fmt.Sprintf("role-%03d", r)
+		f.leader[role] = leader
+		f.parts[role] = ids
+	}
+	return f
+}
+
+// One round hands the whole surplus over, several roles at once but never
+// more than balanceHandovers, and reads the participants several at once
+// but never more than balanceReaders (B1).
+func TestBalance_B1_RoundHandsOverInParallelWithinBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRoles(200, "a", "a", "b")
+		g := fakeProcess(f, "a")
+		g.round(t.Context())
+		if a, b := f.leads("a"), f.leads("b"); a != 100 || b != 100 {
+			t.Fatalf("after one round a leads %d, b %d; want 100 each", a, b)
+		}
+		if f.most != balanceHandovers {
+			t.Fatalf("at most %d handovers ran at once; want %d (the bound, reached with a surplus of 100)", f.most, balanceHandovers)
+		}
+		if f.mostR != balanceReaders {
+			t.Fatalf("at most %d participant reads ran at once; want %d (the bound, reached with 200 roles led)", f.mostR, balanceReaders)
+		}
+	})
+}
+
+// Handovers under way at once count against their takers' shares: with
+// two takers at 0 the surplus splits evenly and neither ends past its
+// share, although none of the handovers was learned when the next was
+// chosen (B1: no role moves twice).
+func TestBalance_B1_ParallelHandoversKeepTakersWithinShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRoles(90, "a", "a", "b", "c")
+		g := fakeProcess(f, "a")
+		g.round(t.Context())
+		if a, b, c := f.leads("a"), f.leads("b"), f.leads("c"); a != 30 || b != 30 || c != 30 {
+			t.Fatalf("after one round a leads %d, b %d, c %d; want 30 each", a, b, c)
+		}
+		// Nothing left to move: a second round hands nothing over.
+		f.most = 0
+		g.round(t.Context())
+		if f.most != 0 {
+			t.Fatalf("a balanced second round resigned %d roles at once; want none", f.most)
+		}
+	})
+}
