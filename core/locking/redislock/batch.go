@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher coalesces acquisitions and extensions (candidates' tries and
-// renewals) that fall due while another is on the wire into one pipelined
+// batcher coalesces acquisitions, extensions and inspections (candidates'
+// tries, renewals, a balance round's reads) that fall due while another is
+// on the wire into one pipelined
 // round trip (on Cluster go-redis splits a pipeline by node). A lone call
 // is sent at once, by its caller, as before; only those that arrive while
 // one is in flight wait for it, so none is sent later than the in-flight
