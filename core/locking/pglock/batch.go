@@ -16,11 +16,11 @@ import (
 // round trip on one connection: each statement is still its own implicit
 // transaction (a Sync follows each), so one's failure or row locks never
 // touch another's, and every time still comes from the server's clock of
-// its own statement. A lone call is sent at once, by its caller, as
-// before; only those that arrive while one is in flight wait for it, so
-// none is sent later than the in-flight one's reply. An elector measures
-// its deadline from before it called Extend or Acquire, so the wait only
-// makes that deadline more conservative.
+// its own statement. A lone call is sent at once; only those that arrive
+// while one is in flight wait for it, so none is sent later than the
+// in-flight one's reply. An elector measures its deadline from before it
+// called Extend or Acquire, so the wait only makes that deadline more
+// conservative.
 //
 // Besides the round trips, this bounds the connections one provider needs
 // at a time to two, however many roles it serves: after the server comes
@@ -30,13 +30,24 @@ import (
 // server's CPU with their own statements, past the acquisitions' bounds,
 // which then dropped those connections and opened new ones.
 //
-// A caller whose context ends while its call is queued takes it out
-// (nothing is sent); while it is on the wire, waits for the reply as a
-// lost reply's cleanup would, so Acquire's cleanup follows the
-// acquisition.
+// A round trip runs on a context of its own, not its callers': it ends
+// cleanupTimeout after the latest of their deadlines (batchTimeout when
+// none has one). A caller whose context ends while its call is queued
+// takes it out (nothing is sent); while it is on the wire, waits for the
+// reply as a lost reply's cleanup would (cleanupTimeout), so Acquire's
+// cleanup follows the acquisition, and returns its context's error. So a
+// caller's deadline never closes the shared connection (pgx closes a
+// connection whose context ends mid-statement): after a restart a new
+// backend's first statements are slow (cold caches, crash recovery, every
+// replica connecting at once), and closing its connection at each
+// acquisition's deadline made every round trip pay for a new dial and a
+// cold backend again, which kept roles leaderless for seconds after the
+// server was back. A connection the server closed fails its round trip at
+// once; only one that stays silent (an unreachable server) holds the
+// calls behind it, up to its bound.
 type batcher struct {
 	mu    sync.Mutex
-	busy  bool       // a round trip is in flight
+	busy  bool       // a round trip is in flight, or its flush goroutine runs
 	queue []*pending // waiting for the next round trip
 }
 
@@ -63,27 +74,22 @@ var errNotSent = errors.New("not sent")
 // with the calls queued meanwhile (see batcher).
 func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
 	b := &p.batch
-	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
-		b.mu.Unlock()
-		err := p.queryRowAlone(ctx, sql, args, dst)
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			// Keeps busy until the queue is drained; it lives as long
-			// as the round trips it makes.
-			go p.flush()
-		} else {
-			b.busy = false
-		}
-		b.mu.Unlock()
-		return err
-	}
 	w := &pending{ctx: ctx, sql: sql, args: args, dst: dst, done: make(chan struct{})}
+	b.mu.Lock()
 	b.queue = append(b.queue, w)
+	if !b.busy {
+		// Lives as long as the round trips it makes: until the queue
+		// is empty.
+		b.busy = true
+		go p.flush()
+	}
 	b.mu.Unlock()
 	select {
 	case <-w.done:
+		if err := ctxErr(ctx); err != nil && w.err == nil {
+			// The reply came, but after the caller's deadline.
+			return err
+		}
 		return w.err
 	case <-ctx.Done():
 	}
@@ -136,18 +142,22 @@ func (p *Provider) flush() {
 }
 
 // pipeline runs q in one round trip (a caller whose context has ended is
-// skipped) and completes every call.
+// skipped) and completes every call. The round trip's context is its own
+// (see batcher): cleanupTimeout past the latest of the callers'
+// deadlines.
 func (p *Provider) pipeline(q []*pending) {
 	live := q[:0:0]
 	var deadline time.Time
 	for _, w := range q {
-		if err := w.ctx.Err(); err != nil {
+		if err := ctxErr(w.ctx); err != nil {
 			w.err = fmt.Errorf("%w: %w", errNotSent, err)
 			close(w.done)
 			continue
 		}
 		d, ok := w.ctx.Deadline()
-		if !ok {
+		if ok {
+			d = d.Add(cleanupTimeout)
+		} else {
 			d = time.Now().Add(batchTimeout)
 		}
 		if d.After(deadline) {
@@ -155,17 +165,17 @@ func (p *Provider) pipeline(q []*pending) {
 		}
 		live = append(live, w)
 	}
-	switch len(live) {
-	case 0:
+	if len(live) == 0 {
 		return
-	case 1:
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(live[0].ctx), deadline)
+	defer cancel()
+	if len(live) == 1 {
 		w := live[0]
-		w.err = p.queryRowAlone(w.ctx, w.sql, w.args, w.dst)
+		w.err = p.queryRowAlone(ctx, w.sql, w.args, w.dst)
 		close(w.done)
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
 	p.send(ctx, live)
 	for _, w := range live {
 		close(w.done)
