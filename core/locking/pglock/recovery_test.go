@@ -231,3 +231,58 @@ func TestProvider_E7_RestartWhileCallsAreQueued(t *testing.T) {
 		time.Sleep(retry)
 	}
 }
+
+// TestProvider_E6_CallBehindAnOverdueRoundTripIsSent: a round trip still
+// on the wire after its caller's deadline (an acquisition waiting for a
+// row another session holds) does not hold the calls queued after it:
+// they go out on another connection and get their answer while it still
+// waits, so an elector's second renewal attempt is not stuck behind its
+// first. The first is answered, and released, once the row is free.
+func TestProvider_E6_CallBehindAnOverdueRoundTripIsSent(t *testing.T) {
+	pool := newDB(t)
+	p := newProvider(t, pool, pglock.Options{})
+	ctx := context.Background()
+	if _, err := p.Acquire(ctx, locking.AcquireRequest{Key: "slow", Value: "v", TTL: time.Millisecond, Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Acquire(ctx, locking.AcquireRequest{Key: "held", Value: "h", TTL: time.Minute, Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM hostloom_locks WHERE key = 'slow' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(short, locking.AcquireRequest{Key: "slow", Value: "late", TTL: time.Minute, Owner: "o"})
+		first <- err
+	}()
+	<-short.Done()
+	// The first round trip is bounded a second past its caller's deadline;
+	// this call's own deadline ends before that.
+	second, cancel2 := context.WithTimeout(ctx, 800*time.Millisecond)
+	defer cancel2()
+	res, err := p.Extend(second, locking.ExtendRequest{Key: "held", Value: "h", TTL: time.Minute, Owner: "o"})
+	if err != nil || !res.Extended {
+		t.Fatalf("extend behind the overdue round trip = %+v, %v; want extended", res, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the overdue acquisition = %v, want its deadline", err)
+	}
+	st, err := p.Inspect(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held {
+		t.Fatalf("key slow = %+v: the acquisition whose reply came too late was not released", st)
+	}
+}
