@@ -32,49 +32,34 @@ import (
 //
 // A round trip runs on a context of its own, not its callers': it ends
 // cleanupTimeout after the latest of their deadlines (batchTimeout when
-// one has none). So a caller's deadline never closes the shared
-// connection (pgx closes a connection whose context ends mid-statement):
-// after a restart a new backend's first statements are slow (cold caches,
-// crash recovery, every replica connecting at once), and closing its
-// connection at each acquisition's deadline made every round trip pay for
-// a new dial and a cold backend again, which kept roles leaderless for
-// seconds after the server was back. A connection the server closed fails
-// its round trip at once.
-//
-// A round trip still on the wire when the latest of its callers'
-// deadlines has passed (a silent connection, or a slow statement) no
-// longer holds the queue: it finishes on its own, up to its bound, and the
-// calls queued meanwhile go out on another connection of the pool, so an
-// elector's second renewal attempt (E6) does not wait behind its first.
-// Only one round trip is left running so at a time, which keeps the
-// connections to two.
-//
-// A caller whose context ends while its call is queued takes it out
-// (nothing is sent) and returns. One whose call is on the wire returns its
-// context's error at once, except an acquisition (settle): it waits for
-// the reply as a lost reply's cleanup would (cleanupTimeout), so the
-// cleanup follows the acquisition.
+// none has one). A caller whose context ends while its call is queued
+// takes it out (nothing is sent); while it is on the wire, waits for the
+// reply as a lost reply's cleanup would (cleanupTimeout), so Acquire's
+// cleanup follows the acquisition, and returns its context's error. So a
+// caller's deadline never closes the shared connection (pgx closes a
+// connection whose context ends mid-statement): after a restart a new
+// backend's first statements are slow (cold caches, crash recovery, every
+// replica connecting at once), and closing its connection at each
+// acquisition's deadline made every round trip pay for a new dial and a
+// cold backend again, which kept roles leaderless for seconds after the
+// server was back. A connection the server closed fails its round trip at
+// once; only one that stays silent (an unreachable server) holds the
+// calls behind it, up to its bound.
 type batcher struct {
 	mu    sync.Mutex
-	busy  bool       // the flush goroutine runs
+	busy  bool       // a round trip is in flight, or its flush goroutine runs
 	queue []*pending // waiting for the next round trip
-
-	// overdue is closed when the round trip that was left running past
-	// its callers' deadlines ends; nil when there is none. Only the flush
-	// goroutine (the one that set busy) uses it.
-	overdue <-chan struct{}
 }
 
 // pending is one queued statement: its text, its arguments (without the
 // exec mode) and where its single row is scanned.
 type pending struct {
-	ctx    context.Context
-	settle bool // on the wire when ctx ends: wait for the reply (see batcher)
-	sql    string
-	args   []any
-	dst    []any
-	err    error
-	done   chan struct{}
+	ctx  context.Context
+	sql  string
+	args []any
+	dst  []any
+	err  error
+	done chan struct{}
 }
 
 // batchTimeout bounds a pipelined round trip whose callers set no
@@ -86,12 +71,10 @@ const batchTimeout = 5 * time.Second
 var errNotSent = errors.New("not sent")
 
 // queryRow runs sql with args and scans its one row into dst, coalescing
-// with the calls queued meanwhile (see batcher). With settle, a call on
-// the wire when ctx ends waits for its reply (up to cleanupTimeout)
-// before it returns ctx's error.
-func (p *Provider) queryRow(ctx context.Context, settle bool, sql string, args []any, dst ...any) error {
+// with the calls queued meanwhile (see batcher).
+func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
 	b := &p.batch
-	w := &pending{ctx: ctx, settle: settle, sql: sql, args: args, dst: dst, done: make(chan struct{})}
+	w := &pending{ctx: ctx, sql: sql, args: args, dst: dst, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, w)
 	if !b.busy {
@@ -123,18 +106,15 @@ func (p *Provider) queryRow(ctx context.Context, settle bool, sql string, args [
 	if queued {
 		return fmt.Errorf("%w: %w", errNotSent, ctx.Err())
 	}
-	if settle {
-		// On the wire: wait (as long as a lost reply's cleanup may) for
-		// the reply, so a cleanup the caller makes next (Acquire) runs
-		// after the statement did. The reply is not read: the caller's
-		// context ended.
-		t := time.NewTimer(cleanupTimeout)
-		select {
-		case <-w.done:
-		case <-t.C:
-		}
-		t.Stop()
+	// On the wire: wait (as long as a lost reply's cleanup may) for the
+	// reply, so a cleanup the caller makes next (Acquire) runs after the
+	// statement did. The reply is not read: the caller's context ended.
+	t := time.NewTimer(cleanupTimeout)
+	select {
+	case <-w.done:
+	case <-t.C:
 	}
+	t.Stop()
 	return ctx.Err()
 }
 
@@ -144,8 +124,7 @@ func (p *Provider) queryRowAlone(ctx context.Context, sql string, args []any, ds
 }
 
 // flush sends the queued calls, one pipeline per round, until none is
-// left. It waits for each round trip, or only until its callers' latest
-// deadline when no other round trip is overdue (see batcher).
+// left.
 func (p *Provider) flush() {
 	b := &p.batch
 	for {
@@ -158,54 +137,7 @@ func (p *Provider) flush() {
 			return
 		}
 		b.mu.Unlock()
-		latest, bounded := latestDeadline(q)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.pipeline(q)
-		}()
-		b.overdue = await(done, b.overdue, latest, bounded)
-	}
-}
-
-// latestDeadline is the latest deadline of q's callers; bounded is false
-// when one of them has none.
-func latestDeadline(q []*pending) (latest time.Time, bounded bool) {
-	for _, w := range q {
-		d, ok := w.ctx.Deadline()
-		if !ok {
-			return time.Time{}, false
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	return latest, true
-}
-
-// await waits until the round trip done ends, or, when overdue (a round
-// trip left running earlier) is nil or ends meanwhile, until latest
-// passes: then done is left running and becomes the overdue one. It
-// returns the overdue round trip, nil if none.
-func await(done, overdue <-chan struct{}, latest time.Time, bounded bool) <-chan struct{} {
-	for {
-		if overdue != nil || !bounded {
-			select {
-			case <-done:
-				return overdue
-			case <-overdue: // the earlier one ended: this one may be left next
-				overdue = nil
-				continue
-			}
-		}
-		t := time.NewTimer(time.Until(latest))
-		select {
-		case <-done:
-			t.Stop()
-			return nil
-		case <-t.C:
-			return done
-		}
+		p.pipeline(q)
 	}
 }
 

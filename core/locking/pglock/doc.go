@@ -56,12 +56,14 @@
 // pool's connections at a time however many roles they serve; releases and
 // reads take their own, and notifications one more (below). A round trip
 // is bounded by a context of its own, one second past the latest of its
-// callers' deadlines, not by theirs: a caller whose context ends while its
-// call is queued returns at once and nothing is sent; one whose call is on
-// the wire returns after the reply or that second, with its context's
-// error, and the connection stays open for the calls behind it. A
-// connection the server closed fails its round trip at once; the next one
-// takes a new connection from the pool.
+// callers' deadlines, not by theirs, so a caller's deadline does not close
+// the connection the calls behind it need: a caller whose context ends
+// while its call is queued returns at once and nothing is sent; one whose
+// call is on the wire returns its context's error after the reply or that
+// second (so an acquisition's cleanup follows it). A connection the server
+// closed fails its round trip at once; the next one takes a new connection
+// from the pool. A connection that stays silent holds the calls behind it
+// until that bound.
 //
 // # Fences
 //

@@ -342,7 +342,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	var remaining int64
 	var top int32
 	var notes int64
-	err := p.queryRow(ctx, true, p.sql.acquire, []any{
+	err := p.queryRow(ctx, p.sql.acquire, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority), yield,
 		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
 	}, &res.Acquired, &res.Fence, &remaining, &res.HolderValue, &top, &notes)
@@ -372,7 +372,7 @@ func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	defer cancel()
 	var ok bool
 	var n int64
-	_ = p.queryRow(ctx, false, p.sql.release, []any{key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified}, &ok, &n)
+	_ = p.queryRow(ctx, p.sql.release, []any{key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified}, &ok, &n)
 }
 
 // Extend implements locking.Provider: the new expiry when the key still
@@ -391,7 +391,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		pttl = micros(r.ParticipantTTL)
 	}
 	var live int64
-	err := p.queryRow(ctx, false, p.sql.extend, []any{
+	err := p.queryRow(ctx, p.sql.extend, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
 	}, &res.Extended, &live, &res.Preempt)
 	if err != nil {
