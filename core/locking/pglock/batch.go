@@ -45,10 +45,23 @@ import (
 // server was back. A connection the server closed fails its round trip at
 // once; only one that stays silent (an unreachable server) holds the
 // calls behind it, up to its bound.
+//
+// A queued call whose deadline leaves less time than the last round trip
+// took stays queued for the next round instead (unless it is the one with
+// the most time left: each round sends at least one call, so a slow round
+// trip's measure does not hold calls back for long): its reply would most
+// likely come after its caller gave up, and a statement the server runs
+// that late (a renewal over a slow link) extends a lease its holder no
+// longer counts on, keeping the role from the candidates. It leaves the
+// queue, unsent, when its context ends.
 type batcher struct {
 	mu    sync.Mutex
 	busy  bool       // a round trip is in flight, or its flush goroutine runs
 	queue []*pending // waiting for the next round trip
+
+	// rtt is how long the last round trip took, connection included;
+	// only the flush goroutine (the one that set busy) uses it.
+	rtt time.Duration
 }
 
 // pending is one queued statement: its text, its arguments (without the
@@ -137,17 +150,25 @@ func (p *Provider) flush() {
 			return
 		}
 		b.mu.Unlock()
-		p.pipeline(q)
+		if held := p.pipeline(q); len(held) > 0 {
+			b.mu.Lock()
+			b.queue = append(held, b.queue...)
+			b.mu.Unlock()
+		}
 	}
 }
 
 // pipeline runs q in one round trip (a caller whose context has ended is
-// skipped) and completes every call. The round trip's context is its own
-// (see batcher): cleanupTimeout past the latest of the callers'
+// skipped) and completes every call it sent; it returns the calls it held
+// back for the next round (see batcher). The round trip's context is its
+// own (see batcher): cleanupTimeout past the latest of the callers'
 // deadlines.
-func (p *Provider) pipeline(q []*pending) {
+func (p *Provider) pipeline(q []*pending) (held []*pending) {
+	b := &p.batch
+	now := time.Now()
 	live := q[:0:0]
 	var deadline time.Time
+	best := -1 // the live call with the most time left
 	for _, w := range q {
 		if err := ctxErr(w.ctx); err != nil {
 			w.err = fmt.Errorf("%w: %w", errNotSent, err)
@@ -158,28 +179,40 @@ func (p *Provider) pipeline(q []*pending) {
 		if ok {
 			d = d.Add(cleanupTimeout)
 		} else {
-			d = time.Now().Add(batchTimeout)
+			d = now.Add(batchTimeout)
 		}
 		if d.After(deadline) {
-			deadline = d
+			deadline, best = d, len(live)
 		}
 		live = append(live, w)
 	}
 	if len(live) == 0 {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(live[0].ctx), deadline)
+	sent := live[:0:0]
+	for i, w := range live {
+		if d, ok := w.ctx.Deadline(); ok && i != best && d.Sub(now) < b.rtt {
+			held = append(held, w)
+			continue
+		}
+		sent = append(sent, w)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
 	defer cancel()
-	if len(live) == 1 {
-		w := live[0]
+	start := time.Now()
+	if len(sent) == 1 {
+		w := sent[0]
 		w.err = p.queryRowAlone(ctx, w.sql, w.args, w.dst)
+		b.rtt = time.Since(start)
 		close(w.done)
-		return
+		return held
 	}
-	p.send(ctx, live)
-	for _, w := range live {
+	p.send(ctx, sent)
+	b.rtt = time.Since(start)
+	for _, w := range sent {
 		close(w.done)
 	}
+	return held
 }
 
 // send runs calls over one connection in pipeline mode, a Sync after each
