@@ -16,11 +16,11 @@ import (
 // round trip on one connection: each statement is still its own implicit
 // transaction (a Sync follows each), so one's failure or row locks never
 // touch another's, and every time still comes from the server's clock of
-// its own statement. A lone call is sent at once, by its caller, as
-// before; only those that arrive while one is in flight wait for it, so
-// none is sent later than the in-flight one's reply. An elector measures
-// its deadline from before it called Extend or Acquire, so the wait only
-// makes that deadline more conservative.
+// its own statement. A lone call is sent at once; only those that arrive
+// while one is in flight wait for it, so none is sent later than the
+// in-flight one's reply. An elector measures its deadline from before it
+// called Extend or Acquire, so the wait only makes that deadline more
+// conservative.
 //
 // Besides the round trips, this bounds the connections one provider needs
 // at a time to two, however many roles it serves: after the server comes
@@ -30,14 +30,38 @@ import (
 // server's CPU with their own statements, past the acquisitions' bounds,
 // which then dropped those connections and opened new ones.
 //
-// A caller whose context ends while its call is queued takes it out
-// (nothing is sent); while it is on the wire, waits for the reply as a
-// lost reply's cleanup would, so Acquire's cleanup follows the
-// acquisition.
+// A round trip runs on a context of its own, not its callers': it ends
+// cleanupTimeout after the latest of their deadlines (batchTimeout when
+// none has one). A caller whose context ends while its call is queued
+// takes it out (nothing is sent); while it is on the wire, waits for the
+// reply as a lost reply's cleanup would (cleanupTimeout), so Acquire's
+// cleanup follows the acquisition, and returns its context's error. So a
+// caller's deadline never closes the shared connection (pgx closes a
+// connection whose context ends mid-statement): after a restart a new
+// backend's first statements are slow (cold caches, crash recovery, every
+// replica connecting at once), and closing its connection at each
+// acquisition's deadline made every round trip pay for a new dial and a
+// cold backend again, which kept roles leaderless for seconds after the
+// server was back. A connection the server closed fails its round trip at
+// once; only one that stays silent (an unreachable server) holds the
+// calls behind it, up to its bound.
+//
+// A queued call whose deadline leaves less time than the last round trip
+// took stays queued for the next round instead (unless it is the one with
+// the most time left: each round sends at least one call, so a slow round
+// trip's measure does not hold calls back for long): its reply would most
+// likely come after its caller gave up, and a statement the server runs
+// that late (a renewal over a slow link) extends a lease its holder no
+// longer counts on, keeping the role from the candidates. It leaves the
+// queue, unsent, when its context ends.
 type batcher struct {
 	mu    sync.Mutex
-	busy  bool       // a round trip is in flight
+	busy  bool       // a round trip is in flight, or its flush goroutine runs
 	queue []*pending // waiting for the next round trip
+
+	// rtt is how long the last round trip took, connection included;
+	// only the flush goroutine (the one that set busy) uses it.
+	rtt time.Duration
 }
 
 // pending is one queued statement: its text, its arguments (without the
@@ -63,27 +87,22 @@ var errNotSent = errors.New("not sent")
 // with the calls queued meanwhile (see batcher).
 func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
 	b := &p.batch
-	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
-		b.mu.Unlock()
-		err := p.queryRowAlone(ctx, sql, args, dst)
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			// Keeps busy until the queue is drained; it lives as long
-			// as the round trips it makes.
-			go p.flush()
-		} else {
-			b.busy = false
-		}
-		b.mu.Unlock()
-		return err
-	}
 	w := &pending{ctx: ctx, sql: sql, args: args, dst: dst, done: make(chan struct{})}
+	b.mu.Lock()
 	b.queue = append(b.queue, w)
+	if !b.busy {
+		// Lives as long as the round trips it makes: until the queue
+		// is empty.
+		b.busy = true
+		go p.flush()
+	}
 	b.mu.Unlock()
 	select {
 	case <-w.done:
+		if err := ctxErr(ctx); err != nil && w.err == nil {
+			// The reply came, but after the caller's deadline.
+			return err
+		}
 		return w.err
 	case <-ctx.Done():
 	}
@@ -131,45 +150,69 @@ func (p *Provider) flush() {
 			return
 		}
 		b.mu.Unlock()
-		p.pipeline(q)
+		if held := p.pipeline(q); len(held) > 0 {
+			b.mu.Lock()
+			b.queue = append(held, b.queue...)
+			b.mu.Unlock()
+		}
 	}
 }
 
 // pipeline runs q in one round trip (a caller whose context has ended is
-// skipped) and completes every call.
-func (p *Provider) pipeline(q []*pending) {
+// skipped) and completes every call it sent; it returns the calls it held
+// back for the next round (see batcher). The round trip's context is its
+// own (see batcher): cleanupTimeout past the latest of the callers'
+// deadlines.
+func (p *Provider) pipeline(q []*pending) (held []*pending) {
+	b := &p.batch
+	now := time.Now()
 	live := q[:0:0]
 	var deadline time.Time
+	best := -1 // the live call with the most time left
 	for _, w := range q {
-		if err := w.ctx.Err(); err != nil {
+		if err := ctxErr(w.ctx); err != nil {
 			w.err = fmt.Errorf("%w: %w", errNotSent, err)
 			close(w.done)
 			continue
 		}
 		d, ok := w.ctx.Deadline()
-		if !ok {
-			d = time.Now().Add(batchTimeout)
+		if ok {
+			d = d.Add(cleanupTimeout)
+		} else {
+			d = now.Add(batchTimeout)
 		}
 		if d.After(deadline) {
-			deadline = d
+			deadline, best = d, len(live)
 		}
 		live = append(live, w)
 	}
-	switch len(live) {
-	case 0:
-		return
-	case 1:
-		w := live[0]
-		w.err = p.queryRowAlone(w.ctx, w.sql, w.args, w.dst)
-		close(w.done)
-		return
+	if len(live) == 0 {
+		return nil
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	sent := live[:0:0]
+	for i, w := range live {
+		if d, ok := w.ctx.Deadline(); ok && i != best && d.Sub(now) < b.rtt {
+			held = append(held, w)
+			continue
+		}
+		sent = append(sent, w)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
 	defer cancel()
-	p.send(ctx, live)
-	for _, w := range live {
+	start := time.Now()
+	if len(sent) == 1 {
+		w := sent[0]
+		w.err = p.queryRowAlone(ctx, w.sql, w.args, w.dst)
+		b.rtt = time.Since(start)
+		close(w.done)
+		return held
+	}
+	p.send(ctx, sent)
+	b.rtt = time.Since(start)
+	for _, w := range sent {
 		close(w.done)
 	}
+	return held
 }
 
 // send runs calls over one connection in pipeline mode, a Sync after each

@@ -48,6 +48,23 @@
 // data are parameters, never SQL text; table names are validated as
 // identifiers and quoted.
 //
+// # Connections
+//
+// Acquisitions and extensions that fall due while one is on the wire share
+// the next round trip, pipelined on one connection of the pool (each still
+// its own statement and transaction), so electors need at most two of the
+// pool's connections at a time however many roles they serve; releases and
+// reads take their own, and notifications one more (below). A round trip
+// is bounded by a context of its own, one second past the latest of its
+// callers' deadlines, not by theirs, so a caller's deadline does not close
+// the connection the calls behind it need: a caller whose context ends
+// while its call is queued returns at once and nothing is sent; one whose
+// call is on the wire returns its context's error after the reply or that
+// second (so an acquisition's cleanup follows it). A connection the server
+// closed fails its round trip at once; the next one takes a new connection
+// from the pool. A connection that stays silent holds the calls behind it
+// until that bound.
+//
 // # Fences
 //
 // An acquisition issues max(last fence + 1, server time in µs) (G1): fences

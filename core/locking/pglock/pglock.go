@@ -363,13 +363,16 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 }
 
 // cleanup releases key if it stores value, on a context detached from the
-// caller's and bounded by cleanupTimeout; the outcome is not reported.
+// caller's and bounded by cleanupTimeout; the outcome is not reported. It
+// goes through the batcher, so it is sent after the acquisition it undoes
+// if that one is still on the wire, and on the connection the batcher
+// already has (after a restart, a second one would be dialled for it).
 func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	var ok bool
 	var n int64
-	_ = p.pool.QueryRow(ctx, p.sql.release, execMode, key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
+	_ = p.queryRow(ctx, p.sql.release, []any{key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified}, &ok, &n)
 }
 
 // Extend implements locking.Provider: the new expiry when the key still
