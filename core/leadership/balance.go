@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -200,19 +199,19 @@ const balanceReaders = 64
 
 // handovers chooses the takers of one round's handovers (B1). A taker is
 // counted with the roles its members learned it leads, read afresh every
-// balanceHandovers choices, plus the handovers to it this round that were
-// under way at that read or chosen since: a handover under way is counted
-// until its taker is learned, so handovers running at once never take an
-// identity past its share.
+// balanceHandovers choices, with each role whose handover was under way at
+// that read counted for its taker whether or not it was learned yet (once,
+// never twice), plus the handovers chosen since: so handovers running at
+// once never take an identity past its share, nor keep one under it.
 type handovers struct {
 	g *BalanceGroup
 
 	leads map[string]int // learned at the last read; nil before the first
-	extra map[string]int // handovers under way at the last read or chosen since
+	extra map[string]int // handovers chosen since the last read
 	fresh int            // choices since the last read
 
 	mu       sync.Mutex
-	inflight map[string]int // handovers under way by taker
+	inflight map[member]string // handovers under way: member -> taker
 }
 
 // choose returns the participant of v's role, other than self, that leads
@@ -221,12 +220,15 @@ type handovers struct {
 // others hold back. It runs on the round's goroutine only.
 func (h *handovers) choose(v roleView, self string, share int) string {
 	if h.leads == nil || h.fresh >= balanceHandovers {
+		// A role handed over and not yet learned counts for its taker,
+		// one learned already for the leader learned: the same taker, so
+		// each role counts once, read in one pass.
 		h.g.mu.Lock()
-		h.leads = h.g.leadsLocked()
-		h.g.mu.Unlock()
 		h.mu.Lock()
-		h.extra = maps.Clone(h.inflight)
+		h.leads = h.g.leadsLocked(h.inflight)
 		h.mu.Unlock()
+		h.g.mu.Unlock()
+		h.extra = map[string]int{}
 		h.fresh = 0
 	}
 	counts := make(map[string]int, len(v.ids))
@@ -241,16 +243,16 @@ func (h *handovers) choose(v roleView, self string, share int) string {
 	h.fresh++
 	h.extra[taker]++
 	h.mu.Lock()
-	h.inflight[taker]++
+	h.inflight[v.e] = taker
 	h.mu.Unlock()
 	return taker
 }
 
-// done ends a handover to taker.
-func (h *handovers) done(taker string) {
+// done ends the handover of e's role.
+func (h *handovers) done(e member) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.inflight[taker]--
+	delete(h.inflight, e)
 }
 
 // participantsRead is one member's participants as a round read them.
@@ -311,7 +313,7 @@ func (g *BalanceGroup) successor(e member) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	leads := g.leadsLocked()
+	leads := g.leadsLocked(nil)
 	// The fewest leads wins, counting the roles stopped members handed
 	// over (concurrent stops take turns on the mutex, so each sees the
 	// choices before it); ties are spread by the role's name.
@@ -334,11 +336,14 @@ type handover struct {
 }
 
 // leadsLocked counts the roles each identity leads as the members learned
-// it, plus the roles stopped members handed over (see handed).
-func (g *BalanceGroup) leadsLocked() map[string]int {
+// it, plus the roles stopped members handed over (see handed). A member in
+// handing counts for the taker it names instead.
+func (g *BalanceGroup) leadsLocked(handing map[member]string) map[string]int {
 	leads := map[string]int{}
 	for m := range g.members {
-		if id, ok := m.learnedLeader(); ok {
+		if taker, ok := handing[m]; ok {
+			leads[taker]++
+		} else if id, ok := m.learnedLeader(); ok {
 			leads[id]++
 		}
 	}
@@ -514,7 +519,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
-	h := handovers{g: g, inflight: map[string]int{}}
+	h := handovers{g: g, inflight: map[member]string{}}
 	sem := make(chan struct{}, balanceHandovers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -538,7 +543,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
 		wg.Go(func() {
 			defer func() { <-sem }()
-			defer h.done(taker)
+			defer h.done(m.v.e)
 			took, unsubscribe := watchTaker(m.v.e, self)
 			defer unsubscribe()
 			rctx, cancel := context.WithTimeout(ctx, lease)
