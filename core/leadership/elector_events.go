@@ -109,7 +109,7 @@ func (l *loop) event(ev locking.Event) {
 			l.observe(ev.Owner, now.Add(e.opts.Lease))
 		}
 	case locking.EventExtended:
-		if ev.Owner != e.identity && ev.Remaining > 0 {
+		if l.lease == nil && ev.Owner != e.identity && ev.Remaining > 0 {
 			l.observe(ev.Owner, now.Add(ev.Remaining))
 			l.postpone(now, ev.Remaining)
 		}
