@@ -290,7 +290,7 @@ func (l *loop) postpone(now time.Time, remaining time.Duration) {
 		!l.wokeDuring.IsZero() || !l.tried {
 		return
 	}
-	at := now.Add(remaining + wakeMargin)
+	at := now.Add(min(remaining, MaxWait))
 	if l.yields() {
 		at = at.Add(e.opts.RetryInterval) // B1, B2: others first
 	}
