@@ -126,7 +126,10 @@
 // holder's remaining lease (learned from a refused acquisition) runs out.
 // While its notification subscription is live (locking.EventSubscribed),
 // that is all it does: it sleeps until the learned expiry instead of
-// polling (P3). Without a subscription, or while it is down, it tries on
+// polling (P3); when the lock announces renewals (locking.EventExtended,
+// as pglock does) it sleeps on to the extended lease's end, trying only
+// once per 3/2 of a Lease to keep its participant registration (P1).
+// Without a subscription, or while it is down, it tries on
 // the RetryInterval cadence exactly (no jitter), but makes no attempt
 // until the subscription is back (or a lease has passed since it dropped);
 // when it comes back it keeps that cadence, no sooner than a head start

@@ -108,6 +108,11 @@ func (l *loop) event(ev locking.Event) {
 		if ev.Owner != e.identity {
 			l.observe(ev.Owner, now.Add(e.opts.Lease))
 		}
+	case locking.EventExtended:
+		if l.lease == nil && ev.Owner != e.identity && ev.Remaining > 0 {
+			l.observe(ev.Owner, now.Add(ev.Remaining))
+			l.postpone(now, ev.Remaining)
+		}
 	case locking.EventResign:
 		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) {
 			e.log.Info("LeadershipResignRequested")
@@ -270,6 +275,31 @@ func (l *loop) wakeAt(at time.Time) {
 	}
 	if l.due.After(at) {
 		l.due = at
+	}
+}
+
+// postpone moves an idle candidate's next attempt, due when the lease it
+// learned would run out, to when the extended lease (remaining from now)
+// runs out (P3): over a live subscription a release wakes it, so only an
+// expiry needs an attempt. It still tries within 3/2 of a Lease of its
+// previous attempt, which registered it as a participant for two leases
+// (P1), so its registration never lapses.
+func (l *loop) postpone(now time.Time, remaining time.Duration) {
+	e := l.e
+	if !l.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
+		!l.wokeDuring.IsZero() || !l.tried {
+		return
+	}
+	at := now.Add(min(remaining, MaxWait))
+	if l.yields() {
+		at = at.Add(e.opts.RetryInterval) // B1, B2: others first
+	}
+	if hb := l.triedAt.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
+		at = hb
+	}
+	if at.After(l.due) {
+		l.due = at
+		l.freeSince, l.freeKind = now.Add(remaining), "takeover"
 	}
 }
 

@@ -507,3 +507,68 @@ func TestElector_P2_EveryInstanceLogsTheNewLeader(t *testing.T) {
 		}
 	})
 }
+
+// announcingLock is a countingLock whose subscribers can be sent events
+// the lock itself does not publish (EventExtended, as pglock's renewals
+// announce).
+type announcingLock struct {
+	*countingLock
+	mu  sync.Mutex
+	fns []func(locking.Event)
+}
+
+func (a *announcingLock) Subscribe(key string, fn func(locking.Event)) (func(), error) {
+	a.mu.Lock()
+	a.fns = append(a.fns, fn)
+	a.mu.Unlock()
+	return a.countingLock.Subscribe(key, fn)
+}
+
+func (a *announcingLock) announce(ev locking.Event) {
+	a.mu.Lock()
+	fns := slices.Clone(a.fns)
+	a.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+func TestElector_P3_P1_ExtendedLeaseKeepsTheCandidateAsleepButRegistered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &announcingLock{countingLock: &countingLock{DistributedLock: memLock(t)}}
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", lock, o, leadership.WithIdentity("a"))
+		mustStart(t, a)
+		synctest.Wait()
+		b := mustElector(t, "r", lock, o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		before := lock.attempts.Load()
+		// a's renewals, announced every RenewInterval as pglock's are.
+		for range 36 { // 3 minutes
+			time.Sleep(o.RenewInterval)
+			lock.announce(locking.Event{Kind: locking.EventExtended, Owner: "a", Remaining: o.Lease})
+			synctest.Wait()
+		}
+		// Waking at each learned expiry would be one attempt per
+		// 10-15s (12 or more); the announcements leave only the attempts
+		// that keep b's registration (two leases) alive: one per 3/2 of
+		// a Lease (22.5s), 8 in 3 minutes.
+		if n := lock.attempts.Load() - before; n < 7 || n > 9 {
+			t.Fatalf("candidate made %d attempts in 3 minutes of announced extensions, want 7 to 9", n)
+		}
+		ps, err := lock.Participants(bg, "leader:r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != 2 {
+			t.Fatalf("participants = %v, want a and b (b's registration kept alive)", ps)
+		}
+		mustStop(t, a) // a release still wakes b at once
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("the candidate did not take over on the release")
+		}
+	})
+}

@@ -15,7 +15,7 @@ import (
 func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.wokeDuring = time.Time{}
-	l.tried = true
+	l.tried, l.triedAt = true, now
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {

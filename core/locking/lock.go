@@ -87,6 +87,11 @@ const (
 	// EventUnsubscribed: the subscription was lost; no events arrive until
 	// the next EventSubscribed.
 	EventUnsubscribed
+	// EventExtended: Owner extended its lease, which runs Remaining from
+	// the extension (P3: a candidate sleeps on until then instead of
+	// trying when the previous expiry it learned comes). Only pglock
+	// publishes it.
+	EventExtended
 )
 
 // String returns the kind's lower-case name.
@@ -102,6 +107,8 @@ func (k EventKind) String() string {
 		return "subscribed"
 	case EventUnsubscribed:
 		return "unsubscribed"
+	case EventExtended:
+		return "extended"
 	default:
 		return "unknown"
 	}
@@ -120,6 +127,9 @@ type Event struct {
 	// acquisition (a larger fence: its own lease is gone) from a late
 	// delivery of an older one (Q1).
 	Fence uint64
+	// Remaining is the extended lease's time to live from the extension
+	// (EventExtended); 0 otherwise.
+	Remaining time.Duration
 }
 
 // Participant is one registered contender for a key (P1).

@@ -88,9 +88,12 @@
 // # Notifications
 //
 // Releases (naming a handover target, B1), acquisitions (naming the new
-// holder, P2) and resign requests (O1) are sent with pg_notify in the
-// statement that causes them, on a channel named like the lease table, as
-// JSON; they are delivered at commit. Each provider keeps one dedicated
+// holder, P2), renewals of an elector's lease (the holder and the extended
+// lease's time to live, locking.EventExtended: candidates sleep on to its
+// end instead of trying when the previous lease would have run out, P3)
+// and resign requests (O1) are sent with pg_notify in the statement that
+// causes them, on a channel named like the lease table, as JSON; they are
+// delivered at commit and none costs a statement of its own. Each provider keeps one dedicated
 // LISTEN connection (a copy of the pool's connection configuration), opened
 // by the first subscription and owned by one goroutine until Close. It reconnects
 // with backoff and reports EventUnsubscribed and EventSubscribed like

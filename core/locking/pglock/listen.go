@@ -23,6 +23,8 @@ type payload struct {
 	Event string `json:"e"`
 	Key   string `json:"k"`
 	Owner string `json:"o"`
+	// Remaining is the extended lease's time to live in µs ("extended").
+	Remaining int64 `json:"r,omitempty"`
 }
 
 // decodeEvent parses a notification for table; ok is false for a payload
@@ -39,6 +41,11 @@ func decodeEvent(table, s string) (key string, e locking.Event, ok bool) {
 		e.Kind = locking.EventAcquired
 	case "resign":
 		e.Kind = locking.EventResign
+	case "extended":
+		if m.Remaining <= 0 {
+			return "", e, false
+		}
+		e.Kind, e.Remaining = locking.EventExtended, fromMicros(m.Remaining)
 	default:
 		return "", e, false
 	}

@@ -176,3 +176,28 @@ func TestListen_L9_SubscribeAfterCloseFails(t *testing.T) {
 		t.Fatal("Subscribe with a nil callback succeeded")
 	}
 }
+
+// P3: a renewal announces the extended lease (its holder and its new time
+// to live) in the statement that extends it, so a listening candidate
+// sleeps on instead of trying when the previous lease would have ended.
+func TestListen_P3_RenewalAnnouncesTheExtendedLease(t *testing.T) {
+	pool := newDB(t)
+	ctx := context.Background()
+	watcher, _ := newLock(t, pool, pglock.Options{}, "ns")
+	holder, _ := newLock(t, pool, pglock.Options{}, "ns")
+	ch, _ := lockingtest.Subscribe(t, watcher, "k")
+	wantEvent(t, ch, locking.EventSubscribed, "")
+	ls, err := holder.TryAcquireAs(ctx, "k", time.Minute, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEvent(t, ch, locking.EventAcquired, "alice")
+	if err := ls.Extend(ctx, 42*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextEvent(t, ch); e.Kind != locking.EventExtended || e.Owner != "alice" || e.Remaining != 42*time.Second {
+		t.Fatalf("event %v %q %v, want extended alice 42s", e.Kind, e.Owner, e.Remaining)
+	}
+	_ = ls.Release(ctx)
+	wantEvent(t, ch, locking.EventReleased, "")
+}

@@ -390,10 +390,11 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if r.ParticipantTTL > 0 {
 		pttl = micros(r.ParticipantTTL)
 	}
-	var live int64
+	var live, notes int64
 	err := p.queryRow(ctx, p.sql.extend, []any{
 		r.Key, r.Value, micros(r.TTL), r.Owner, pttl, int32(r.Priority),
-	}, &res.Extended, &live, &res.Preempt)
+		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
+	}, &res.Extended, &live, &res.Preempt, &notes)
 	if err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}

@@ -159,9 +159,12 @@ FROM res`
 // extendSQL resets key $1's expiry to now + $3 µs when it still stores
 // value $2 and has not expired, registers the participant as acquireSQL
 // does, and looks for a live participant with a priority above $6
-// registered for at least $3 µs (B2). The fence is kept. Columns:
-// extended, live participants (the caller included; 0 when it registers
-// none), preempt.
+// registered for at least $3 µs (B2). The fence is kept. With $8 it
+// publishes "extended" with owner $4 and the new remaining time $3 µs on
+// channel $7 (table $9), so candidates that listen sleep on until the
+// extended lease runs out instead of trying when the old one would have.
+// Columns: extended, live participants (the caller included; 0 when it
+// registers none), preempt, a count that only makes the notification run.
 const extendSQL = `WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 ` + registerCTE + `,
 others AS (
@@ -173,11 +176,16 @@ others AS (
 up AS (
     UPDATE {L} l SET expires_at = now.t + $3::bigint * interval '1 microsecond'
     FROM now WHERE l.key = $1 AND l.value = $2 AND l.expires_at > now.t
-    RETURNING 1
+    RETURNING l.key
+),
+note AS (
+    SELECT pg_notify($7, json_build_object('t', $9::text, 'e', 'extended', 'k', up.key, 'o', $4::text, 'r', $3::bigint)::text)
+    FROM up WHERE $8::bool AND octet_length(up.key) + octet_length($4::text) < 7000
 )
 SELECT EXISTS (SELECT 1 FROM up),
     CASE WHEN $5::bigint > 0 THEN others.live + 1 ELSE 0 END,
-    others.preempt AND EXISTS (SELECT 1 FROM up)
+    others.preempt AND EXISTS (SELECT 1 FROM up),
+    (SELECT count(*) FROM note)
 FROM others`
 
 // releaseSQL frees key $1 when it still stores value $2 and has not
