@@ -133,7 +133,7 @@ func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...
 
 // queryRowAlone runs one statement the usual way.
 func (p *Provider) queryRowAlone(ctx context.Context, sql string, args []any, dst []any) error {
-	return p.pool.QueryRow(ctx, sql, append([]any{execMode}, args...)...).Scan(dst...)
+	return p.pool.QueryRow(ctx, sql, append([]any{p.mode}, args...)...).Scan(dst...)
 }
 
 // flush sends the queued calls, one pipeline per round, until none is

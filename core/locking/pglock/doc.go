@@ -74,12 +74,17 @@
 //
 // # PgBouncer
 //
-// Every statement runs with pgx.QueryExecModeExec (the extended protocol
-// with an unnamed statement, parameter types from the Go values), whatever
-// the pool's DefaultQueryExecMode: no named prepared statement and no
-// session setting outlives a statement (the term check sets one for its
-// transaction only), so a pool through PgBouncer in transaction mode works.
-// LISTEN needs a session: set Options.DisableNotifications there. The
+// LISTEN needs a session of its own, which PgBouncer in transaction mode
+// cannot keep: set Options.DisableNotifications there. With it every
+// statement runs with pgx.QueryExecModeExec (the extended protocol with an
+// unnamed statement, parameter types from the Go values), whatever the
+// pool's DefaultQueryExecMode: no named prepared statement and no session
+// setting outlives a statement (the term check sets one for its
+// transaction only), so a pool through PgBouncer in transaction mode
+// works. With notifications on, the provider's own statements are
+// prepared once per connection (pgx.QueryExecModeCacheStatement) and then
+// only executed, so the server does not plan them on every call; the term
+// check, which runs on the caller's connection, is never prepared. The
 // tests run the conformance suite and the term check through a private
 // PgBouncer in transaction mode with a single server connection shared by
 // every client (where a named prepared statement of pgx's default mode

@@ -20,7 +20,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.begin(ctx, "deregister"); err != nil {
 		return err
 	}
-	if _, err := p.pool.Exec(ctx, p.sql.deregister, execMode, key, owner); err != nil {
+	if _, err := p.pool.Exec(ctx, p.sql.deregister, p.mode, key, owner); err != nil {
 		return opError("deregister", ctx, err)
 	}
 	return nil
@@ -39,7 +39,7 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	var owners []string
 	var since []int64
 	var prio []int32
-	err := p.pool.QueryRow(ctx, p.sql.inspect, execMode, key).
+	err := p.pool.QueryRow(ctx, p.sql.inspect, p.mode, key).
 		Scan(&st.Held, &st.Value, &us, &st.Fence, &owners, &since, &prio)
 	if err != nil {
 		return locking.ProviderKeyState{}, opError("inspect", ctx, err)
@@ -69,7 +69,7 @@ func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
 	if err := p.begin(ctx, "keys"); err != nil {
 		return nil, err
 	}
-	rows, err := p.pool.Query(ctx, p.sql.keys, execMode, prefix)
+	rows, err := p.pool.Query(ctx, p.sql.keys, p.mode, prefix)
 	if err != nil {
 		return nil, opError("keys", ctx, err)
 	}

@@ -78,13 +78,13 @@ func (p *Provider) inJob(ctx context.Context, op, key string, ttl time.Duration,
 		return err
 	}
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, p.sql.jobCreate, execMode, key); err != nil {
+		if _, err := tx.Exec(ctx, p.sql.jobCreate, p.mode, key); err != nil {
 			return err
 		}
 		var r jobRow
 		var expired bool
 		var now int64
-		err := tx.QueryRow(ctx, p.sql.jobLock, execMode, key).
+		err := tx.QueryRow(ctx, p.sql.jobLock, p.mode, key).
 			Scan(&r.slot, &r.open, &r.run, &r.att, &r.term, &r.until, &r.paused, &r.seq, &expired, &now)
 		if err != nil {
 			return err
@@ -229,7 +229,7 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStat
 	var slot, open *int64
 	var att int32
 	var us int64
-	err := p.pool.QueryRow(ctx, p.sql.jobStatus, execMode, key).Scan(&slot, &open, &st.Running, &att, &st.Paused, &st.Runs, &us)
+	err := p.pool.QueryRow(ctx, p.sql.jobStatus, p.mode, key).Scan(&slot, &open, &st.Running, &att, &st.Paused, &st.Runs, &us)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return slotstore.JobStatus{}, nil
 	}
@@ -255,7 +255,7 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	if n < 1 {
 		return nil, fmt.Errorf("pglock: history %q: n %d must be positive", key, n)
 	}
-	rows, err := p.pool.Query(ctx, p.sql.jobHistory, execMode, key, int32(min(n, slotstore.JobHistoryLen)), int32(slotstore.JobHistoryLen))
+	rows, err := p.pool.Query(ctx, p.sql.jobHistory, p.mode, key, int32(min(n, slotstore.JobHistoryLen)), int32(slotstore.JobHistoryLen))
 	if err != nil {
 		return nil, opError("history", ctx, err)
 	}
@@ -274,7 +274,7 @@ func (p *Provider) JobKeys(ctx context.Context, prefix string) ([]string, error)
 	if err := p.begin(ctx, "job keys"); err != nil {
 		return nil, err
 	}
-	rows, err := p.pool.Query(ctx, p.sql.jobKeys, execMode, prefix)
+	rows, err := p.pool.Query(ctx, p.sql.jobKeys, p.mode, prefix)
 	if err != nil {
 		return nil, opError("job keys", ctx, err)
 	}

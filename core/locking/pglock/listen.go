@@ -128,7 +128,7 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	if err := p.begin(ctx, "resign"); err != nil {
 		return err
 	}
-	if _, err := p.pool.Exec(ctx, p.sql.resign, execMode, p.t.name, key, owner, p.t.qualified); err != nil {
+	if _, err := p.pool.Exec(ctx, p.sql.resign, p.mode, p.t.name, key, owner, p.t.qualified); err != nil {
 		return opError("resign", ctx, err)
 	}
 	return nil

@@ -53,7 +53,8 @@ type Options struct {
 	// DisableNotifications, when true, opens no LISTEN connection and
 	// publishes nothing: watchers are never woken and electors poll on
 	// their RetryInterval (and the holder's remaining lease), and resign
-	// requests are not supported. Set it behind PgBouncer in transaction
+	// requests are not supported, and every statement is sent unprepared
+	// (see the package documentation). Set it behind PgBouncer in transaction
 	// mode, which cannot keep a LISTEN session. Default false: releases,
 	// acquisitions and resign requests go through LISTEN/NOTIFY on one
 	// dedicated connection per provider.

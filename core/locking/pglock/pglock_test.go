@@ -284,6 +284,64 @@ func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
 	}
 }
 
+// D1: with notifications on (so not behind PgBouncer in transaction mode,
+// which cannot keep the LISTEN session) the provider prepares its
+// statements once per connection, so the server does not plan them again
+// on every call; CheckTerm, on the caller's connection, prepares nothing.
+func TestProvider_D1_NotificationsOnPreparesStatements(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every statement below runs on this one session
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx := context.Background()
+	prepared := func() int {
+		t.Helper()
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`, pgx.QueryExecModeSimpleProtocol).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	l, p := newLock(t, pool, pglock.Options{}, "prep")
+	ls, err := l.TryAcquireAs(ctx, "job", time.Minute, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Extend(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := prepared(); n < 2 {
+		t.Fatalf("the session keeps %d prepared statements after an acquisition and an extension, want at least 2", n)
+	}
+	before := prepared()
+	pk, _ := l.ProviderKey("job")
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return p.CheckTerm(ctx, tx, pk, fence(t, ls)) })
+	if err != nil {
+		t.Fatalf("CheckTerm: %v", err)
+	}
+	if n := prepared(); n != before {
+		t.Fatalf("CheckTerm left %d prepared statements on the caller's connection, want none", n-before)
+	}
+	// Prepared once: a second extension prepares nothing more.
+	if err := ls.Extend(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := prepared(); n != before {
+		t.Fatalf("a second extension prepared %d statements more, want 0", n-before)
+	}
+	if err := ls.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ProviderOf finds the provider behind a lock, also behind the polling
 // view, and nothing behind another provider.
 func TestProviderOf_L9(t *testing.T) {
