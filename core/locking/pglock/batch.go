@@ -227,15 +227,21 @@ func (p *Provider) send(ctx context.Context, calls []*pending) {
 	}
 	defer conn.Release()
 	m := conn.Conn().TypeMap()
+	sds := p.prepareAll(ctx, conn.Conn(), calls)
 	pl := conn.Conn().PgConn().StartPipeline(ctx)
 	sent := calls[:0:0]
 	for _, w := range calls {
 		var eqb pgx.ExtendedQueryBuilder
-		if err := eqb.Build(m, nil, w.args); err != nil {
+		sd := sds[w.sql]
+		if err := eqb.Build(m, sd, w.args); err != nil {
 			w.err = err
 			continue
 		}
-		pl.SendQueryParams(w.sql, eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+		if sd != nil {
+			pl.SendQueryPrepared(sd.Name, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		} else {
+			pl.SendQueryParams(w.sql, eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+		}
 		pl.SendPipelineSync()
 		sent = append(sent, w)
 	}
@@ -254,6 +260,29 @@ func (p *Provider) send(ctx context.Context, calls []*pending) {
 		}
 	}
 	_ = pl.Close()
+}
+
+// prepareAll prepares on conn each statement of calls not prepared there
+// yet (a round trip for each, once per connection) when the provider
+// prepares its statements (see preparedMode); nil otherwise. A statement
+// that fails to prepare is sent unprepared, so its own error reaches its
+// caller.
+func (p *Provider) prepareAll(ctx context.Context, conn *pgx.Conn, calls []*pending) map[string]*pgconn.StatementDescription {
+	if p.mode != preparedMode {
+		return nil
+	}
+	sds := map[string]*pgconn.StatementDescription{}
+	for _, w := range calls {
+		if _, done := sds[w.sql]; done {
+			continue
+		}
+		sd, err := conn.Prepare(ctx, w.sql, w.sql)
+		if err != nil {
+			sd = nil
+		}
+		sds[w.sql] = sd
+	}
+	return sds
 }
 
 // receive reads one call's result and the Sync after it; it returns an
