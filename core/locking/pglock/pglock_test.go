@@ -231,21 +231,29 @@ func TestExpiry_D1_DecidedByTheDatabaseClock(t *testing.T) {
 	}
 }
 
-// D1: nothing outlives a statement on the connection: no named prepared
-// statement, no session setting, whatever the pool's own query mode, so a
-// pool behind PgBouncer in transaction mode works.
-func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
+// oneSessionPool is a pool of one connection on a fresh database, so every
+// statement of a test runs on one server session, with mode as the pool's
+// DefaultQueryExecMode.
+func oneSessionPool(t *testing.T, mode pgx.QueryExecMode) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pg.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 1 // every statement below runs on this one session
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	cfg.MaxConns = 1
+	cfg.ConnConfig.DefaultQueryExecMode = mode
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pool
+}
+
+// D1: nothing outlives a statement on the connection: no named prepared
+// statement, no session setting, whatever the pool's own query mode, so a
+// pool behind PgBouncer in transaction mode works.
+func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
+	pool := oneSessionPool(t, pgx.QueryExecModeCacheStatement)
 	defer pool.Close()
 	ctx := context.Background()
 	l, p := newLock(t, pool, pglock.Options{DisableNotifications: true}, "pgb")
@@ -289,16 +297,7 @@ func TestPgBouncer_D1_NoPreparedStatementsNoSessionState(t *testing.T) {
 // statements once per connection, so the server does not plan them again
 // on every call; CheckTerm, on the caller's connection, prepares nothing.
 func TestProvider_D1_NotificationsOnPreparesStatements(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // every statement below runs on this one session
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := oneSessionPool(t, pgx.QueryExecModeCacheStatement) // pgx's default
 	defer pool.Close()
 	ctx := context.Background()
 	prepared := func() int {

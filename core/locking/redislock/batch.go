@@ -145,8 +145,7 @@ func (p *Provider) pipeline(q []*pending) {
 	defer cancel()
 	pipe := p.c.Pipeline()
 	for _, w := range live {
-		w.args[0], w.args[1] = "evalsha", w.s.sha
-		w.cmd = pipe.Do(ctx, w.args...)
+		w.cmd = pipe.Do(ctx, w.s.head(w.args, false)...)
 	}
 	_, _ = pipe.Exec(ctx)
 	// A server that restarted empty (or ran SCRIPT FLUSH) answers NOSCRIPT
@@ -167,8 +166,7 @@ func (p *Provider) pipeline(q []*pending) {
 	}
 	pipe = p.c.Pipeline()
 	for _, w := range again {
-		args := append([]any{"eval", w.s.src}, w.args[2:]...)
-		w.cmd = pipe.Do(ctx, args...)
+		w.cmd = pipe.Do(ctx, w.s.head(w.args, true)...)
 	}
 	_, _ = pipe.Exec(ctx)
 	for _, w := range again {

@@ -66,6 +66,18 @@ func newScript(src string) script {
 	return script{sha: redis.NewScript(src).Hash(), src: src}
 }
 
+// head sets args' first two elements, kept free for it, to EVALSHA and
+// the script's hash, or with source to EVAL and its source (for a server
+// that answered NOSCRIPT), and returns args.
+func (s script) head(args []any, source bool) []any {
+	if source {
+		args[0], args[1] = "eval", s.src
+	} else {
+		args[0], args[1] = "evalsha", s.sha
+	}
+	return args
+}
+
 // scripts are the provider's Lua scripts.
 type scripts struct {
 	acquire, take, extend, release, get, advance, inspect script
@@ -88,11 +100,9 @@ func newScripts() scripts {
 // the command by its first key (the argument after numkeys); every key of
 // a script is in that key's slot.
 func (p *Provider) run(ctx context.Context, s script, args []any) *redis.Cmd {
-	args[0], args[1] = "evalsha", s.sha
-	cmd := p.c.Do(ctx, args...)
+	cmd := p.c.Do(ctx, s.head(args, false)...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		retry := append([]any{"eval", s.src}, args[2:]...)
-		cmd = p.c.Do(ctx, retry...)
+		cmd = p.c.Do(ctx, s.head(args, true)...)
 	}
 	return cmd
 }
@@ -204,11 +214,7 @@ func (p *Provider) runAcked(ctx context.Context, key string, s script, args []an
 		} else {
 			pipe = p.c.Pipeline()
 		}
-		args[0], args[1] = "evalsha", s.sha
-		if !sha {
-			args[0], args[1] = "eval", s.src
-		}
-		cmd := pipe.Do(ctx, args...)
+		cmd := pipe.Do(ctx, s.head(args, !sha)...)
 		wait := pipe.Do(ctx, "wait", p.minReplicas, max(p.ackTimeout.Milliseconds(), 1))
 		_, _ = pipe.Exec(ctx)
 		if err := cmd.Err(); err != nil {
