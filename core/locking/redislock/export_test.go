@@ -19,3 +19,16 @@ var (
 	OpError = opError
 	CtxErr  = ctxErr
 )
+
+// WaitKey is the waiter mark key of a lock key.
+var WaitKey = waitKey
+
+// QueuedMarks is how many waiter marks wait for the next coalesced round.
+func QueuedMarks(p *Provider) int {
+	p.marks.mu.Lock()
+	defer p.marks.mu.Unlock()
+	if p.marks.next == nil {
+		return 0
+	}
+	return len(p.marks.next.keys)
+}

@@ -125,7 +125,8 @@ type Provider struct {
 	seenMu      sync.Mutex
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
 
-	batch batcher // coalesced extensions (batch.go)
+	batch batcher   // coalesced extensions (batch.go)
+	marks markQueue // coalesced waiter marks (watch.go)
 }
 
 // Options are a Provider's optional behaviours; the zero value is the

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -485,5 +486,93 @@ func TestProvider_ServerDownErrorsThenRecovers(t *testing.T) {
 	s.Restart(t)
 	if ok, _, err := acquireRaw(p, ctx, "k", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire after restart = %v, %v", ok, err)
+	}
+}
+
+// markHook counts the waiter-mark SETs a client sends alone and in
+// pipelines, and holds the first lone one until release is closed.
+type markHook struct {
+	release           chan struct{}
+	held              atomic.Bool
+	lone, pipes, sets atomic.Int64
+}
+
+func isMark(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return cmd.Name() == "set" && len(args) > 1 && strings.Contains(fmt.Sprint(args[1]), ":wait:")
+}
+
+func (h *markHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *markHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isMark(cmd) {
+			h.lone.Add(1)
+			if h.held.CompareAndSwap(false, true) {
+				<-h.release
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *markHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isMark(cmds[0]) {
+			h.pipes.Add(1)
+			for _, c := range cmds {
+				if isMark(c) {
+					h.sets.Add(1)
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Many subscriptions made at once (a process starting its electors) set
+// their waiter marks in shared pipelined round trips, not one round trip
+// each on the client's pool; every mark is set before its Subscribe
+// returns.
+func TestProvider_L7_ConcurrentSubscriptionsShareMarkRoundTrips(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	h := &markHook{release: make(chan struct{})}
+	c.AddHook(h)
+	p := redislock.New(c)
+	defer p.Close()
+	const n = 300
+	stops := make(chan func(), n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			stop, err := p.Subscribe(fmt.Sprintf("role-%d", i), func(locking.Event) {})
+			if err != nil {
+				t.Errorf("Subscribe: %v", err)
+				return
+			}
+			stops <- stop
+		})
+	}
+	// The first mark is on the wire (held by the hook); the others queue.
+	deadline := time.Now().Add(10 * time.Second)
+	for redislock.QueuedMarks(p) < n-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d marks queued behind the first after 10s, want %d", redislock.QueuedMarks(p), n-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.release)
+	wg.Wait()
+	close(stops)
+	if lone, pipes, sets := h.lone.Load(), h.pipes.Load(), h.sets.Load(); lone != 1 || pipes != 1 || sets != n-1 {
+		t.Fatalf("%d subscriptions sent %d lone mark SETs and %d pipelines of %d SETs; want 1 lone and 1 pipeline of %d", n, lone, pipes, sets, n-1)
+	}
+	ctx := context.Background()
+	for i := range n {
+		if ttl, err := c.PTTL(ctx, redislock.WaitKey(fmt.Sprintf("role-%d", i))).Result(); err != nil || ttl <= 0 {
+			t.Fatalf("waiter mark of role-%d: PTTL %v, %v; want it set", i, ttl, err)
+		}
+	}
+	for stop := range stops {
+		stop()
 	}
 }

@@ -352,18 +352,73 @@ func (p *Provider) receive(s *subscription) {
 // markListened sets key's waiter mark for WaitMarkTTL, so its releases
 // are published (see release.lua): best effort, like the subscription
 // (the server may lose the mark with its state; the receive loop sets
-// every mark again when it has reconnected).
+// every mark again when it has reconnected). It returns once the mark is
+// set (or its round trip failed). A lone call sets its mark at once; marks
+// asked while another is on the wire wait for it and go together in the
+// next pipelined round trip, so a process subscribing 100,000 electors at
+// start costs about 100 round trips, not 100,000 on the client's pool.
 func (p *Provider) markListened(key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-	defer cancel()
-	_ = p.c.Set(ctx, waitKey(key), "1", WaitMarkTTL).Err()
+	q := &p.marks
+	q.mu.Lock()
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		p.setMarks([]string{key})
+		q.mu.Lock()
+		if q.next != nil {
+			go p.drainMarks() // keeps busy until no round is left
+		} else {
+			q.busy = false
+		}
+		q.mu.Unlock()
+		return
+	}
+	r := q.next
+	if r == nil {
+		r = &markRound{done: make(chan struct{})}
+		q.next = r
+	}
+	r.keys = append(r.keys, key)
+	q.mu.Unlock()
+	<-r.done
 }
 
-// remarkBatch is how many waiter marks one pipeline sets (remarkAll).
+// markQueue coalesces the waiter marks Subscribe sets (markListened).
+type markQueue struct {
+	mu   sync.Mutex
+	busy bool       // a round is on the wire
+	next *markRound // the marks asked meanwhile
+}
+
+// markRound is the marks of one coalesced round; done closes once they
+// are set.
+type markRound struct {
+	keys []string
+	done chan struct{}
+}
+
+// drainMarks sets the queued rounds of marks until none is left.
+func (p *Provider) drainMarks() {
+	q := &p.marks
+	for {
+		q.mu.Lock()
+		r := q.next
+		q.next = nil
+		if r == nil {
+			q.busy = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		p.setMarks(r.keys)
+		close(r.done)
+	}
+}
+
+// remarkBatch is how many waiter marks one pipeline sets (setMarks).
 const remarkBatch = 1000
 
-// remarkAll sets the waiter marks of every key s watches, remarkBatch per
-// pipelined round trip.
+// remarkAll sets the waiter marks of every key s watches.
 func (p *Provider) remarkAll(s *subscription) {
 	p.mu.Lock()
 	keys := make([]string, 0, len(s.watchers))
@@ -373,14 +428,25 @@ func (p *Provider) remarkAll(s *subscription) {
 		}
 	}
 	p.mu.Unlock()
+	p.setMarks(keys)
+}
+
+// setMarks sets the waiter marks of keys for WaitMarkTTL, remarkBatch per
+// pipelined round trip (a single mark: one SET), each round trip bounded
+// by watchTimeout; errors are ignored (best effort, see markListened).
+func (p *Provider) setMarks(keys []string) {
 	for len(keys) > 0 {
 		n := min(len(keys), remarkBatch)
 		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-		pipe := p.c.Pipeline()
-		for _, k := range keys[:n] {
-			pipe.Set(ctx, waitKey(k), "1", WaitMarkTTL)
+		if n == 1 {
+			_ = p.c.Set(ctx, waitKey(keys[0]), "1", WaitMarkTTL).Err()
+		} else {
+			pipe := p.c.Pipeline()
+			for _, k := range keys[:n] {
+				pipe.Set(ctx, waitKey(k), "1", WaitMarkTTL)
+			}
+			_, _ = pipe.Exec(ctx)
 		}
-		_, _ = pipe.Exec(ctx)
 		cancel()
 		keys = keys[n:]
 	}
