@@ -195,6 +195,13 @@ func run(short bool, out, server, only string) error {
 			return err
 		}},
 		{"handover", "graceful handover", func() error {
+			ds, err := runHandoverFloor(ctx, srv.Addr(), cfg.handovers, fastSettings.Lease, settle)
+			if err != nil {
+				return err
+			}
+			rep.handoverFloor = summarize(ds)
+			logf("handover %-9s %-20s n=%d p50 %s p99 %s max %s", "floor", "release script, SET NX", rep.handoverFloor.N,
+				fmtDur(rep.handoverFloor.P50), fmtDur(rep.handoverFloor.P99), fmtDur(rep.handoverFloor.Max))
 			for _, s := range sets {
 				for _, lib := range libs {
 					ds, err := runHandover(ctx, lib, srv.Addr(), s, cfg.handovers, settle)

@@ -17,19 +17,20 @@ type electionResult struct {
 }
 
 type report struct {
-	cfg          config
-	started      time.Time
-	elapsed      time.Duration
-	redisVersion string
-	loadStart    string
-	locks        []lockResult
-	refused      []refusedResult
-	handover     []electionResult
-	failover     []electionResult
-	steady       []steadyResult
-	memory       []memResult
-	channel      []chanResult
-	scale        *scaleResult
+	cfg           config
+	started       time.Time
+	elapsed       time.Duration
+	redisVersion  string
+	loadStart     string
+	locks         []lockResult
+	refused       []refusedResult
+	handover      []electionResult
+	handoverFloor summary // raw release script + SET NX by the notified client (floor.go)
+	failover      []electionResult
+	steady        []steadyResult
+	memory        []memResult
+	channel       []chanResult
+	scale         *scaleResult
 }
 
 type target struct {
@@ -260,17 +261,23 @@ func (r *report) markdown() string {
 		p("")
 		p("Two replicas; the leader is stopped at a random moment (100–600 ms after the previous handover) and a fresh candidate replaces it. Time from the stop call to the other replica's leadership callback.")
 		p("")
-		p("| settings | n | HostLoom p50 | p99 | max | client-go p50 | p99 | max | client-go ÷ HostLoom p50 | p99 |")
-		p("|---|---|---|---|---|---|---|---|---|---|")
+		p("| settings | n | HostLoom p50 | p99 | max | client-go p50 | p99 | max | client-go ÷ HostLoom p50 | p99 | HostLoom ÷ floor p50 | p99 |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		fl := r.handoverFloor
 		for _, e := range r.handover {
 			if e.Lib != "hostloom" {
 				continue
 			}
 			hl, cg := e.S, r.election(r.handover, "client-go", e.Set.Name)
-			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |", e.Set.Name, hl.N, fmtDur(hl.P50), fmtDur(hl.P99), fmtDur(hl.Max),
-				fmtDur(cg.P50), fmtDur(cg.P99), fmtDur(cg.Max), ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)))
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", e.Set.Name, hl.N, fmtDur(hl.P50), fmtDur(hl.P99), fmtDur(hl.Max),
+				fmtDur(cg.P50), fmtDur(cg.P99), fmtDur(cg.Max), ratio(float64(cg.P50), float64(hl.P50)), ratio(float64(cg.P99), float64(hl.P99)),
+				ratio(float64(hl.P50), float64(fl.P50)), ratio(float64(hl.P99), float64(fl.P99)))
 		}
 		p("")
+		if fl.N > 0 {
+			p("Floor: the same handover with no library, two go-redis clients on this server: one releases with a one-script DEL + PUBLISH, the other, subscribed, takes the key with SET NX PX on the message; time from the release call to that reply, after the same random idle time (n=%d): p50 %s, p99 %s, max %s. Three loopback round trips, each slower after an idle pause than in a busy loop (the CPUs sleep between handovers), so this is what any notified handover costs here.", fl.N, fmtDur(fl.P50), fmtDur(fl.P99), fmtDur(fl.Max))
+			p("")
+		}
 		p("### Crash failover (leader stops renewing, no release)")
 		p("")
 		p("Fast set only (%s): with the default 15 s lease %d failovers would take several minutes. The crashed replica's lock wrapper fails every call without reaching Redis. Expiry: HostLoom — the key's PTTL read right after the crash; client-go — the crashed leader's last successful record write + LeaseDuration (client-go has no server-side expiry; candidates judge it locally). Takeover = the other replica's leadership callback minus that expiry. client-go's candidates notice a renewal by comparing the record's JSON, whose RenewTime has one-second precision: with renewals less than a second apart a candidate can miss the last ones and take over before the lease its predecessor last renewed has run out — a negative takeover time, measured, not an artefact of the harness.", fastSettings.Name, r.cfg.failovers)
