@@ -68,6 +68,13 @@ type BalanceGroup struct {
 	// again; successive stops of a leave then fill the survivors evenly
 	// instead of seeing counts that shrink with every member gone.
 	handed map[string]handover
+	// stopLeads is leadsLocked as successor last counted it, at
+	// stopLeadsAt, kept current with the choices successor made since: a
+	// process stopping all its members at once would otherwise count every
+	// member for each stop, a leave of n members costing n². Recounted
+	// after stopLeadsTTL and after a join.
+	stopLeads   map[string]int
+	stopLeadsAt time.Time
 
 	// Owned by the round goroutine.
 	moved    map[string]time.Time // role -> when this group last resigned it
@@ -115,6 +122,7 @@ func (g *BalanceGroup) join(e member) {
 	defer g.mu.Unlock()
 	g.members[e] = struct{}{}
 	delete(g.handed, e.Role())
+	g.stopLeads = nil
 	g.running++
 	if g.running == 1 {
 		g.stop, g.done = make(chan struct{}), make(chan struct{})
@@ -313,7 +321,12 @@ func (g *BalanceGroup) successor(e member) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	leads := g.leadsLocked(nil)
+	now := time.Now()
+	leads := g.stopLeads
+	if leads == nil || now.Sub(g.stopLeadsAt) >= stopLeadsTTL || now.Before(g.stopLeadsAt) {
+		leads = g.leadsLocked(nil)
+		g.stopLeads, g.stopLeadsAt = leads, now
+	}
 	// The fewest leads wins, counting the roles stopped members handed
 	// over (concurrent stops take turns on the mutex, so each sees the
 	// choices before it); ties are spread by the role's name.
@@ -325,9 +338,21 @@ func (g *BalanceGroup) successor(e member) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(e.Role()))
 	taker := ties[h.Sum32()%uint32(len(ties))]
-	g.handed[e.Role()] = handover{to: taker, until: time.Now().Add(e.Lease())}
+	g.handed[e.Role()] = handover{to: taker, until: now.Add(e.Lease())}
+	// The role now counts for its taker, no longer for the member that
+	// stops (as a recount after its leave would find).
+	leads[taker]++
+	if id, ok := e.learnedLeader(); ok && leads[id] > 0 {
+		leads[id]--
+	}
 	return taker
 }
+
+// stopLeadsTTL is how long successor reuses its count of the members'
+// leads (see BalanceGroup.stopLeads): long enough that a process stopping
+// 100,000 members counts them a few hundred times, not 100,000 times;
+// short enough that a stop after the leads changed sees them.
+const stopLeadsTTL = 50 * time.Millisecond
 
 // handover is a role a stopping member handed to another participant.
 type handover struct {

@@ -21,6 +21,7 @@ type fakeRoles struct {
 	most    int // the most resigns under way at once
 	reads   int // participant reads under way
 	mostR   int // the most reads under way at once
+	learned int // learnedLeader calls
 }
 
 func (f *fakeRoles) leads(id string) int {
@@ -56,7 +57,12 @@ func (m *fakeMember) Leader() (string, bool) {
 	id := m.f.leader[m.role]
 	return id, id != ""
 }
-func (m *fakeMember) learnedLeader() (string, bool) { return m.Leader() }
+func (m *fakeMember) learnedLeader() (string, bool) {
+	m.f.mu.Lock()
+	m.f.learned++
+	m.f.mu.Unlock()
+	return m.Leader()
+}
 
 func (m *fakeMember) Participants(context.Context) ([]Participant, error) {
 	m.f.mu.Lock()
@@ -164,6 +170,35 @@ func TestBalance_B1_ParallelHandoversKeepTakersWithinShare(t *testing.T) {
 		g.round(t.Context())
 		if f.most != 0 {
 			t.Fatalf("a balanced second round resigned %d roles at once; want none", f.most)
+		}
+	})
+}
+
+// A process stopping all its members at once (each Stop names a
+// successor, then leaves the group) spreads their roles evenly over the
+// other participants, and counts the members' leads once, not once per
+// stop: a leave of n members used to cost n² reads of what they learned.
+func TestBalance_B1_MassStopCountsLeadsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 3000
+		f := newFakeRoles(n, "a", "a", "b", "c")
+		g := fakeProcess(f, "a")
+		for role := range f.parts {
+			g.ids[role] = []string{"a", "b", "c"}
+		}
+		f.learned = 0
+		given := map[string]int{}
+		for _, m := range g.snapshot() {
+			if m.IsLeader() {
+				given[g.successor(m)]++
+			}
+			g.leave(m)
+		}
+		if len(given) != 2 || given["b"] != n/2 || given["c"] != n/2 {
+			t.Fatalf("successors of %d stopping leaders: %v; want %d each to b and c", n, given, n/2)
+		}
+		if f.learned > 3*n {
+			t.Fatalf("%d stops read the members' learned leaders %d times; want one count (%d) plus one per stop", n, f.learned, n)
 		}
 	})
 }
