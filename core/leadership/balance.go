@@ -35,7 +35,8 @@ import (
 // It reads the participants of every role it leads once per round (R
 // reads per RetryInterval across all instances, up to 64 at once, which
 // redislock sends in pipelined round trips) and hands over up to 16 roles
-// at once; N counts the
+// at once, each after reading its role's participants again (a taker
+// that left meanwhile, its process stopping, is skipped); N counts the
 // identities among the participants of the roles it leads, the leaders it
 // learned of its other roles, and itself, so an identity that is only a
 // candidate for roles it neither leads nor sees led is not counted (see
@@ -193,6 +194,17 @@ func (g *BalanceGroup) awaitTaker(ctx context.Context, e member, self string, re
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// stillTakes reads the participants of e's role again just before a
+// handover and reports whether taker is still among them; a failed read
+// leaves the handover to go ahead, as chosen.
+func stillTakes(ctx context.Context, e member, taker string) bool {
+	ps, err := e.Participants(ctx)
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(ps, func(p Participant) bool { return p.Identity == taker })
 }
 
 // balanceHandovers bounds the handovers a round has under way at once
@@ -572,10 +584,19 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			took, unsubscribe := watchTaker(m.v.e, self)
 			defer unsubscribe()
 			rctx, cancel := context.WithTimeout(ctx, lease)
+			defer cancel()
+			if !stillTakes(rctx, m.v.e, taker) {
+				// The taker left since the round read the participants
+				// (a process stopping its electors deregisters them one
+				// by one): a release named to it would leave the role to
+				// the others after their RetryInterval, and the next
+				// round, still counting it, would hand over more.
+				g.log.Debug("LeadershipBalanceTakerGone", zap.String("role", m.v.e.Role()), zap.String("to", taker))
+				return
+			}
 			if err := m.v.e.resign(rctx, taker); err != nil {
 				g.log.Warn("LeadershipBalanceHandoverFailed", zap.String("role", m.v.e.Role()), zap.Error(err))
 			}
-			cancel()
 			g.awaitTaker(ctx, m.v.e, self, retry, took)
 		})
 	}

@@ -22,6 +22,11 @@ type fakeRoles struct {
 	reads   int // participant reads under way
 	mostR   int // the most reads under way at once
 	learned int // learnedLeader calls
+	// afterReads, when set, runs once the participants were read this
+	// many times (readsDone counts them).
+	afterReads int
+	onReads    func()
+	readsDone  int
 }
 
 func (f *fakeRoles) leads(id string) int {
@@ -73,6 +78,10 @@ func (m *fakeMember) Participants(context.Context) ([]Participant, error) {
 	m.f.mu.Lock()
 	defer m.f.mu.Unlock()
 	m.f.reads--
+	m.f.readsDone++
+	if m.f.onReads != nil && m.f.readsDone == m.f.afterReads {
+		m.f.onReads()
+	}
 	var ps []Participant
 	for _, id := range m.f.parts[m.role] {
 		ps = append(ps, Participant{Identity: id, Leader: m.f.leader[m.role] == id})
@@ -199,6 +208,28 @@ func TestBalance_B1_MassStopCountsLeadsOnce(t *testing.T) {
 		}
 		if f.learned > 3*n {
 			t.Fatalf("%d stops read the members' learned leaders %d times; want one count (%d) plus one per stop", n, f.learned, n)
+		}
+	})
+}
+
+// A participant that leaves after a round read the participants (its
+// process stops) is not handed roles: each handover reads its role's
+// participants again first. Handing them to a gone taker left each role to
+// the others' RetryInterval, and kept later rounds moving roles for over a
+// minute at 20,000 roles (B1).
+func TestBalance_B1_NoHandoverToATakerThatLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRoles(200, "a", "a", "b")
+		f.afterReads = 200 // the round's reads; then b's process stops
+		f.onReads = func() {
+			for role := range f.parts {
+				f.parts[role] = []string{"a"}
+			}
+		}
+		g := fakeProcess(f, "a")
+		g.round(t.Context())
+		if a := f.leads("a"); a != 200 {
+			t.Fatalf("after b left, a leads %d of 200; want all (none handed to b)", a)
 		}
 	})
 }

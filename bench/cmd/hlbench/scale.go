@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,11 @@ type scaleMove struct {
 	// acquisitions, from its first Start (the transition times of its status
 	// lines, which come at most 20 ms apart).
 	First, Half, All time.Duration
+
+	// A leave: how long the leaver's Stop calls took (from its stop to
+	// its last report), and when every role was led again by the others
+	// (0: not seen before convergence).
+	Stopped, AllLed time.Duration
 }
 
 // scaleResult is the scale section's figures.
@@ -235,9 +241,51 @@ func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleM
 	}
 	m.Converged = time.Duration(lastChange(after) - t0.UnixNano())
 	m.account(st, after)
-	logf("scale leave of %s: converged %s after its stop began; %d acquisitions %v (minimum %d); leads %v",
-		p.name, fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	p.mu.Lock()
+	if p.stopped > 0 {
+		m.Stopped = time.Duration(p.stopped - t0.UnixNano())
+	}
+	p.mu.Unlock()
+	m.AllLed = f.allLedAfter(t0.UnixNano())
+	logf("scale leave of %s: every role led by the others %s after its stop began (its Stop calls took %s); converged %s after; %d acquisitions %v (minimum %d); leads %v",
+		p.name, fmtDur(m.AllLed), fmtDur(m.Stopped), fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
 	return m, nil
+}
+
+// allLedAfter returns when, after t0 (Unix ns), the fleet's replicas
+// together led every role, from their status histories (each status
+// carries the replica's leads and its latest transition); 0 when never.
+func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
+	type point struct {
+		at    int64
+		proc  int
+		leads int64
+	}
+	var pts []point
+	leads := make([]int64, len(f.procs))
+	for i, p := range f.procs {
+		p.mu.Lock()
+		for _, m := range p.history {
+			if m.At < t0 {
+				leads[i] = m.Leads // the state at t0
+				continue
+			}
+			pts = append(pts, point{max(m.LastChange, t0), i, m.Leads})
+		}
+		p.mu.Unlock()
+	}
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.at, b.at) })
+	for _, pt := range pts {
+		leads[pt.proc] = pt.leads
+		var total int64
+		for _, n := range leads {
+			total += n
+		}
+		if total == int64(f.roles) {
+			return time.Duration(pt.at - t0)
+		}
+	}
+	return 0
 }
 
 // account fills the acquisitions between before (the replicas then, a
@@ -300,6 +348,7 @@ type replicaProc struct {
 	status          replicaMsg
 	history         []replicaMsg // every status
 	starting, ready int64        // Unix ns; 0 until reported
+	stopped         int64        // Unix ns of its "stopped" report; 0 until then
 	readyCh, exited chan struct{}
 	waitErr         error
 	mem             chan replicaMsg
@@ -377,6 +426,8 @@ func (p *replicaProc) read(r io.Reader) {
 		case "status":
 			p.status = m
 			p.history = append(p.history, m)
+		case "stopped":
+			p.stopped = m.At
 		case "mem":
 			select {
 			case p.mem <- m:
@@ -620,7 +671,7 @@ func (r *report) scaleSection(p func(string, ...any)) {
 	for i, m := range sc.Joins {
 		if i > 0 {
 			l := sc.Leaves[i-1]
-			p("| replica %d leaves | **%s** | | | %d | %v | %d | %v |", n, fmtDur(l.Converged), l.Acquired, l.ByReplica, l.Minimum, l.Leads)
+			p("| replica %d leaves | **%s** (every role led again after %s; its Stop calls took %s) | | | %d | %v | %d | %v |", n, fmtDur(l.Converged), fmtDur(l.AllLed), fmtDur(l.Stopped), l.Acquired, l.ByReplica, l.Minimum, l.Leads)
 		}
 		p("| replica %d joins | **%s** | %s | %s, %s, %s | %d | %v | %d | %v |", n, fmtDur(m.Converged), fmtDur(m.Ready), fmtDur(m.First), fmtDur(m.Half), fmtDur(m.All), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
 	}
