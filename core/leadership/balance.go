@@ -32,9 +32,12 @@ import (
 //   - hysteresis: a role that moved is not moved again within a lease
 //     unless the participants changed.
 //
-// It reads the participants of every role it leads once per round (R
-// reads per RetryInterval across all instances, up to 64 at once, which
-// redislock sends in pipelined round trips) and hands over up to 16 roles
+// It reads the participants of the roles it leads (up to 64 at once, which
+// redislock sends in pipelined round trips): all of them every 8th round
+// and in any round whose reads show a participant came or went; in the
+// others, when it leads more than 64 roles, a rotating sample (64, or one
+// in 8 of them if more) and takes the rest from the last read. It hands
+// over up to 16 roles
 // at once, each after reading its role's participants again (a taker
 // that left meanwhile, its process stopping, is skipped); N counts the
 // identities among the participants of the roles it leads, the leaders it
@@ -80,6 +83,9 @@ type BalanceGroup struct {
 	// Owned by the round goroutine.
 	moved    map[string]time.Time // role -> when this group last resigned it
 	members0 string               // the participants' identities at the last round
+	rounds   uint64               // rounds run
+	readAt   map[string]uint64    // role -> the round that last read its participants
+	cursor   int                  // where the next sample of led roles starts
 }
 
 // NewBalanceGroup returns an empty group. Its goroutine runs while at
@@ -89,7 +95,7 @@ func NewBalanceGroup(logger *zap.Logger) *BalanceGroup {
 		logger = zap.NewNop()
 	}
 	return &BalanceGroup{log: logger, members: map[member]struct{}{}, ids: map[string][]string{},
-		handed: map[string]handover{}, moved: map[string]time.Time{}}
+		handed: map[string]handover{}, moved: map[string]time.Time{}, readAt: map[string]uint64{}}
 }
 
 // WithBalanceGroup makes the elector a member of g when Options.Balance is
@@ -217,6 +223,21 @@ const balanceHandovers = 16
 // round trips.
 const balanceReaders = 64
 
+// A group leading more than balanceSampleMin roles reads, in most rounds,
+// the participants of a rotating sample of them (balanceSampleMin, or one
+// in balanceSampleDiv if more) and takes the others' from the last read;
+// every balanceFullEvery rounds, and in any round whose sample shows a
+// role's participants changed (a process joined or left), it reads them
+// all. A steady fleet then reads about a quarter of its roles per round
+// instead of every one (the reads were half of a balanced fleet's Redis
+// load), and a join or leave that touches the sampled roles is seen in the
+// same round as before.
+const (
+	balanceSampleMin = 64
+	balanceSampleDiv = 8
+	balanceFullEvery = 8
+)
+
 // handovers chooses the takers of one round's handovers (B1). A taker is
 // counted with the roles its members learned it leads, read afresh every
 // balanceHandovers choices, with each role whose handover was under way at
@@ -277,18 +298,18 @@ func (h *handovers) done(e member) {
 
 // participantsRead is one member's participants as a round read them.
 type participantsRead struct {
-	read bool // the member led its role, so they were read
-	ps   []Participant
-	err  error
+	read   bool // the member led its role, so they were read
+	ps     []Participant
+	cached []string // not read this round: the identities the last read found
+	err    error
 }
 
-// readParticipants reads the participants of every member that leads its
-// role, balanceReaders at once; the result is indexed like members.
-func (g *BalanceGroup) readParticipants(ctx context.Context, members []member) []participantsRead {
-	out := make([]participantsRead, len(members))
+// readParticipants reads the participants of the members pick selects,
+// balanceReaders at once, into out (indexed like members).
+func (g *BalanceGroup) readParticipants(ctx context.Context, members []member, pick []int, out []participantsRead) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(balanceReaders, len(members)) {
+	for range min(balanceReaders, len(pick)) {
 		wg.Go(func() {
 			for i := range work {
 				ps, err := members[i].Participants(ctx)
@@ -296,14 +317,96 @@ func (g *BalanceGroup) readParticipants(ctx context.Context, members []member) [
 			}
 		})
 	}
-	for i, e := range members {
-		if e.IsLeader() {
-			work <- i
-		}
+	for _, i := range pick {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
+}
+
+// readLed fills the participants of every member that leads its role: read
+// from the backend for all of them every balanceFullEvery rounds or when
+// it leads no more than balanceSampleMin roles, otherwise for a rotating
+// sample and for the roles not read within balanceFullEvery rounds, the
+// others from the last read (cached); and for all of them after all when a
+// role read in the sample shows other participants than its last read.
+func (g *BalanceGroup) readLed(ctx context.Context, members []member) []participantsRead {
+	g.rounds++
+	out := make([]participantsRead, len(members))
+	var led []int
+	for i, e := range members {
+		if e.IsLeader() {
+			led = append(led, i)
+		}
+	}
+	if len(led) <= balanceSampleMin || g.rounds%balanceFullEvery == 1 {
+		g.readParticipants(ctx, members, led, out)
+		g.noteRead(members, led, out)
+		return out
+	}
+	n := max(balanceSampleMin, len(led)/balanceSampleDiv)
+	pick := make([]int, 0, n)
+	rest := make([]int, 0, len(led))
+	g.cursor %= len(led)
+	g.mu.Lock()
+	for k := range led {
+		i := led[(g.cursor+k)%len(led)]
+		role := members[i].Role()
+		_, known := g.ids[role]
+		if k < n || !known || g.rounds-g.readAt[role] >= balanceFullEvery {
+			pick = append(pick, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	before := make([][]string, len(pick))
+	for k, i := range pick {
+		before[k] = slices.Clone(g.ids[members[i].Role()])
+	}
+	g.mu.Unlock()
+	g.cursor += n
+	g.readParticipants(ctx, members, pick, out)
+	changed := false
+	for k, i := range pick {
+		if r := out[i]; r.err == nil && before[k] != nil && !sameIdentities(before[k], r.ps) {
+			changed = true
+			break
+		}
+	}
+	if changed {
+		g.readParticipants(ctx, members, rest, out)
+		pick = append(pick, rest...)
+	} else {
+		g.mu.Lock()
+		for _, i := range rest {
+			out[i] = participantsRead{read: true, cached: g.ids[members[i].Role()]}
+		}
+		g.mu.Unlock()
+	}
+	g.noteRead(members, pick, out)
 	return out
+}
+
+// noteRead records the round in which the roles at pick were read.
+func (g *BalanceGroup) noteRead(members []member, pick []int, out []participantsRead) {
+	for _, i := range pick {
+		if out[i].err == nil {
+			g.readAt[members[i].Role()] = g.rounds
+		}
+	}
+}
+
+// sameIdentities reports whether ps has exactly the identities ids has.
+func sameIdentities(ids []string, ps []Participant) bool {
+	if len(ids) != len(ps) {
+		return false
+	}
+	for _, p := range ps {
+		if !slices.Contains(ids, p.Identity) {
+			return false
+		}
+	}
+	return true
 }
 
 // fewestLeads returns the identities of ids other than self that lead the
@@ -450,7 +553,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		retry, lease = min(retry, e.retryInterval()), max(lease, e.Lease())
 	}
 	self := members[0].Identity()
-	reads := g.readParticipants(ctx, members)
+	reads := g.readLed(ctx, members)
 	var views []roleView
 	identities := map[string]bool{}
 	for i, e := range members {
@@ -465,6 +568,17 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 				views[len(views)-1].leader = id
 				identities[id] = true // a participant of this role too
 			}
+			continue
+		}
+		if r.cached != nil {
+			v := roleView{e: e, ids: r.cached}
+			for _, id := range r.cached {
+				identities[id] = true
+			}
+			if e.IsLeader() {
+				v.leader = self
+			}
+			views = append(views, v)
 			continue
 		}
 		ps, err := r.ps, r.err

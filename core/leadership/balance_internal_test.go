@@ -233,3 +233,50 @@ func TestBalance_B1_NoHandoverToATakerThatLeft(t *testing.T) {
 		}
 	})
 }
+
+// A group leading many roles reads, between full rounds, only a rotating
+// sample of their participants, and reads them all again in the round
+// whose sample shows a process joined, which then hands its surplus over
+// as a full round would (B1).
+func TestBalance_B1_SteadyRoundsReadASampleAndAJoinIsSeenAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const roles = 1000
+		f := newFakeRoles(roles, "a", "a", "b")
+		i := 0
+		for role := range f.parts {
+			if i%2 == 1 {
+				f.leader[role] = "b"
+			}
+			i++
+		}
+		g := fakeProcess(f, "a")
+		var perRound []int
+		for range balanceFullEvery + 1 {
+			before := f.readsDone
+			g.round(t.Context())
+			perRound = append(perRound, f.readsDone-before)
+		}
+		want := []int{500}
+		for range balanceFullEvery - 1 {
+			want = append(want, balanceSampleMin)
+		}
+		want = append(want, 500)
+		if !slices.Equal(perRound, want) {
+			t.Fatalf("participant reads per round = %v; want %v (a full round, samples, a full round)", perRound, want)
+		}
+		if a := f.leads("a"); a != 500 {
+			t.Fatalf("a balanced fleet moved roles: a leads %d; want 500", a)
+		}
+		for role := range f.parts {
+			f.parts[role] = []string{"a", "b", "c"}
+		}
+		before := f.readsDone
+		g.round(t.Context())
+		if n := f.readsDone - before; n < 500 {
+			t.Fatalf("the round after c joined read %d participant lists; want all 500 (its sample saw c), plus the handovers' own", n)
+		}
+		if a, c := f.leads("a"), f.leads("c"); a != 334 || c != 166 {
+			t.Fatalf("after c joined a leads %d and c %d; want 334 and 166 (share ceil(1000/3))", a, c)
+		}
+	})
+}
