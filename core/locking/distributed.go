@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/internal/keycache"
 )
 
 // tokenBytes is the size of the random owner token (L3): 128 bits.
@@ -28,6 +29,7 @@ type DistributedLock struct {
 	prefix string // provider key prefix, e.g. "billing:lock:"
 	state  string // state key prefix, e.g. "billing:state:"
 	owner  string // default owner identity
+	keys   keycache.Cache
 
 	// The provider's optional capabilities, found once by New (L9); nil
 	// when it lacks one or the lock is disabled.
@@ -161,8 +163,11 @@ func (l *DistributedLock) ProviderKey(key string) (string, error) {
 	if err := CheckKey(key, l.o.MaxKeyLength); err != nil {
 		return "", err
 	}
-	return l.prefix + key, nil
+	return l.keys.Get(key, l.prefixed), nil
 }
+
+// prefixed is key with the namespace's provider key prefix.
+func (l *DistributedLock) prefixed(key string) string { return l.prefix + key }
 
 func (l *DistributedLock) capLease(lease time.Duration) (time.Duration, error) {
 	if lease <= 0 {

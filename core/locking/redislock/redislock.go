@@ -16,6 +16,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/internal/keycache"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -127,6 +128,9 @@ type Provider struct {
 
 	batch batcher   // coalesced extensions (batch.go)
 	marks markQueue // coalesced waiter marks (watch.go)
+
+	// The meta and waiter-mark key names of the keys in use, built once.
+	metaKeys, waitKeys keycache.Cache
 }
 
 // Options are a Provider's optional behaviours; the zero value is the
@@ -400,12 +404,12 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	plain := r.ParticipantTTL <= 0 && !p.quarantine
 	if plain {
 		s = p.s.take
-		c := &takeCall{key: r.Key, meta: metaKey(r.Key), value: r.Value, ms: ms, metaTTL: metaTTLFor(r.TTL, 0)}
+		c := &takeCall{key: r.Key, meta: p.metaKeys.Get(r.Key, metaKey), value: r.Value, ms: ms, metaTTL: metaTTLFor(r.TTL, 0)}
 		c.args = [...]any{nil, nil, "2", &c.key, &c.meta, &c.value, &c.ms, &c.metaTTL}
 		args = c.args[:]
 	} else {
 		qmode, qrid := p.quarantineArgs(r.Key)
-		args = []any{nil, nil, "2", r.Key, metaKey(r.Key),
+		args = []any{nil, nil, "2", r.Key, p.metaKeys.Get(r.Key, metaKey),
 			r.Value, ms, r.Owner, pms, metaTTLFor(r.TTL, r.ParticipantTTL), p.channelMode(r.Key), p.publish, r.Priority, r.Yield.Milliseconds(), qmode, qrid}
 	}
 	var cmd *redis.Cmd
@@ -664,7 +668,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if err := ctxErr(ctx); err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
-	args := []any{nil, nil, "2", r.Key, metaKey(r.Key),
+	args := []any{nil, nil, "2", r.Key, p.metaKeys.Get(r.Key, metaKey),
 		r.Value, ms, r.Owner, participantMillis(r.ParticipantTTL), metaTTLFor(r.TTL, r.ParticipantTTL), r.Priority}
 	if p.quarantine || p.minReplicas > 0 {
 		return p.extendChecked(ctx, r, args)
@@ -736,7 +740,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := ctxErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
-	c := &releaseCall{key: r.Key, wait: waitKey(r.Key), value: r.Value, target: r.Target}
+	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
 	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
 	n, err := p.run(ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
