@@ -55,7 +55,10 @@ type electionLib interface {
 }
 
 type replica interface {
-	candidate(role string, s settings, onLead func(time.Time)) (candidate, error)
+	// onLead is called in the library's leadership callback with the
+	// callback's time and when the library took the lease (HostLoom:
+	// Change.At; client-go reports no such time: the callback's).
+	candidate(role string, s settings, onLead func(cb, took time.Time)) (candidate, error)
 	close()
 }
 
@@ -90,7 +93,7 @@ type hlReplica struct {
 
 func (r *hlReplica) close() { _ = r.p.Close(); _ = r.c.Close() }
 
-func (r *hlReplica) candidate(role string, s settings, onLead func(time.Time)) (candidate, error) {
+func (r *hlReplica) candidate(role string, s settings, onLead func(cb, took time.Time)) (candidate, error) {
 	lock, fp := r.lock, (*faultProvider)(nil)
 	if r.faults {
 		fp = &faultProvider{inner: r.p}
@@ -107,7 +110,7 @@ func (r *hlReplica) candidate(role string, s settings, onLead func(time.Time)) (
 	}
 	e.OnChange(func(c leadership.Change) {
 		if c.IsLeader {
-			onLead(time.Now())
+			onLead(time.Now(), c.At)
 		}
 	})
 	return &hlCandidate{e: e, lock: lock, fp: fp, admin: r.c}, nil
@@ -239,7 +242,7 @@ type cgReplica struct {
 
 func (r *cgReplica) close() { _ = r.c.Close() }
 
-func (r *cgReplica) candidate(role string, s settings, onLead func(time.Time)) (candidate, error) {
+func (r *cgReplica) candidate(role string, s settings, onLead func(cb, took time.Time)) (candidate, error) {
 	id := fmt.Sprintf("%p-%d", r, r.n.Add(1))
 	var rl resourcelock.Interface = k8slock.New(r.c, "leader:"+role, id)
 	var fl *faultLock
@@ -253,7 +256,7 @@ func (r *cgReplica) candidate(role string, s settings, onLead func(time.Time)) (
 		RenewDeadline: s.ClientGoRenewDeadline,
 		RetryPeriod:   s.Retry,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) { onLead(time.Now()) },
+			OnStartedLeading: func(context.Context) { now := time.Now(); onLead(now, now) },
 			OnStoppedLeading: func() {},
 		},
 		ReleaseOnCancel: true,
@@ -358,7 +361,8 @@ func (f *faultLock) Describe() string     { return f.inner.Describe() }
 
 type leadEvent struct {
 	replica int
-	at      time.Time
+	at      time.Time // the leadership callback ran
+	took    time.Time // the library took the lease (client-go: at)
 }
 
 // pair runs two replicas of one role and hands leadership back and forth.
@@ -384,7 +388,7 @@ func newPair(lib electionLib, addr, role string, s settings) (*pair, error) {
 }
 
 func (p *pair) spawn(i int) error {
-	c, err := p.reps[i].candidate(p.role, p.s, func(at time.Time) { p.ev <- leadEvent{i, at} })
+	c, err := p.reps[i].candidate(p.role, p.s, func(at, took time.Time) { p.ev <- leadEvent{i, at, took} })
 	if err != nil {
 		return err
 	}
@@ -427,35 +431,37 @@ func (p *pair) start() (int, error) {
 
 // runHandover measures graceful handovers: the leader stops (releasing),
 // the time until the other replica's elector reports leadership.
-func runHandover(ctx context.Context, lib electionLib, addr string, s settings, n int, settle func() time.Duration) ([]time.Duration, error) {
+// It returns the times until the callback ran and until the lease was
+// taken.
+func runHandover(ctx context.Context, lib electionLib, addr string, s settings, n int, settle func() time.Duration) (cb, took []time.Duration, err error) {
 	p, err := newPair(lib, addr, fmt.Sprintf("handover-%s-%d", lib.name(), time.Now().UnixNano()), s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer p.close()
 	leader, err := p.start()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []time.Duration
 	for range n {
 		time.Sleep(settle())
 		t0 := time.Now()
 		p.cands[leader].stop()
 		e, err := p.wait(3*s.Lease + 5*time.Second)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if e.replica == leader {
-			return nil, fmt.Errorf("%s: stopped replica %d reported leadership", lib.name(), leader)
+			return nil, nil, fmt.Errorf("%s: stopped replica %d reported leadership", lib.name(), leader)
 		}
-		out = append(out, e.at.Sub(t0))
+		cb = append(cb, e.at.Sub(t0))
+		took = append(took, e.took.Sub(t0))
 		if err := p.spawn(leader); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		leader = e.replica
 	}
-	return out, nil
+	return cb, took, nil
 }
 
 // runFailover measures crash failovers: the leader stops reaching Redis
@@ -517,7 +523,7 @@ func startFleet(lib electionLib, addr, prefix string, roles, replicas int, s set
 	for role := range roles {
 		name := fmt.Sprintf("%s-%d", prefix, role)
 		for _, r := range f.reps {
-			c, err := r.candidate(name, s, func(time.Time) {
+			c, err := r.candidate(name, s, func(time.Time, time.Time) {
 				if _, loaded := f.led.LoadOrStore(name, struct{}{}); !loaded {
 					f.leaders.Add(1)
 				}

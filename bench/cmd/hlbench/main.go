@@ -204,13 +204,13 @@ func run(short bool, out, server, only string) error {
 				fmtDur(rep.handoverFloor.P50), fmtDur(rep.handoverFloor.P99), fmtDur(rep.handoverFloor.Max))
 			for _, s := range sets {
 				for _, lib := range libs {
-					ds, err := runHandover(ctx, lib, srv.Addr(), s, cfg.handovers, settle)
+					ds, took, err := runHandover(ctx, lib, srv.Addr(), s, cfg.handovers, settle)
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", lib.name(), s.Name, err)
 					}
-					sm := summarize(ds)
-					logf("handover %-9s %-20s n=%d p50 %s p99 %s max %s", lib.name(), s.Name, sm.N, fmtDur(sm.P50), fmtDur(sm.P99), fmtDur(sm.Max))
-					rep.handover = append(rep.handover, electionResult{Lib: lib.name(), Set: s, S: sm})
+					sm, tk := summarize(ds), summarize(took)
+					logf("handover %-9s %-20s n=%d p50 %s p99 %s max %s (lease taken: p50 %s p99 %s)", lib.name(), s.Name, sm.N, fmtDur(sm.P50), fmtDur(sm.P99), fmtDur(sm.Max), fmtDur(tk.P50), fmtDur(tk.P99))
+					rep.handover = append(rep.handover, electionResult{Lib: lib.name(), Set: s, S: sm, Took: tk})
 				}
 			}
 			return nil

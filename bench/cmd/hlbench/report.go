@@ -11,9 +11,10 @@ import (
 )
 
 type electionResult struct {
-	Lib string
-	Set settings
-	S   summary
+	Lib  string
+	Set  settings
+	S    summary
+	Took summary // handover: until the library took the lease (HostLoom's Change.At), before its callback ran
 }
 
 type report struct {
@@ -274,6 +275,12 @@ func (r *report) markdown() string {
 				ratio(float64(hl.P50), float64(fl.P50)), ratio(float64(hl.P99), float64(fl.P99)))
 		}
 		p("")
+		for _, e := range r.handover {
+			if e.Lib == "hostloom" && e.Took.N > 0 {
+				p("HostLoom, %s: the lease was taken (the new leader's `Change.At`, stamped when its elector learned the acquisition) p50 %s, p99 %s after the stop call, %s ÷ the floor at p50; the rest of the figure above is the `OnChange` callback's delivery goroutine waking up.", e.Set.Name, fmtDur(e.Took.P50), fmtDur(e.Took.P99), ratio(float64(e.Took.P50), float64(fl.P50)))
+				p("")
+			}
+		}
 		if fl.N > 0 {
 			p("Floor: the same handover with no library, two go-redis clients on this server: one releases with a one-script DEL + PUBLISH, the other, subscribed, takes the key with SET NX PX on the message; time from the release call to that reply, after the same random idle time (n=%d): p50 %s, p99 %s, max %s. Three loopback round trips, each slower after an idle pause than in a busy loop (the CPUs sleep between handovers), so this is what any notified handover costs here.", fl.N, fmtDur(fl.P50), fmtDur(fl.P99), fmtDur(fl.Max))
 			p("")
