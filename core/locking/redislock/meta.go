@@ -138,7 +138,9 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 	return st.Participants, err
 }
 
-// Deregister implements locking.ParticipantRegistry with one HDEL.
+// Deregister implements locking.ParticipantRegistry with one HDEL, in a
+// script so that deregistrations made at once share pipelined round
+// trips.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.ready(); err != nil {
 		return err
@@ -146,7 +148,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := ctxErr(ctx); err != nil {
 		return opError("deregister", ctx, err)
 	}
-	if err := p.c.HDel(ctx, metaKey(key), participantField+owner).Err(); err != nil {
+	if err := p.runBatched(ctx, p.s.deregister, []any{nil, nil, "1", p.metaKeys.Get(key, metaKey), participantField + owner}).Err(); err != nil {
 		return opError("deregister", ctx, err)
 	}
 	return nil

@@ -35,6 +35,8 @@ var (
 	advanceLua string
 	//go:embed inspect.lua
 	inspectLua string
+	//go:embed deregister.lua
+	deregisterLua string
 )
 
 // ErrNilClient is returned by every operation of a Provider built with a nil
@@ -81,18 +83,19 @@ func (s script) head(args []any, source bool) []any {
 
 // scripts are the provider's Lua scripts.
 type scripts struct {
-	acquire, take, extend, release, get, advance, inspect script
+	acquire, take, extend, release, get, advance, inspect, deregister script
 }
 
 func newScripts() scripts {
 	return scripts{
-		acquire: newScript(acquireLua),
-		take:    newScript(takeLua),
-		extend:  newScript(extendLua),
-		release: newScript(releaseLua),
-		get:     newScript(getLua),
-		advance: newScript(advanceLua),
-		inspect: newScript(inspectLua),
+		acquire:    newScript(acquireLua),
+		take:       newScript(takeLua),
+		extend:     newScript(extendLua),
+		release:    newScript(releaseLua),
+		get:        newScript(getLua),
+		advance:    newScript(advanceLua),
+		inspect:    newScript(inspectLua),
+		deregister: newScript(deregisterLua),
 	}
 }
 
@@ -742,7 +745,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	}
 	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
 	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
-	n, err := p.run(ctx, p.s.release, c.args[:]).Int64()
+	// Releases made at once (a process stopping many electors) share
+	// pipelined round trips; a lone release goes out at once as before.
+	n, err := p.runBatched(ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}
