@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
-	"github.com/hostloom/hostloom/internal/keycache"
+	"github.com/hostloom/hostloom/core/internal/keycache"
 )
 
 // tokenBytes is the size of the random owner token (L3): 128 bits.

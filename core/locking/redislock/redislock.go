@@ -16,7 +16,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
-	"github.com/hostloom/hostloom/internal/keycache"
+	"github.com/hostloom/hostloom/core/internal/keycache"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).

@@ -3,7 +3,7 @@ package keycache_test
 import (
 	"fmt"
 
-	"github.com/hostloom/hostloom/internal/keycache"
+	"github.com/hostloom/hostloom/core/internal/keycache"
 )
 
 func ExampleCache() {
