@@ -16,7 +16,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // HLBENCH_PPROF_DIR
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -75,6 +79,14 @@ func runReplica(args []string) int {
 	}
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval, o.Balance = *lease, *renew, *retry, *balance
+	if dir := os.Getenv("HLBENCH_PPROF_DIR"); dir != "" {
+		// For diagnosing a large run by hand: each replica serves
+		// net/http/pprof on a loopback port it writes to DIR/NAME.addr.
+		if err := servePprof(dir, *name); err != nil {
+			fmt.Fprintf(os.Stderr, "%s %s: pprof: %v\n", replicaCmd, *name, err)
+			return 1
+		}
+	}
 	if err := serveReplica(*name, *addr, *ns, *roles, o, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s %s: %v\n", replicaCmd, *name, err)
 		return 1
@@ -229,4 +241,19 @@ func memNow() memSample {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return memSample{heap: int64(ms.HeapAlloc), stack: int64(ms.StackInuse), goroutines: runtime.NumGoroutine()}
+}
+
+// servePprof serves net/http/pprof on a free loopback port and writes the
+// address to dir/name.addr.
+func servePprof(dir, name string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".addr"), []byte(ln.Addr().String()), 0o644); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	go func() { _ = http.Serve(ln, nil) }()
+	return nil
 }
