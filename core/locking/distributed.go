@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 	"github.com/hostloom/hostloom/core/internal/keycache"
+	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // tokenBytes is the size of the random owner token (L3): 128 bits.

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hostloom/hostloom/core/internal/keycache"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
-	"github.com/hostloom/hostloom/core/internal/keycache"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
