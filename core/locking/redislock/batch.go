@@ -41,7 +41,14 @@ const batchTimeout = 5 * time.Second
 
 // runBatched runs s like run, coalescing with the calls queued meanwhile.
 func (p *Provider) runBatched(ctx context.Context, s script, args []any) *redis.Cmd {
-	b := &p.batch
+	return p.runOn(&p.batch, ctx, s, args)
+}
+
+// runOn runs s like run through batcher b: at once when b has nothing on
+// the wire, else in b's next pipelined round trip. Releases and
+// deregistrations have batchers of their own, so a Stop's release never
+// waits behind its own deregistration or another elector's renewal.
+func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) *redis.Cmd {
 	b.mu.Lock()
 	if !b.busy {
 		b.busy = true
@@ -51,7 +58,7 @@ func (p *Provider) runBatched(ctx context.Context, s script, args []any) *redis.
 		if len(b.queue) > 0 {
 			// Keeps busy until the queue is drained; it lives as long
 			// as the round trips it makes.
-			go p.flush()
+			go p.flush(b)
 		} else {
 			b.busy = false
 		}
@@ -92,10 +99,9 @@ func (p *Provider) runBatched(ctx context.Context, s script, args []any) *redis.
 	return cmd
 }
 
-// flush sends the queued calls, one pipeline per round, until none is
+// flush sends b's queued calls, one pipeline per round, until none is
 // left.
-func (p *Provider) flush() {
-	b := &p.batch
+func (p *Provider) flush(b *batcher) {
 	for {
 		b.mu.Lock()
 		q := b.queue

@@ -129,8 +129,11 @@ type Provider struct {
 	seenMu      sync.Mutex
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
 
-	batch batcher   // coalesced extensions (batch.go)
-	marks markQueue // coalesced waiter marks (watch.go)
+	batch batcher // coalesced acquisitions, extensions, reads (batch.go)
+	// Coalesced releases and deregistrations, each apart from the others
+	// so that a release never waits for another kind of call.
+	releases, deregs batcher
+	marks            markQueue // coalesced waiter marks (watch.go)
 
 	// The meta and waiter-mark key names of the keys in use, built once.
 	metaKeys, waitKeys keycache.Cache
@@ -746,8 +749,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
 	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
 	// Releases made at once (a process stopping many electors) share
-	// pipelined round trips; a lone release goes out at once as before.
-	n, err := p.runBatched(ctx, p.s.release, c.args[:]).Int64()
+	// pipelined round trips; a lone release goes out at once as before,
+	// whatever else is on the wire.
+	n, err := p.runOn(&p.releases, ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}
