@@ -92,7 +92,10 @@ func (l *loop) stop(req request) {
 	if l.step != nil {
 		l.step.cancel()
 	}
-	if e.caps.participants != nil && e.coordinated {
+	deregister := func() {
+		if e.caps.participants == nil || !e.coordinated {
+			return
+		}
 		// Deregistration only speeds up what expiry does anyway (the
 		// registration lapses within two leases, P1): a failure, for
 		// example during an outage, is logged and does not fail Stop, and
@@ -107,11 +110,18 @@ func (l *loop) stop(req request) {
 	}
 	l.unwatch(l.stopWatch)
 	l.stopWatch = nil
-	if lease != nil {
-		// Started last, so the scheduler runs the release's goroutine
-		// first: the successor waits for it, not for the others.
-		l.releaseTo(req.ctx, lease, req.target, l.collect)
+	if lease == nil {
+		deregister()
+		return
 	}
+	// The release is started last, so the scheduler runs its goroutine
+	// first, and alone: the deregistration follows its reply (Stop waits
+	// for both), so the successor, woken by the release, waits for
+	// nothing else this instance sends.
+	l.releaseTo(req.ctx, lease, req.target, func(err error) {
+		l.collect(err)
+		deregister()
+	})
 }
 
 // deregistered logs a failed deregistration (see stop); it never fails

@@ -215,6 +215,25 @@ func (f *faultProvider) Release(ctx context.Context, r locking.ReleaseRequest) (
 	return f.inner.Release(ctx, r)
 }
 
+// Participants forwards until dead: with it the elector registers as a
+// participant and a Stop deregisters, as over redislock in production.
+func (f *faultProvider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
+	if !enter(&f.dead, &f.inflight) {
+		return nil, errCrashed
+	}
+	defer f.inflight.Add(-1)
+	return f.inner.Participants(ctx, key)
+}
+
+// Deregister forwards until dead.
+func (f *faultProvider) Deregister(ctx context.Context, key, owner string) error {
+	if !enter(&f.dead, &f.inflight) {
+		return errCrashed
+	}
+	defer f.inflight.Add(-1)
+	return f.inner.Deregister(ctx, key, owner)
+}
+
 // Subscribe forwards events while alive: a dead process hears nothing.
 func (f *faultProvider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
 	return f.inner.Subscribe(key, func(e locking.Event) {
