@@ -39,7 +39,6 @@ func (h *blockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-
 // A Stop releases and deregisters at once; releases and deregistrations
 // are coalesced each in a queue of their own, so a release goes out at
 // once even while a deregistration (or any other call) is on the wire: a
