@@ -39,11 +39,10 @@ func (h *blockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// A Stop releases and deregisters at once; releases and deregistrations
-// are coalesced each in a queue of their own, so a release goes out at
-// once even while a deregistration (or any other call) is on the wire: a
-// graceful handover never waits for the stopping instance's own
-// deregistration (L7, P1).
+// Releases and deregistrations are coalesced each in a queue of their
+// own, so a release goes out at once even while a deregistration (another
+// elector's, stopping at the same time) is on the wire: a graceful
+// handover never waits for a deregistration (L7, P1).
 func TestProvider_L7_P1_ReleaseDoesNotWaitForADeregistrationOnTheWire(t *testing.T) {
 	s := redistest.Start(t)
 	c := s.Client(t)
