@@ -8,10 +8,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher coalesces acquisitions, extensions and inspections (candidates'
-// tries, renewals, a balance round's reads) that fall due while another is
-// on the wire into one pipelined
-// round trip (on Cluster go-redis splits a pipeline by node). A lone call
+// batcher coalesces calls of one kind that fall due while another is on
+// the wire into one pipelined round trip (on Cluster go-redis splits a
+// pipeline by node). A Provider has four: acquisitions and reads
+// (candidates' tries, a balance round's reads), renewals, releases (and
+// the cleanups of failed acquisitions), deregistrations; a renewal or a
+// release never waits behind a call of another kind. A lone call
 // is sent at once, by its caller, as before; only those that arrive while
 // one is in flight wait for it, so none is sent later than the in-flight
 // one's reply. An elector measures its deadline from before it called

@@ -92,3 +92,64 @@ func TestProvider_Q1_L3_RoundAfterScriptFlushIsOneMoreTrip(t *testing.T) {
 		t.Fatalf("%d calls after a script flush took %d lone commands and %d pipelines, want 0 and 2", n, single, pipes)
 	}
 }
+
+// holdFirst holds the first script call sent alone until release is
+// closed, counting script calls sent alone and pipelines like tripCounter.
+type holdFirst struct {
+	tripCounter
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (h *holdFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	count := h.tripCounter.ProcessHook(next)
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScript(cmd) && h.held.CompareAndSwap(false, true) {
+			<-h.release
+		}
+		return count(ctx, cmd)
+	}
+}
+
+// The cleanups of acquisitions that failed at once (their replies lost or
+// late, as on an overloaded machine) share pipelined round trips: sent one
+// per connection they queued by the ten thousand for the pool, starving
+// the pipelines that carry renewals, and a 50,000-elector process kept
+// failing acquisitions and never led (L1, L7).
+func TestProvider_L1_L7_CleanupsAfterFailedAcquisitionsShareRoundTrips(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := New(c)
+	defer p.Close()
+	p.cleanup(context.Background(), "warm", "v", false) // loads the script
+	h := &holdFirst{release: make(chan struct{})}
+	c.AddHook(h)
+	const n = 200
+	done := make(chan struct{}, n)
+	for i := range n {
+		go func() {
+			p.cleanup(context.Background(), "k"+strconv.Itoa(i), "v", false)
+			done <- struct{}{}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.releases.mu.Lock()
+		queued := len(p.releases.queue)
+		p.releases.mu.Unlock()
+		if queued == n-1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.release)
+	for range n {
+		<-done
+	}
+	if single := h.single.Load(); single != 1 {
+		t.Fatalf("%d cleanups went out %d alone (and %d pipelines); want 1 alone while the others queue", n, single, h.pipelines.Load())
+	}
+	if pl := h.pipelines.Load(); pl < 1 || pl > 2 {
+		t.Fatalf("%d queued cleanups took %d pipelines; want 1 or 2", n-1, pl)
+	}
+}

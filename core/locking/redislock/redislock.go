@@ -130,10 +130,13 @@ type Provider struct {
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
 
 	batch batcher // coalesced acquisitions, extensions, reads (batch.go)
-	// Coalesced releases and deregistrations, each apart from the others
-	// so that a release never waits for another kind of call.
-	releases, deregs batcher
-	marks            markQueue // coalesced waiter marks (watch.go)
+	// Coalesced renewals, releases and deregistrations, each kind apart
+	// from the others: a renewal or a release never waits behind another
+	// kind of call (a renewal queued behind thousands of candidates'
+	// tries, on a saturated machine, came back after its lease had run
+	// out, and every lost lease brought more tries).
+	extends, releases, deregs batcher
+	marks                     markQueue // coalesced waiter marks (watch.go)
 
 	// The meta and waiter-mark key names of the keys in use, built once.
 	metaKeys, waitKeys keycache.Cache
@@ -584,7 +587,12 @@ func participantMillis(d time.Duration) any {
 func (p *Provider) cleanup(ctx context.Context, key, value string, notify bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = p.run(ctx, p.s.release, []any{nil, nil, "2", key, waitKey(key), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
+	// Through the releases' queue: when many acquisitions fail at once
+	// (a server too slow to answer them in time), their cleanups share
+	// pipelined round trips instead of each waiting for a connection of
+	// its own, which starved the pipelines that carry renewals and kept
+	// the process failing acquisitions.
+	_ = p.runOn(&p.releases, ctx, p.s.release, []any{nil, nil, "2", key, p.waitKeys.Get(key, waitKey), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
 }
 
 // notifyArg is release.lua's ARGV[5]: '1' publishes the release whether
@@ -680,7 +688,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return p.extendChecked(ctx, r, args)
 	}
 	{
-		reply, err := p.runBatched(ctx, p.s.extend, args).Int64Slice()
+		reply, err := p.runOn(&p.extends, ctx, p.s.extend, args).Int64Slice()
 		if err != nil {
 			return locking.ExtendResult{}, opError("extend", ctx, err)
 		}
