@@ -76,9 +76,11 @@ type BalanceGroup struct {
 	// stopLeadsAt, kept current with the choices successor made since: a
 	// process stopping all its members at once would otherwise count every
 	// member for each stop, a leave of n members costing n². Recounted
-	// after stopLeadsTTL and after a join.
-	stopLeads   map[string]int
-	stopLeadsAt time.Time
+	// after stopLeadsTTL (or stopLeadsCostFactor times stopLeadsCost, the
+	// time the last count took, when that is longer) and after a join.
+	stopLeads     map[string]int
+	stopLeadsAt   time.Time
+	stopLeadsCost time.Duration
 
 	// Owned by the round goroutine.
 	moved    map[string]time.Time // role -> when this group last resigned it
@@ -438,9 +440,11 @@ func (g *BalanceGroup) successor(e member) string {
 	}
 	now := time.Now()
 	leads := g.stopLeads
-	if leads == nil || now.Sub(g.stopLeadsAt) >= stopLeadsTTL || now.Before(g.stopLeadsAt) {
+	ttl := max(stopLeadsTTL, stopLeadsCostFactor*g.stopLeadsCost)
+	if leads == nil || now.Sub(g.stopLeadsAt) >= ttl || now.Before(g.stopLeadsAt) {
 		leads = g.leadsLocked(nil)
-		g.stopLeads, g.stopLeadsAt = leads, now
+		after := time.Now()
+		g.stopLeads, g.stopLeadsAt, g.stopLeadsCost = leads, after, after.Sub(now)
 	}
 	// The fewest leads wins, counting the roles stopped members handed
 	// over (concurrent stops take turns on the mutex, so each sees the
@@ -468,6 +472,12 @@ func (g *BalanceGroup) successor(e member) string {
 // 100,000 members counts them a few hundred times, not 100,000 times;
 // short enough that a stop after the leads changed sees them.
 const stopLeadsTTL = 50 * time.Millisecond
+
+// stopLeadsCostFactor bounds the share of a leave's time successor spends
+// counting leads to about 1 in 20: a group of 50,000 members, whose count
+// takes some 10 ms on a busy machine, recounts every 200 ms or so, each
+// recount holding up the group's other stops.
+const stopLeadsCostFactor = 20
 
 // handover is a role a stopping member handed to another participant.
 type handover struct {

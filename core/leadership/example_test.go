@@ -93,3 +93,35 @@ func ExampleCheckLease() {
 	// Output:
 	// leadership: role "billing": lease 10m0s exceeds locking max_lease 1m0s
 }
+
+// A process that runs many roles stops them together with StopAll: the
+// roles it leads are released first, so other replicas take them over
+// before the rest of the stop work is done.
+func ExampleStopAll() {
+	lock, err := locking.New(memlock.New(), locking.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var electors []*leadership.Elector
+	for _, role := range []string{"billing", "reports", "cleanup"} {
+		e, err := leadership.NewElector(role, lock, leadership.DefaultOptions())
+		if err != nil {
+			panic(err)
+		}
+		if err := e.Start(ctx); err != nil {
+			panic(err)
+		}
+		if err := e.WaitForLeadership(ctx); err != nil {
+			panic(err)
+		}
+		electors = append(electors, e)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fmt.Println("stopped:", leadership.StopAll(stopCtx, electors...))
+	fmt.Println("billing leads:", electors[0].IsLeader())
+	// Output:
+	// stopped: <nil>
+	// billing leads: false
+}

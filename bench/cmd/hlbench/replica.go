@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,23 +161,20 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 		}
 		started = append(started, e)
 	}
+	// StopAll stops the electors on a goroutine each, as leadershipfx
+	// stops a process's roles, the leading ones first: the releases and
+	// deregistrations of electors that share the lock client go out
+	// together.
 	stopAll := func() {
-		work := make(chan *leadership.Elector)
-		var wg sync.WaitGroup
-		for range 32 {
-			wg.Go(func() {
-				for e := range work {
-					ctx, cancel := context.WithTimeout(context.Background(), o.Lease)
-					_ = e.Stop(ctx) // an unreleased lease expires on its own
-					cancel()
-				}
-			})
+		if dir := os.Getenv("HLBENCH_PPROF_DIR"); dir != "" {
+			// The leaver exits when its electors have stopped: its stop
+			// is profiled here, to DIR/NAME-stop-UNIXNANO.prof.
+			stopProf := profileStop(dir, name)
+			defer stopProf()
 		}
-		for _, e := range started {
-			work <- e
-		}
-		close(work)
-		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), o.Lease)
+		defer cancel()
+		_ = leadership.StopAll(ctx, started...) // an unreleased lease expires on its own
 	}
 	if startErr != nil {
 		stopAll()
@@ -245,6 +243,23 @@ func memNow() memSample {
 
 // servePprof serves net/http/pprof on a free loopback port and writes the
 // address to dir/name.addr.
+// profileStop starts a CPU profile of a replica's stop; the function it
+// returns ends it.
+func profileStop(dir, name string) func() {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-stop-%d.prof", name, time.Now().UnixNano())))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
 func servePprof(dir, name string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
