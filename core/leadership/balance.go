@@ -217,8 +217,24 @@ func stillTakes(ctx context.Context, e member, taker string) bool {
 
 // balanceHandovers bounds the handovers a round has under way at once
 // (B1): each resigns a role to a named taker and waits, up to a quarter
-// of RetryInterval, until this instance learns the taker took it.
-const balanceHandovers = 16
+// of RetryInterval, until this instance learns the taker took it. A group
+// leading more than balanceHandovers × balanceHandoverDiv roles allows one
+// handover at once per balanceHandoverDiv roles it leads (see
+// handoverWidth).
+const (
+	balanceHandovers   = 16
+	balanceHandoverDiv = 64
+)
+
+// handoverWidth is how many handovers a round of a group leading mine
+// roles runs at once, and how many it chooses between two counts of the
+// members' leads: 16 up to 1,024 roles, then one per 64 roles, so that a
+// process leading 25,000 roles hands a third of them to a joiner in a few
+// retry intervals, not in dozens, and counts its 50,000 members' leads
+// some 40 times instead of 1,000.
+func handoverWidth(mine int) int {
+	return max(balanceHandovers, mine/balanceHandoverDiv)
+}
 
 // balanceReaders bounds the participant reads a round has under way at
 // once. Over redislock concurrent reads travel together in pipelined
@@ -242,12 +258,13 @@ const (
 
 // handovers chooses the takers of one round's handovers (B1). A taker is
 // counted with the roles its members learned it leads, read afresh every
-// balanceHandovers choices, with each role whose handover was under way at
+// width choices, with each role whose handover was under way at
 // that read counted for its taker whether or not it was learned yet (once,
 // never twice), plus the handovers chosen since: so handovers running at
 // once never take an identity past its share, nor keep one under it.
 type handovers struct {
-	g *BalanceGroup
+	g     *BalanceGroup
+	width int // handovers at once (handoverWidth)
 
 	leads map[string]int // learned at the last read; nil before the first
 	extra map[string]int // handovers chosen since the last read
@@ -262,7 +279,7 @@ type handovers struct {
 // is none. The release names it, so it takes the role at once while the
 // others hold back. It runs on the round's goroutine only.
 func (h *handovers) choose(v roleView, self string, share int) string {
-	if h.leads == nil || h.fresh >= balanceHandovers {
+	if h.leads == nil || h.fresh >= h.width {
 		// A role handed over and not yet learned counts for its taker,
 		// one learned already for the leader learned: the same taker, so
 		// each role counts once, read in one pass.
@@ -680,8 +697,8 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
-	h := handovers{g: g, inflight: map[member]string{}}
-	sem := make(chan struct{}, balanceHandovers)
+	h := handovers{g: g, width: handoverWidth(mine), inflight: map[member]string{}}
+	sem := make(chan struct{}, h.width)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, m := range moves {

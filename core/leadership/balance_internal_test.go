@@ -162,6 +162,23 @@ func TestBalance_B1_RoundHandsOverInParallelWithinBounds(t *testing.T) {
 	})
 }
 
+// A group leading many roles runs more handovers at once, one per 64 roles
+// it leads, and still hands over exactly its surplus, never taking a
+// taker past its share (B1).
+func TestBalance_B1_LargeGroupsHandOverMoreAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRoles(3000, "a", "a", "b", "c")
+		g := fakeProcess(f, "a")
+		g.round(t.Context())
+		if a, b, c := f.leads("a"), f.leads("b"), f.leads("c"); a != 1000 || b != 1000 || c != 1000 {
+			t.Fatalf("after one round a leads %d, b %d, c %d; want 1000 each", a, b, c)
+		}
+		if want := 3000 / 64; f.most != want {
+			t.Fatalf("at most %d handovers ran at once; want %d (one per 64 roles led)", f.most, want)
+		}
+	})
+}
+
 // Handovers under way at once count against their takers' shares: with
 // two takers at 0 the surplus splits evenly and neither ends past its
 // share, although none of the handovers was learned when the next was

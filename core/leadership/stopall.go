@@ -4,14 +4,23 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // StopAll stops many electors, as a process that leaves does (E8, B1):
 // first those that lead, in parallel, then the others, in parallel. The
 // leaders' releases wake their roles' successors before the candidates'
-// stops (ending subscriptions, deregistering) take the process's CPU and
-// the lock's connections: a process stopping 50,000 electors hands its
-// roles over in a fraction of the time its Stop calls take together.
+// stops (ending subscriptions and loops) take the process's CPU and the
+// lock's connections: a process stopping 50,000 electors hands its roles
+// over in a fraction of the time its Stop calls take together.
+//
+// Before the leaders stop, the others withdraw from their roles'
+// participants (P1), so that a balancing instance elsewhere, seeing this
+// process lead fewer roles as it releases them, does not hand it a role
+// it would take only to release again.
 //
 // An elector that leads when StopAll looks is stopped in the first wave;
 // one that wins a role meanwhile releases it in the second. ctx bounds
@@ -28,18 +37,33 @@ func StopAll(ctx context.Context, electors ...*Elector) error {
 			others = append(others, e)
 		}
 	}
-	errs := stopEach(ctx, leading)
-	errs = append(errs, stopEach(ctx, others)...)
+	each(others, func(e *Elector) error { e.withdraw(ctx); return nil })
+	errs := each(leading, func(e *Elector) error { return e.Stop(ctx) })
+	errs = append(errs, each(others, func(e *Elector) error { return e.Stop(ctx) })...)
 	return errors.Join(errs...)
 }
 
-// stopEach stops es in parallel, each on its own goroutine.
-func stopEach(ctx context.Context, es []*Elector) []error {
+// each calls fn for every elector of es, each on its own goroutine, and
+// returns their errors.
+func each(es []*Elector, fn func(*Elector) error) []error {
 	errs := make([]error, len(es))
 	var wg sync.WaitGroup
 	for i, e := range es {
-		wg.Go(func() { errs[i] = e.Stop(ctx) })
+		wg.Go(func() { errs[i] = fn(e) })
 	}
 	wg.Wait()
 	return errs
+}
+
+// withdraw deregisters a started elector from its role's participants
+// ahead of its Stop (which deregisters again: a try made meanwhile
+// registers it anew). A failure is logged at Debug: Stop deregisters, and
+// the registration lapses on its own (P1).
+func (e *Elector) withdraw(ctx context.Context) {
+	if e.caps.participants == nil || !e.coordinated || !e.running.Load() {
+		return
+	}
+	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil && !errors.Is(err, locking.ErrNotSupported) {
+		e.log.Debug("LeadershipWithdrawFailed", zap.Error(err))
+	}
 }

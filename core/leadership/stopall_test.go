@@ -48,8 +48,9 @@ func (p *orderProvider) log() []string {
 }
 
 // TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop: a process leaving
-// with StopAll releases the roles it leads before its candidates
-// deregister, and the other process leads every role afterwards.
+// with StopAll withdraws its candidates from their roles' participants,
+// then releases the roles it leads, then stops the candidates; the other
+// process leads every role afterwards.
 func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &orderProvider{Provider: memlock.New()}
@@ -82,11 +83,25 @@ func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 		if err := leadership.StopAll(context.Background(), a["r3"], nil, a["r4"], a["r1"], a["r2"]); err != nil {
 			t.Fatal(err)
 		}
+		// The candidates withdraw before the first release, and stop
+		// (deregistering again) after the last.
 		calls := p.log()
-		last := max(slices.Index(calls, "release r1"), slices.Index(calls, "release r2"))
-		first := min(slices.Index(calls, "deregister r3"), slices.Index(calls, "deregister r4"))
-		if slices.Index(calls, "release r1") < 0 || slices.Index(calls, "release r2") < 0 || first < 0 || last > first {
-			t.Fatalf("calls %v: want both releases before the candidates' deregistrations", calls)
+		rel1, rel2 := slices.Index(calls, "release r1"), slices.Index(calls, "release r2")
+		if rel1 < 0 || rel2 < 0 {
+			t.Fatalf("calls %v: want both leases released", calls)
+		}
+		firstRelease, lastRelease := min(rel1, rel2), max(rel1, rel2)
+		for _, r := range []string{"r3", "r4"} {
+			first := slices.Index(calls, "deregister "+r)
+			last := -1
+			for i, c := range calls {
+				if c == "deregister "+r {
+					last = i
+				}
+			}
+			if first < 0 || first > firstRelease || last < lastRelease {
+				t.Fatalf("calls %v: want the candidate of %s to withdraw before the releases and stop after them", calls, r)
+			}
 		}
 		for _, r := range roles {
 			if a[r].IsLeader() {
