@@ -2,6 +2,8 @@ package redislock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -35,7 +37,24 @@ type pending struct {
 	args []any
 	cmd  *redis.Cmd
 	done chan struct{}
+	// Under the batcher's mu: taken for a round trip, or dropped by its
+	// caller (its context ended first) and skipped by the next one.
+	taken, dropped bool
 }
+
+// maxPipeline is the most calls one pipelined round trip carries. Calls
+// queued beyond it wait for the next round trip, so the first to queue
+// are answered first, and a caller whose context ends before its turn
+// is skipped: nothing is sent for it, so nothing needs cleaning up. One
+// pipeline of 100,000 acquisitions (a process starting that many
+// candidates) took longer than the candidates' deadline, and every
+// acquisition that timed out then sent a cleanup.
+const maxPipeline = 1024
+
+// errNotSent is wrapped, with the caller's context error, by the error of
+// a call whose context ended while it was queued: it never reached the
+// server (see mayHaveRun).
+var errNotSent = errors.New("not sent")
 
 // batchTimeout bounds a pipelined round trip whose callers set no
 // deadline (each caller still returns when its own context ends).
@@ -76,16 +95,10 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
-	queued := false
-	for i, x := range b.queue {
-		if x == w {
-			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
-			queued = true
-			break
-		}
-	}
+	taken := w.taken
+	w.dropped = !taken
 	b.mu.Unlock()
-	if !queued {
+	if taken {
 		// On the wire: wait (as long as a lost reply's cleanup may) for
 		// the reply, so a cleanup the caller makes next (Acquire) runs
 		// after the command did. args are not touched meanwhile.
@@ -95,19 +108,43 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 		case <-t.C:
 		}
 		t.Stop()
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
 	}
+	return notSent(ctx)
+}
+
+// notSent is the reply of a call whose context ended before it was sent.
+func notSent(ctx context.Context) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(ctx.Err())
+	cmd.SetErr(fmt.Errorf("%w: %w", ctx.Err(), errNotSent))
 	return cmd
 }
 
-// flush sends b's queued calls, one pipeline per round, until none is
-// left.
+// flush sends b's queued calls, at most maxPipeline per round trip, in
+// the order they came, until none is left.
 func (p *Provider) flush(b *batcher) {
 	for {
 		b.mu.Lock()
-		q := b.queue
-		b.queue = nil
+		q := make([]*pending, 0, min(len(b.queue), maxPipeline))
+		n := 0
+		for _, w := range b.queue {
+			if len(q) == maxPipeline {
+				break
+			}
+			n++
+			if w.dropped {
+				continue
+			}
+			w.taken = true
+			q = append(q, w)
+		}
+		clear(b.queue[:n]) // no hold on calls already answered
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil
+		}
 		if len(q) == 0 {
 			b.busy = false
 			b.mu.Unlock()
@@ -126,12 +163,11 @@ func (p *Provider) pipeline(q []*pending) {
 	var deadline time.Time
 	for _, w := range q {
 		if w.ctx.Err() != nil {
-			w.cmd = redis.NewCmd(w.ctx)
-			w.cmd.SetErr(w.ctx.Err())
+			w.cmd = notSent(w.ctx)
 			close(w.done)
 			continue
 		}
-		d, ok := w.ctx.Deadline()
+	d, ok := w.ctx.Deadline()
 		if !ok {
 			d = time.Now().Add(batchTimeout)
 		}

@@ -2,11 +2,15 @@ package redislock
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -151,5 +155,125 @@ func TestProvider_L1_L7_CleanupsAfterFailedAcquisitionsShareRoundTrips(t *testin
 	}
 	if pl := h.pipelines.Load(); pl < 1 || pl > 2 {
 		t.Fatalf("%d queued cleanups took %d pipelines; want 1 or 2", n-1, pl)
+	}
+}
+
+// pipeSizes records the sizes of the script pipelines a client sends.
+type pipeSizes struct {
+	holdFirst
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (h *pipeSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	count := h.holdFirst.ProcessPipelineHook(next)
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.mu.Lock()
+			h.sizes = append(h.sizes, len(cmds))
+			h.mu.Unlock()
+		}
+		return count(ctx, cmds)
+	}
+}
+
+// queueAcquisitions starts n acquisitions of keys prefix0… with timeout d
+// behind the one h holds on the wire, waits until all are queued and
+// returns their errors' channel.
+func queueAcquisitions(t *testing.T, p *Provider, h *pipeSizes, prefix string, n int, d time.Duration) <-chan error {
+	t.Helper()
+	errs := make(chan error, n+1)
+	acquire := func(key string) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err := p.Acquire(ctx, locking.AcquireRequest{Key: key, Value: "v", TTL: time.Minute})
+		errs <- err
+	}
+	go acquire(prefix + "held")
+	for !h.held.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range n {
+		go acquire(prefix + strconv.Itoa(i))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.batch.mu.Lock()
+		queued := len(p.batch.queue)
+		p.batch.mu.Unlock()
+		if queued == n {
+			return errs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acquisitions queued", queued, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Calls queued behind a round trip go out at most maxPipeline per
+// pipeline, the first queued first (L1, L7).
+func TestProvider_L1_L7_QueuedCallsGoOutInPipelinesOfAtMostMaxPipeline(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := New(c)
+	defer p.Close()
+	// A connection, and the script loaded.
+	if _, err := p.Acquire(context.Background(), locking.AcquireRequest{Key: "warm", Value: "v", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	h := &pipeSizes{holdFirst: holdFirst{release: make(chan struct{})}}
+	c.AddHook(h)
+	n := 2*maxPipeline + 1
+	errs := queueAcquisitions(t, p, h, "chunk:", n, time.Minute)
+	close(h.release)
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// The last one goes out alone, as the held one did.
+	if want := []int{maxPipeline, maxPipeline}; !slices.Equal(h.sizes, want) || h.single.Load() != 2 {
+		t.Fatalf("%d queued acquisitions went out in pipelines of %v and %d alone (the held one included); want %v and 2", n, h.sizes, h.single.Load(), want)
+	}
+}
+
+// A call whose context ends while it is queued is not sent, and an
+// acquisition that was not sent sends no cleanup: on a machine too busy
+// to answer a large round of acquisitions in time, the late ones cost
+// nothing instead of a cleanup each (L1, L7).
+func TestProvider_L1_L7_AcquisitionsThatTimedOutQueuedAreNotSentNorCleanedUp(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	p := New(c)
+	defer p.Close()
+	// A connection, and the script loaded.
+	if _, err := p.Acquire(context.Background(), locking.AcquireRequest{Key: "warm", Value: "v", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p.cleanup(context.Background(), "warm", "v", false) // the cleanup's script loaded
+	h := &pipeSizes{holdFirst: holdFirst{release: make(chan struct{})}}
+	c.AddHook(h)
+	const n = 300
+	errs := queueAcquisitions(t, p, h, "late:", n, 200*time.Millisecond)
+	for range n {
+		err := <-errs
+		if !errors.Is(err, errNotSent) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a queued acquisition whose context ended returned %v; want a deadline, not sent", err)
+		}
+	}
+	close(h.release)
+	<-errs // the held one: its reply came after its deadline
+	time.Sleep(100 * time.Millisecond)
+	h.mu.Lock()
+	sizes := slices.Clone(h.sizes)
+	h.mu.Unlock()
+	if len(sizes) != 0 || h.single.Load() != 2 {
+		t.Fatalf("after %d acquisitions timed out in the queue: pipelines %v, %d calls alone; want no pipeline, the held call and its cleanup", n, sizes, h.single.Load())
+	}
+	if keys, err := c.Keys(context.Background(), "late:[0-9]*").Result(); err != nil || len(keys) != 0 {
+		t.Fatalf("keys of unsent acquisitions: %v, %v; want none", keys, err)
 	}
 }

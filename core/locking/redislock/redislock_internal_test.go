@@ -26,6 +26,7 @@ func TestMayHaveRun_OnlyWhenTheOutcomeIsUnknown(t *testing.T) {
 		{"client closed", redis.ErrClosed, false},
 		{"pool timeout", redis.ErrPoolTimeout, false},
 		{"server error reply", serverError("ERR something"), false},
+		{"queued until its context ended", fmt.Errorf("%w: %w", context.DeadlineExceeded, errNotSent), false},
 	} {
 		if got := mayHaveRun(c.err); got != c.want {
 			t.Errorf("%s: mayHaveRun(%v) = %v, want %v", c.name, c.err, got, c.want)
