@@ -167,7 +167,7 @@ func (p *Provider) pipeline(q []*pending) {
 			close(w.done)
 			continue
 		}
-	d, ok := w.ctx.Deadline()
+		d, ok := w.ctx.Deadline()
 		if !ok {
 			d = time.Now().Add(batchTimeout)
 		}
