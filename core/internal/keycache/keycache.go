@@ -3,7 +3,10 @@
 // build the same strings again on every call.
 package keycache
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Max is how many keys a Cache remembers; keys beyond it are derived on
 // every call, so a workload with unbounded distinct keys costs no more
@@ -13,8 +16,9 @@ const Max = 4096
 // Cache maps a key to the name derived from it. The zero value is ready;
 // it is safe for concurrent use.
 type Cache struct {
-	mu sync.RWMutex
-	m  map[string]string
+	mu   sync.RWMutex
+	m    map[string]string
+	full atomic.Bool // len(m) reached Max: a miss takes no lock
 }
 
 // Get returns derive(key), remembered from an earlier call when there was
@@ -27,12 +31,21 @@ func (c *Cache) Get(key string, derive func(string) string) string {
 		return v
 	}
 	v = derive(key)
+	if c.full.Load() {
+		// A process with more keys than Max misses on most calls: taking
+		// the write lock for each of them only to find the cache full
+		// queued 100,000 electors' tries behind one another.
+		return v
+	}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = make(map[string]string)
 	}
 	if len(c.m) < Max {
 		c.m[key] = v
+	}
+	if len(c.m) >= Max {
+		c.full.Store(true)
 	}
 	c.mu.Unlock()
 	return v
