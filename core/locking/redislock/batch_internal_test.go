@@ -177,6 +177,23 @@ func (h *pipeSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
+// sizedProvider is a Provider over a private server whose client records
+// its pipelines' sizes and holds the first script call after this one;
+// the acquisition and cleanup scripts are loaded and a connection made.
+func sizedProvider(t *testing.T) (*redis.Client, *Provider, *pipeSizes) {
+	t.Helper()
+	c := redistest.Start(t).Client(t)
+	p := New(c)
+	t.Cleanup(func() { _ = p.Close() })
+	if _, err := p.Acquire(context.Background(), locking.AcquireRequest{Key: "warm", Value: "v", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p.cleanup(context.Background(), "warm", "v", false)
+	h := &pipeSizes{holdFirst: holdFirst{release: make(chan struct{})}}
+	c.AddHook(h)
+	return c, p, h
+}
+
 // queueAcquisitions starts n acquisitions of keys prefix0… with timeout d
 // behind the one h holds on the wire, waits until all are queued and
 // returns their errors' channel.
@@ -214,16 +231,7 @@ func queueAcquisitions(t *testing.T, p *Provider, h *pipeSizes, prefix string, n
 // Calls queued behind a round trip go out at most maxPipeline per
 // pipeline, the first queued first (L1, L7).
 func TestProvider_L1_L7_QueuedCallsGoOutInPipelinesOfAtMostMaxPipeline(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
-	p := New(c)
-	defer p.Close()
-	// A connection, and the script loaded.
-	if _, err := p.Acquire(context.Background(), locking.AcquireRequest{Key: "warm", Value: "v", TTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	h := &pipeSizes{holdFirst: holdFirst{release: make(chan struct{})}}
-	c.AddHook(h)
+	_, p, h := sizedProvider(t)
 	n := 2*maxPipeline + 1
 	errs := queueAcquisitions(t, p, h, "chunk:", n, time.Minute)
 	close(h.release)
@@ -245,17 +253,7 @@ func TestProvider_L1_L7_QueuedCallsGoOutInPipelinesOfAtMostMaxPipeline(t *testin
 // to answer a large round of acquisitions in time, the late ones cost
 // nothing instead of a cleanup each (L1, L7).
 func TestProvider_L1_L7_AcquisitionsThatTimedOutQueuedAreNotSentNorCleanedUp(t *testing.T) {
-	s := redistest.Start(t)
-	c := s.Client(t)
-	p := New(c)
-	defer p.Close()
-	// A connection, and the script loaded.
-	if _, err := p.Acquire(context.Background(), locking.AcquireRequest{Key: "warm", Value: "v", TTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	p.cleanup(context.Background(), "warm", "v", false) // the cleanup's script loaded
-	h := &pipeSizes{holdFirst: holdFirst{release: make(chan struct{})}}
-	c.AddHook(h)
+	c, p, h := sizedProvider(t)
 	const n = 300
 	errs := queueAcquisitions(t, p, h, "late:", n, 200*time.Millisecond)
 	for range n {
