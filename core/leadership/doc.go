@@ -139,6 +139,11 @@
 // (locking.EventResign, the hostloom CLI's resign) makes the leader step
 // down as Resign does.
 //
+// A process that runs many roles stops them with StopAll: its candidates
+// withdraw from their roles' participants, then the electors that lead
+// stop and release, then the others, so the roles it led are taken over
+// before the rest of its stop work is done (B1).
+//
 // # A server that lost its data (Q1)
 //
 // A lock server restarted without persistence (or failed over to a replica
