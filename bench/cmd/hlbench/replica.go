@@ -45,11 +45,12 @@ type replicaMsg struct {
 	At   int64  `json:"at"`
 
 	// status: leadership as the replica's OnChange subscribers saw it.
-	Leads      int64 `json:"leads,omitempty"`       // acquired − lost
-	Acquired   int64 `json:"acquired,omitempty"`    // acquisitions since start
-	Lost       int64 `json:"lost,omitempty"`        // losses (resign, stop, expiry) since start
-	LastChange int64 `json:"last_change,omitempty"` // Change.At of the latest transition
-	Writes     int64 `json:"writes,omitempty"`      // requests written on the client's connections
+	Leads      int64   `json:"leads,omitempty"`       // acquired − lost
+	Acquired   int64   `json:"acquired,omitempty"`    // acquisitions since start
+	Lost       int64   `json:"lost,omitempty"`        // losses (resign, stop, expiry) since start
+	LastChange int64   `json:"last_change,omitempty"` // Change.At of the latest transition
+	CPU        float64 `json:"cpu,omitempty"`         // the replica's CPU time so far (user + system), seconds
+	Writes     int64   `json:"writes,omitempty"`      // requests written on the client's connections
 
 	// mem: after two GCs; Base* before the electors were built.
 	HeapBytes      int64 `json:"heap,omitempty"`
@@ -103,7 +104,7 @@ type replicaState struct {
 func (s *replicaState) status(name string) replicaMsg {
 	acq, lost := s.acquired.Load(), s.lost.Load()
 	return replicaMsg{Type: "status", Name: name, At: time.Now().UnixNano(), Leads: acq - lost, Acquired: acq, Lost: lost,
-		LastChange: s.lastChange.Load(), Writes: s.writes.Load()}
+		LastChange: s.lastChange.Load(), Writes: s.writes.Load(), CPU: cpuSeconds()}
 }
 
 func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.Reader, out io.Writer) error {

@@ -37,6 +37,7 @@ type scaleLoad struct {
 	Leads      []int64 // roles led per replica
 	AllLed     time.Duration
 	RedisCPU   float64 // redis-server's CPU (user + sys) over the window, in cores
+	ClientCPU  float64 // the replica processes' CPU (user + sys) over the window, in cores (0 where not measured)
 }
 
 // scaleMove is one membership change (a join or a leave) and the balancing
@@ -303,8 +304,8 @@ func (m *scaleMove) account(before, after []replicaMsg) {
 }
 
 func logScaleLoad(what string, roles, n int, l scaleLoad) {
-	logf("scale steady %s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role), Redis CPU %.3f cores, %d acquisitions in %s, leads %v; %v",
-		what, roles, n, l.ReqPerSec, l.ReqPerRole, l.CmdsPerSec, l.PerRole, l.RedisCPU, l.Acquired, l.Window.Round(100*time.Millisecond), l.Leads, fmtCmds(l.PerCommand))
+	logf("scale steady %s %d roles × %d: %.1f requests/s (%.3f per role), %.1f cmds/s (%.3f per role), Redis CPU %.3f cores, replicas' CPU %.3f cores, %d acquisitions in %s, leads %v; %v",
+		what, roles, n, l.ReqPerSec, l.ReqPerRole, l.CmdsPerSec, l.PerRole, l.RedisCPU, l.ClientCPU, l.Acquired, l.Window.Round(100*time.Millisecond), l.Leads, fmtCmds(l.PerCommand))
 }
 
 // perElector is the replica's heap and stacks over its electors: an upper
@@ -568,6 +569,9 @@ func (f *scaleFleet) measureLoad(ctx context.Context, cfg config, admin *redis.C
 			l.ReqPerSec += float64(s1[i].Writes-s0[i].Writes) / dt.Seconds()
 		}
 		l.Acquired += s1[i].Acquired - s0[i].Acquired
+		if dt := time.Duration(s1[i].At - s0[i].At); dt > 0 && s1[i].CPU > 0 {
+			l.ClientCPU += (s1[i].CPU - s0[i].CPU) / dt.Seconds()
+		}
 	}
 	l.PerRole = l.CmdsPerSec / float64(f.roles)
 	l.ReqPerRole = l.ReqPerSec / float64(f.roles)
@@ -690,8 +694,8 @@ func (r *report) scaleSection(p func(string, ...any)) {
 		if x.l.AllLed > 0 {
 			extra = fmt.Sprintf("; all %d roles led %s after the first start", sc.Roles, fmtDur(x.l.AllLed))
 		}
-		p("| Redis load %s, steady | **%.3f** commands/s per role (%.1f/s in all: %s); %.3f requests/s per role (%.1f/s); Redis CPU %.3f cores (timing, not a count); %d acquisitions in the %s window; leads %v%s |",
-			x.name, x.l.PerRole, x.l.CmdsPerSec, fmtCmds(x.l.PerCommand), x.l.ReqPerRole, x.l.ReqPerSec, x.l.RedisCPU, x.l.Acquired, x.l.Window.Round(100*time.Millisecond), x.l.Leads, extra)
+		p("| Redis load %s, steady | **%.3f** commands/s per role (%.1f/s in all: %s); %.3f requests/s per role (%.1f/s); Redis CPU %.3f cores, the replicas' %.3f cores (timings, not counts); %d acquisitions in the %s window; leads %v%s |",
+			x.name, x.l.PerRole, x.l.CmdsPerSec, fmtCmds(x.l.PerCommand), x.l.ReqPerRole, x.l.ReqPerSec, x.l.RedisCPU, x.l.ClientCPU, x.l.Acquired, x.l.Window.Round(100*time.Millisecond), x.l.Leads, extra)
 	}
 	for _, m := range sc.Mem {
 		p("| memory of %s (%d electors) | heap %.1f MB + stacks %.1f MB = **%.1f MB** (%.0f B per elector, the Redis client included), %d goroutines; before the electors were built: %.1f MB, %d goroutines |",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -64,6 +65,9 @@ func TestScale_B1_ReplicaProcessesConvergeAndExit(t *testing.T) {
 	}
 	if res.Unbalanced == nil || res.Unbalanced.ReqPerSec <= 0 {
 		t.Fatalf("no load measured without Balance: %+v", res.Unbalanced)
+	}
+	if runtime.GOOS == "linux" && (res.Unbalanced.ClientCPU <= 0 || res.Unbalanced.ClientCPU > float64(runtime.NumCPU())) {
+		t.Fatalf("the replicas' CPU without Balance: %.3f cores; want more than 0 and at most %d", res.Unbalanced.ClientCPU, runtime.NumCPU())
 	}
 }
 
