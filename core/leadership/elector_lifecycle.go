@@ -93,7 +93,7 @@ func (l *loop) stop(req request) {
 		l.step.cancel()
 	}
 	deregister := func() {
-		if e.caps.participants == nil || !e.coordinated {
+		if !e.registered() {
 			return
 		}
 		// Deregistration only speeds up what expiry does anyway (the
@@ -127,9 +127,21 @@ func (l *loop) stop(req request) {
 // deregistered logs a failed deregistration (see stop); it never fails
 // Stop.
 func (l *loop) deregistered(err error) {
-	if err != nil && !errors.Is(err, locking.ErrNotSupported) {
+	if deregisterFailed(err) {
 		l.e.log.Warn("LeadershipDeregisterFailed", zap.Error(err))
 	}
+}
+
+// registered reports whether the elector registers as a participant of
+// its role (P1), so that Stop, and StopAll's withdrawal, deregister it.
+func (e *Elector) registered() bool {
+	return e.caps.participants != nil && e.coordinated
+}
+
+// deregisterFailed reports whether a deregistration's error is worth a
+// log line: a lock that has no registry to deregister from is not.
+func deregisterFailed(err error) bool {
+	return err != nil && !errors.Is(err, locking.ErrNotSupported)
 }
 
 // collect keeps an error for Stop's reply.

@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
-
-	"github.com/hostloom/hostloom/core/locking"
 )
 
 // StopAll stops many electors, as a process that leaves does (E8, B1):
@@ -60,10 +58,10 @@ func each(es []*Elector, fn func(*Elector) error) []error {
 // registers it anew). A failure is logged at Debug: Stop deregisters, and
 // the registration lapses on its own (P1).
 func (e *Elector) withdraw(ctx context.Context) {
-	if e.caps.participants == nil || !e.coordinated || !e.running.Load() {
+	if !e.registered() || !e.running.Load() {
 		return
 	}
-	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil && !errors.Is(err, locking.ErrNotSupported) {
+	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); deregisterFailed(err) {
 		e.log.Debug("LeadershipWithdrawFailed", zap.Error(err))
 	}
 }

@@ -653,8 +653,9 @@ func ctxErr(ctx context.Context) error {
 // mayHaveRun reports whether a failed command may have run on the server:
 // not when Redis replied with an error (the script failed, nothing was
 // written), the connection could not be made, or the client never sent it
-// (closed, pool exhausted, queued until its context ended). Otherwise (reply lost: an ended context, a
-// read timeout, a broken connection) the outcome is unknown.
+// (closed, pool exhausted, queued until its context ended). Otherwise
+// (reply lost: an ended context, a read timeout, a broken connection) the
+// outcome is unknown.
 func mayHaveRun(err error) bool {
 	if errors.Is(err, errNotSent) {
 		return false
