@@ -537,6 +537,43 @@ func (g *BalanceGroup) snapshot() []member {
 	return es
 }
 
+// forget drops what the group keeps per role for the roles none of its
+// members runs any longer (a process that stops some roles and starts
+// others keeps no trace of the old ones), and the moves older than a
+// lease, which no longer hold a role back (hysteresis). The per-role
+// maps are rebuilt only when they hold more roles than there are members.
+func (g *BalanceGroup) forget(members []member, lease time.Duration, now time.Time) {
+	for role, at := range g.moved {
+		if now.Sub(at) >= lease {
+			delete(g.moved, role)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.readAt) <= len(members) && len(g.ids) <= len(members) && len(g.moved) <= len(members) {
+		return
+	}
+	runs := make(map[string]struct{}, len(members))
+	for _, e := range members {
+		runs[e.Role()] = struct{}{}
+	}
+	for role := range g.readAt {
+		if _, ok := runs[role]; !ok {
+			delete(g.readAt, role)
+		}
+	}
+	for role := range g.ids {
+		if _, ok := runs[role]; !ok {
+			delete(g.ids, role)
+		}
+	}
+	for role := range g.moved {
+		if _, ok := runs[role]; !ok {
+			delete(g.moved, role)
+		}
+	}
+}
+
 // loop runs a round every RetryInterval until stop is closed.
 func (g *BalanceGroup) loop(stop, done chan struct{}) {
 	defer close(done)
@@ -580,6 +617,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		retry, lease = min(retry, e.retryInterval()), max(lease, e.Lease())
 	}
 	self := members[0].Identity()
+	g.forget(members, lease, time.Now())
 	reads := g.readLed(ctx, members)
 	var views []roleView
 	identities := map[string]bool{}

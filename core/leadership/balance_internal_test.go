@@ -297,3 +297,54 @@ func TestBalance_B1_SteadyRoundsReadASampleAndAJoinIsSeenAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A group forgets the roles it no longer runs, and the moves older than a
+// lease, so a process that stops some roles and starts others keeps no
+// per-role state of the old ones (B1).
+func TestBalance_B1_GroupForgetsRolesItNoLongerRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRoles(200, "a", "a", "b")
+		g := fakeProcess(f, "a")
+		g.round(t.Context())
+		if len(g.moved) != 100 || len(g.readAt) != 200 || len(g.ids) == 0 {
+			t.Fatalf("after the first round: %d moved, %d read, %d with participants; want 100, 200 and some",
+				len(g.moved), len(g.readAt), len(g.ids))
+		}
+		// The process stops the roles it still leads.
+		for m := range g.members {
+			if m.IsLeader() {
+				delete(g.members, m)
+			}
+		}
+		kept := map[string]bool{}
+		for m := range g.members {
+			kept[m.Role()] = true
+		}
+		if len(kept) != 100 {
+			t.Fatalf("%d members left; want 100", len(kept))
+		}
+		g.round(t.Context())
+		for name, roles := range map[string][]string{"readAt": keysOf(g.readAt), "ids": keysOf(g.ids), "moved": keysOf(g.moved)} {
+			for _, role := range roles {
+				if !kept[role] {
+					t.Errorf("%s still holds %s, a role the group no longer runs", name, role)
+				}
+			}
+		}
+		// The roles handed over in the first round are the ones left; a
+		// lease later their moves no longer count.
+		time.Sleep(16 * time.Second)
+		g.round(t.Context())
+		if len(g.moved) != 0 {
+			t.Fatalf("%d moves kept a lease after they were made; want none", len(g.moved))
+		}
+	})
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
