@@ -111,12 +111,20 @@ func TestAssert_G3_PausedLeaderRecordsNoEffectAfterItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ends []pauseEvent
-		waitUntil(t, 20*time.Second, fmt.Sprintf("trial %d: every worker of %s to end term %d after SIGCONT", trial, leader.id, term), func() bool {
+		if !within(20*time.Second, func() bool {
 			leader.poll(t)
 			e, ok := leader.endsOf(term)
 			ends = e
 			return ok
-		})
+		}) {
+			// Say where each worker is: its last events, and the
+			// process's goroutines (SIGQUIT makes it print them and exit).
+			for w := range pauseWorkers {
+				t.Logf("%s worker %d, last events: %+v", leader.id, w, leader.lastOf(w, 3))
+			}
+			t.Logf("%s goroutines after SIGQUIT:\n%s", leader.id, leader.quit())
+			t.Fatalf("trial %d: timed out after 20s waiting for every worker of %s to end term %d after SIGCONT", trial, leader.id, term)
+		}
 
 		effects := leader.effectsOf(term)
 		if len(effects) == 0 {
@@ -450,6 +458,30 @@ func (p *pauseProc) endsOf(term uint64) (ends []pauseEvent, ok bool) {
 	return ends, len(seen) == pauseWorkers
 }
 
+// lastOf returns worker's last n events polled so far.
+func (p *pauseProc) lastOf(worker, n int) []pauseEvent {
+	var out []pauseEvent
+	for _, e := range p.events {
+		if e.Worker == worker {
+			out = append(out, e)
+		}
+	}
+	return out[max(len(out)-n, 0):]
+}
+
+// quit makes p print its goroutines and exit (SIGQUIT), and returns its
+// output; after 10s without an exit, what it printed so far.
+func (p *pauseProc) quit() string {
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+		return p.output.String()
+	case <-time.After(10 * time.Second):
+		return "(no exit within 10s after SIGQUIT)"
+	}
+}
+
 // stop closes p's stdin and waits for it to stop its elector and exit 0.
 func (p *pauseProc) stop(t *testing.T) {
 	t.Helper()
@@ -498,11 +530,20 @@ func waitStopped(t *testing.T, pid int) {
 // waitUntil polls cond every 10 ms until it holds, failing t after timeout.
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !within(timeout, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// within polls cond every 10 ms until it holds (true) or timeout passes
+// (false).
+func within(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
