@@ -55,9 +55,10 @@ func (l *DistributedLock) Acquire(ctx context.Context, key string, lease time.Du
 		}
 	}
 	for {
+		sent := time.Now()
 		ls, err := l.TryAcquire(ctx, key, lease)
 		if err == nil {
-			return l.hold(ls), nil
+			return l.hold(ls, sent), nil
 		}
 		var held *HeldError
 		if !errors.As(err, &held) {
@@ -79,7 +80,10 @@ func (l *DistributedLock) Acquire(ctx context.Context, key string, lease time.Du
 	}
 }
 
-func (l *DistributedLock) hold(ls Lease) *Held {
+// hold starts extending ls, granted by an acquisition sent at sent: its
+// deadline runs from then, as an elector's does (E5), so a reply that came
+// late does not lengthen it.
+func (l *DistributedLock) hold(ls Lease, sent time.Time) *Held {
 	h := &Held{
 		lease:   ls,
 		done:    make(chan struct{}),
@@ -90,17 +94,17 @@ func (l *DistributedLock) hold(ls Lease) *Held {
 	if g, ok := ls.(GrantedLease); ok {
 		granted = g.Granted()
 	}
-	go h.extend(granted, l.o.MaxHold)
+	go h.extend(sent, granted, l.o.MaxHold)
 	return h
 }
 
 // extend renews the lease every third of it until stopped, lost, or MaxHold.
-func (h *Held) extend(granted, maxHold time.Duration) {
+// start is when the acquisition was sent.
+func (h *Held) extend(start time.Time, granted, maxHold time.Duration) {
 	defer close(h.stopped)
-	start := time.Now()
 	deadline := start.Add(granted)
 	every := max(granted/3, time.Millisecond)
-	t := time.NewTimer(every)
+	t := time.NewTimer(max(time.Until(start.Add(every)), time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

@@ -492,3 +492,42 @@ func TestNew_Q1_L9_CapabilitiesReportDurable(t *testing.T) {
 		t.Error("memlock reported durable")
 	}
 }
+
+// lateProvider answers acquisitions 400 ms after the backend granted them
+// (a saturated server) and fails every extension (a link that is down).
+type lateProvider struct{ locking.Provider }
+
+func (p lateProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	res, err := p.Provider.Acquire(ctx, r)
+	time.Sleep(400 * time.Millisecond)
+	return res, err
+}
+
+func (lateProvider) Extend(context.Context, locking.ExtendRequest) (locking.ExtendResult, error) {
+	return locking.ExtendResult{}, errors.New("link down")
+}
+
+// A held lock's lease runs from when its acquisition was sent, as an
+// elector's term does (E5): a reply that came late does not lengthen it,
+// so with no extension landing the lock is lost when the backend's lease
+// ends, not 400 ms later (L6).
+func TestAcquire_L6_E5_LeaseRunsFromTheAcquisitionsSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := locking.New(lateProvider{memlock.New()}, locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		h, err := l.Acquire(context.Background(), "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-h.Done()
+		if took := time.Since(t0); took < time.Second || took > time.Second+10*time.Millisecond {
+			t.Fatalf("the lock was lost %v after the acquisition was sent; want when its 1s lease ran out, %v after", took, time.Second)
+		}
+		if !errors.Is(h.Err(), locking.ErrLeaseLost) {
+			t.Fatalf("Err() = %v, want the lease lost", h.Err())
+		}
+	})
+}

@@ -22,8 +22,9 @@ import (
 // Extend or Acquire, so the wait only makes that deadline more
 // conservative. A caller whose context ends while its call is queued
 // takes it out (nothing is sent); while it is on the wire, waits for the
-// reply as a lost reply's cleanup would, so Acquire's cleanup follows the
-// acquisition.
+// reply as a lost reply's cleanup would: a call whose deadline passed on
+// the wire returns the reply that came (see runOn), any other returns
+// the context's error, and Acquire's cleanup follows the acquisition.
 type batcher struct {
 	mu    sync.Mutex
 	busy  bool       // a round trip is in flight
@@ -100,14 +101,24 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 	b.mu.Unlock()
 	if taken {
 		// On the wire: wait (as long as a lost reply's cleanup may) for
-		// the reply, so a cleanup the caller makes next (Acquire) runs
-		// after the command did. args are not touched meanwhile.
+		// the reply. A call that was only late (its deadline passed on
+		// the wire) gets the reply when it comes: an acquisition or a
+		// renewal the server granted still counts, since its caller
+		// measures the lease from before it called (E5), and undoing it
+		// (Acquire's cleanup) would throw away the work of a saturated
+		// server and bring another try. A call its caller cancelled, or
+		// whose reply does not come, ends with the context's error, and
+		// a cleanup the caller makes next (Acquire) runs after the
+		// command did. args are not touched meanwhile.
 		t := time.NewTimer(cleanupTimeout)
 		select {
 		case <-w.done:
+			t.Stop()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return w.cmd
+			}
 		case <-t.C:
 		}
-		t.Stop()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
 		return cmd

@@ -275,3 +275,83 @@ func TestProvider_L1_L7_AcquisitionsThatTimedOutQueuedAreNotSentNorCleanedUp(t *
 		t.Fatalf("keys of unsent acquisitions: %v, %v; want none", keys, err)
 	}
 }
+
+// slowPipelines delays every script pipeline by d before it is sent, as a
+// saturated server answers late.
+type slowPipelines struct{ d time.Duration }
+
+func (slowPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (slowPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h slowPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			time.Sleep(h.d)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// An acquisition whose deadline passes while its pipelined round trip is
+// on the wire gets the reply when it comes: the server granted it, and
+// its caller measures the lease from before it called (E5), so it counts
+// rather than being undone by a cleanup and tried again, which on a
+// saturated server only brought more late replies. An acquisition its
+// caller cancelled on the wire still ends with the context's error and
+// leaves no lease behind (L1, L3, E5).
+func TestProvider_L3_E5_AcquisitionGrantedAfterItsDeadlineOnTheWireCounts(t *testing.T) {
+	c, p, h := sizedProvider(t)
+	c.AddHook(slowPipelines{d: 500 * time.Millisecond})
+	type result struct {
+		key string
+		res locking.AcquireResult
+		err error
+	}
+	results := make(chan result, 4)
+	acquire := func(ctx context.Context, key string) {
+		r, err := p.Acquire(ctx, locking.AcquireRequest{Key: key, Value: "v-" + key, TTL: time.Minute})
+		results <- result{key, r, err}
+	}
+	long, cancelLong := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelLong()
+	go acquire(long, "first") // held on the wire, alone
+	for !h.held.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	late, cancelLate := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelLate()
+	dropped, drop := context.WithCancel(context.Background())
+	go acquire(late, "late")
+	go acquire(dropped, "dropped")
+	go acquire(long, "patient") // the pipeline's own deadline is this one's
+	for {
+		p.batch.mu.Lock()
+		queued := len(p.batch.queue)
+		p.batch.mu.Unlock()
+		if queued == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.release) // the three go out together, and their pipeline waits 500 ms
+	time.Sleep(100 * time.Millisecond)
+	drop() // on the wire
+	got := map[string]result{}
+	for range 4 {
+		r := <-results
+		got[r.key] = r
+	}
+	for _, key := range []string{"first", "late", "patient"} {
+		if r := got[key]; r.err != nil || !r.res.Acquired || r.res.Fence == 0 {
+			t.Errorf("%s: Acquire = %+v, %v; want granted with a fence", key, r.res, r.err)
+		}
+		if v, err := c.Get(context.Background(), key).Result(); err != nil || v != "v-"+key {
+			t.Errorf("%s holds %q, %v; want the acquisition's value (no cleanup)", key, v, err)
+		}
+	}
+	if r := got["dropped"]; !errors.Is(r.err, context.Canceled) {
+		t.Errorf("the cancelled acquisition: %+v, %v; want the context's error", r.res, r.err)
+	}
+	if n, err := c.Exists(context.Background(), "dropped").Result(); err != nil || n != 0 {
+		t.Errorf("the cancelled acquisition left its key: %d, %v; want it cleaned up", n, err)
+	}
+}
