@@ -111,7 +111,13 @@
 // go-redis interrupts a command in flight when its context ends only with
 // redis.Options.ContextTimeoutEnabled; otherwise it waits for the reply up
 // to ReadTimeout, and an acquisition that succeeds meanwhile is returned as
-// acquired.
+// acquired. A call coalesced with others into one pipelined round trip
+// (calls that fall due while another is on the wire) behaves alike
+// whatever the options: when its deadline passes while the round trip is
+// on the wire, it waits up to a second for the reply and returns it, so
+// an acquisition or extension granted meanwhile counts; only when the
+// caller cancelled its context, or no reply came, does it return the
+// context's error, and Acquire cleans up as above.
 //
 // # Events and release notifications
 //
