@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -543,11 +544,7 @@ func (g *BalanceGroup) snapshot() []member {
 // lease, which no longer hold a role back (hysteresis). The per-role
 // maps are rebuilt only when they hold more roles than there are members.
 func (g *BalanceGroup) forget(members []member, lease time.Duration, now time.Time) {
-	for role, at := range g.moved {
-		if now.Sub(at) >= lease {
-			delete(g.moved, role)
-		}
-	}
+	maps.DeleteFunc(g.moved, func(_ string, at time.Time) bool { return now.Sub(at) >= lease })
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.readAt) <= len(members) && len(g.ids) <= len(members) && len(g.moved) <= len(members) {
@@ -557,21 +554,13 @@ func (g *BalanceGroup) forget(members []member, lease time.Duration, now time.Ti
 	for _, e := range members {
 		runs[e.Role()] = struct{}{}
 	}
-	for role := range g.readAt {
-		if _, ok := runs[role]; !ok {
-			delete(g.readAt, role)
-		}
+	gone := func(role string) bool {
+		_, ok := runs[role]
+		return !ok
 	}
-	for role := range g.ids {
-		if _, ok := runs[role]; !ok {
-			delete(g.ids, role)
-		}
-	}
-	for role := range g.moved {
-		if _, ok := runs[role]; !ok {
-			delete(g.moved, role)
-		}
-	}
+	maps.DeleteFunc(g.readAt, func(role string, _ uint64) bool { return gone(role) })
+	maps.DeleteFunc(g.ids, func(role string, _ []string) bool { return gone(role) })
+	maps.DeleteFunc(g.moved, func(role string, _ time.Time) bool { return gone(role) })
 }
 
 // loop runs a round every RetryInterval until stop is closed.

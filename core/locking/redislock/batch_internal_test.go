@@ -213,13 +213,20 @@ func queueAcquisitions(t *testing.T, p *Provider, h *pipeSizes, prefix string, n
 	for i := range n {
 		go acquire(prefix + strconv.Itoa(i))
 	}
+	waitQueued(t, p, n)
+	return errs
+}
+
+// waitQueued waits until n calls are queued in p's acquisitions batcher.
+func waitQueued(t *testing.T, p *Provider, n int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p.batch.mu.Lock()
 		queued := len(p.batch.queue)
 		p.batch.mu.Unlock()
 		if queued == n {
-			return errs
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d acquisitions queued", queued, n)
@@ -323,15 +330,7 @@ func TestProvider_L3_E5_AcquisitionGrantedAfterItsDeadlineOnTheWireCounts(t *tes
 	go acquire(late, "late")
 	go acquire(dropped, "dropped")
 	go acquire(long, "patient") // the pipeline's own deadline is this one's
-	for {
-		p.batch.mu.Lock()
-		queued := len(p.batch.queue)
-		p.batch.mu.Unlock()
-		if queued == 3 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, p, 3)
 	close(h.release) // the three go out together, and their pipeline waits 500 ms
 	time.Sleep(100 * time.Millisecond)
 	drop() // on the wire
