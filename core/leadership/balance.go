@@ -62,6 +62,10 @@ type BalanceGroup struct {
 
 	mu      sync.Mutex
 	members map[member]struct{}
+	// sorted lists members by role; nil after a join or a leave, when the
+	// next round sorts them again (a round over unchanged members does
+	// not). A list handed out is never changed: a new one replaces it.
+	sorted  []member
 	running int
 	stop    chan struct{}
 	done    chan struct{}
@@ -131,6 +135,7 @@ func (g *BalanceGroup) join(e member) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.members[e] = struct{}{}
+	g.sorted = nil
 	delete(g.handed, e.Role())
 	g.stopLeads = nil
 	g.running++
@@ -149,6 +154,7 @@ func (g *BalanceGroup) leave(e member) {
 		return
 	}
 	delete(g.members, e)
+	g.sorted = nil
 	if id, ok := e.learnedLeader(); ok && id != e.Identity() {
 		g.handed[e.Role()] = handover{to: id, until: time.Now().Add(e.Lease())}
 	}
@@ -526,15 +532,28 @@ func (g *BalanceGroup) leadsLocked(handing map[member]string) map[string]int {
 	return leads
 }
 
-// snapshot lists the members.
+// snapshot lists the members by role. The caller must not change the
+// list: the rounds share it until the members change.
 func (g *BalanceGroup) snapshot() []member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	es := make([]member, 0, len(g.members))
-	for e := range g.members {
-		es = append(es, e)
+	if g.sorted != nil || len(g.members) == 0 {
+		return g.sorted
 	}
-	slices.SortFunc(es, func(a, b member) int { return cmp.Compare(a.Role(), b.Role()) })
+	type keyed struct {
+		role string
+		e    member
+	}
+	ks := make([]keyed, 0, len(g.members))
+	for e := range g.members {
+		ks = append(ks, keyed{e.Role(), e})
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.role, b.role) })
+	es := make([]member, len(ks))
+	for i, k := range ks {
+		es[i] = k.e
+	}
+	g.sorted = es
 	return es
 }
 
@@ -608,15 +627,18 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	self := members[0].Identity()
 	g.forget(members, lease, time.Now())
 	reads := g.readLed(ctx, members)
-	var views []roleView
+	views := make([]roleView, 0, len(members))
 	identities := map[string]bool{}
+	// The roles whose participants were not read share one list (full:
+	// an append copies it).
+	selfOnly := []string{self}
 	for i, e := range members {
 		r := reads[i]
 		if !r.read {
 			// Only the roles this instance leads need their participants
 			// read (to find a taker and to count identities); the others
 			// count in R with this instance as their participant.
-			views = append(views, roleView{e: e, ids: []string{self}})
+			views = append(views, roleView{e: e, ids: selfOnly[:1:1]})
 			identities[self] = true
 			if id, ok := e.Leader(); ok {
 				views[len(views)-1].leader = id

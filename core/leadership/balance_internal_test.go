@@ -316,6 +316,7 @@ func TestBalance_B1_GroupForgetsRolesItNoLongerRuns(t *testing.T) {
 				delete(g.members, m)
 			}
 		}
+		g.sorted = nil // as leave does
 		kept := map[string]bool{}
 		for m := range g.members {
 			kept[m.Role()] = true
@@ -347,4 +348,43 @@ func keysOf[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A round's member list is sorted once and reused until a member joins or
+// leaves; a list handed to a round is never changed (B1).
+func TestBalance_B1_MemberListFollowsJoinsAndLeaves(t *testing.T) {
+	f := newFakeRoles(3, "a", "a", "b")
+	g := NewBalanceGroup(nil)
+	g.running = 1 // as if a member ran already: no round goroutine here
+	var ms []*fakeMember
+	for _, role := range []string{"role-2", "role-0", "role-1"} {
+		m := &fakeMember{f: f, role: role, id: "a"}
+		ms = append(ms, m)
+		g.join(m)
+	}
+	rolesOf := func(l []member) []string {
+		var rs []string
+		for _, m := range l {
+			rs = append(rs, m.Role())
+		}
+		return rs
+	}
+	first := g.snapshot()
+	if got := rolesOf(first); !slices.Equal(got, []string{"role-0", "role-1", "role-2"}) {
+		t.Fatalf("members = %v; want them by role", got)
+	}
+	if again := g.snapshot(); &again[0] != &first[0] {
+		t.Error("an unchanged group sorted its members again")
+	}
+	g.leave(ms[2]) // role-1
+	if got := rolesOf(g.snapshot()); !slices.Equal(got, []string{"role-0", "role-2"}) {
+		t.Errorf("after role-1 left: members = %v", got)
+	}
+	if got := rolesOf(first); !slices.Equal(got, []string{"role-0", "role-1", "role-2"}) {
+		t.Errorf("the list an earlier round had changed to %v", got)
+	}
+	g.join(&fakeMember{f: f, role: "role-3", id: "a"})
+	if got := rolesOf(g.snapshot()); !slices.Equal(got, []string{"role-0", "role-2", "role-3"}) {
+		t.Errorf("after role-3 joined: members = %v", got)
+	}
 }

@@ -102,15 +102,22 @@ const (
 	outcomeUnacked  = "unacknowledged" // Q2: too few replicas acknowledged
 )
 
-// electorTelemetry holds one elector's attributes and its meter's
-// instruments.
+// electorTelemetry holds one elector's instruments and what its
+// attributes are made of. The attribute sets are built when a reader
+// first wants a measurement (an instrument's Enabled), so an elector in a
+// process without a metrics SDK neither holds them nor builds an
+// attribute set per renewal or attempt.
 type electorTelemetry struct {
 	*instruments
-	role      attribute.KeyValue
-	key       attribute.KeyValue
-	roleSet   metric.MeasurementOption
-	leaderSet metric.MeasurementOption // role and identity
-	tracer    trace.Tracer
+	role, key, identity string
+	sets                atomic.Pointer[telemetrySets]
+	tracer              trace.Tracer
+}
+
+// telemetrySets are an elector's attribute sets that do not change.
+type telemetrySets struct {
+	role   metric.MeasurementOption // role
+	leader metric.MeasurementOption // role and identity
 }
 
 // instruments are the elector's instruments of one meter, shared by the
@@ -187,7 +194,7 @@ func instrumentsOf(m metric.Meter) (*instruments, error) {
 	return t, nil
 }
 
-// newElectorTelemetry creates the elector's attributes and finds its
+// newElectorTelemetry keeps what the elector's attributes are made of and finds its
 // instruments. A meter that refuses one (an invalid name or unit for its
 // SDK) fails NewElector, naming the instrument, rather than leaving the
 // metric silently absent.
@@ -196,59 +203,111 @@ func newElectorTelemetry(s settings, role, key, identity string) (*electorTeleme
 	if err != nil {
 		return nil, err
 	}
-	t := &electorTelemetry{
+	return &electorTelemetry{
 		instruments: in,
-		role:        attribute.String(AttrRole, role),
-		key:         attribute.String(AttrLockKey, key),
+		role:        role,
+		key:         key,
+		identity:    identity,
 		tracer:      s.tracers.Tracer(instrumentationScope),
-	}
-	t.roleSet = metric.WithAttributeSet(attribute.NewSet(t.role))
-	t.leaderSet = metric.WithAttributeSet(attribute.NewSet(t.role, attribute.String(AttrIdentity, identity)))
-	return t, nil
+	}, nil
 }
 
+// fixed returns the elector's attribute sets, built on first use.
+func (t *electorTelemetry) fixed() *telemetrySets {
+	if s := t.sets.Load(); s != nil {
+		return s
+	}
+	role := attribute.String(AttrRole, t.role)
+	s := &telemetrySets{
+		role:   metric.WithAttributeSet(attribute.NewSet(role)),
+		leader: metric.WithAttributeSet(attribute.NewSet(role, attribute.String(AttrIdentity, t.identity))),
+	}
+	if t.sets.CompareAndSwap(nil, s) {
+		return s
+	}
+	return t.sets.Load()
+}
+
+// with returns the role's attributes plus k = v, for a measurement.
+func (t *electorTelemetry) with(k, v string) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String(AttrRole, t.role), attribute.String(k, v))
+}
+
+// Each record below first asks its instruments whether any reader wants
+// the measurement: without a metrics SDK (or with a view that drops the
+// instrument) it builds no attributes.
+
 func (t *electorTelemetry) leader(v bool, fence uint64) {
+	ctx := context.Background()
+	leading, fenced := t.isLeader.Enabled(ctx), t.fence.Enabled(ctx)
+	if !leading && !fenced {
+		return
+	}
 	n := int64(0)
 	if v {
 		n = 1
 	} else {
 		fence = 0
 	}
-	t.isLeader.Record(context.Background(), n, t.leaderSet)
-	t.fence.Record(context.Background(), int64(min(fence, math.MaxInt64)), t.leaderSet)
+	set := t.fixed().leader
+	if leading {
+		t.isLeader.Record(ctx, n, set)
+	}
+	if fenced {
+		t.fence.Record(ctx, int64(min(fence, math.MaxInt64)), set)
+	}
 }
 
 // leaderless records how long the role was free before this instance
 // took it.
 func (t *electorTelemetry) leaderless(kind string, d time.Duration) {
-	t.handover.Record(context.Background(), d.Seconds(), metric.WithAttributes(t.role, attribute.String(AttrKind, kind)))
+	if ctx := context.Background(); t.handover.Enabled(ctx) {
+		t.handover.Record(ctx, d.Seconds(), t.with(AttrKind, kind))
+	}
 }
 
 func (t *electorTelemetry) participants(n int) {
-	t.members.Record(context.Background(), int64(n), t.roleSet)
+	if ctx := context.Background(); t.members.Enabled(ctx) {
+		t.members.Record(ctx, int64(n), t.fixed().role)
+	}
 }
 
 func (t *electorTelemetry) transition(r Reason) {
-	t.transitions.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrReason, r.String())))
+	if ctx := context.Background(); t.transitions.Enabled(ctx) {
+		t.transitions.Add(ctx, 1, t.with(AttrReason, r.String()))
+	}
 }
 
 func (t *electorTelemetry) renewal(outcome string, d time.Duration) {
-	o := metric.WithAttributes(t.role, attribute.String(AttrOutcome, outcome))
-	t.renewals.Add(context.Background(), 1, o)
-	t.renewDur.Record(context.Background(), d.Seconds(), o)
+	ctx := context.Background()
+	count, timed := t.renewals.Enabled(ctx), t.renewDur.Enabled(ctx)
+	if !count && !timed {
+		return
+	}
+	o := t.with(AttrOutcome, outcome)
+	if count {
+		t.renewals.Add(ctx, 1, o)
+	}
+	if timed {
+		t.renewDur.Record(ctx, d.Seconds(), o)
+	}
 }
 
 func (t *electorTelemetry) acquire(outcome string) {
-	t.acquires.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrOutcome, outcome)))
+	if ctx := context.Background(); t.acquires.Enabled(ctx) {
+		t.acquires.Add(ctx, 1, t.with(AttrOutcome, outcome))
+	}
 }
 
 func (t *electorTelemetry) unacknowledged(op string) {
-	t.unacked.Add(context.Background(), 1, metric.WithAttributes(t.role, attribute.String(AttrOp, op)))
+	if ctx := context.Background(); t.unacked.Enabled(ctx) {
+		t.unacked.Add(ctx, 1, t.with(AttrOp, op))
+	}
 }
 
-// span starts a span for a lock call.
 func (t *electorTelemetry) span(ctx context.Context, name string) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, name, trace.WithAttributes(t.role, t.key), trace.WithSpanKind(trace.SpanKindClient))
+	return t.tracer.Start(ctx, name, trace.WithAttributes(attribute.String(AttrRole, t.role), attribute.String(AttrLockKey, t.key)),
+		trace.WithSpanKind(trace.SpanKindClient))
 }
 
 // endSpan records the call's outcome and ends the span.
