@@ -44,6 +44,7 @@ type loop struct {
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	unacked     bool          // too few replicas acknowledged and none has since (Q2)
+	unsent      uint8         // acquisition attempts in a row the lock never sent (locking.ErrNotSent), at most maxUnsent
 	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
 	stopReq     *request      // phaseStopping: the Stop waiting for the calls under way
 	stopErrs    []error

@@ -39,6 +39,9 @@ func (l *loop) acquired(o outcome) {
 	kind := classify(opAcquire, o.err)
 	e.tel.acquire(kind)
 	retry := e.opts.RetryInterval
+	if kind != outcomeError || !errors.Is(o.err, locking.ErrNotSent) {
+		l.unsent = 0
+	}
 	switch kind {
 	case outcomeAcquired:
 		l.recovered()
@@ -112,6 +115,10 @@ func (l *loop) acquired(o outcome) {
 		l.due = now.Add(retry)
 	default:
 		l.unavailable("acquire", o.err)
+		if errors.Is(o.err, locking.ErrNotSent) {
+			l.due = now.Add(l.unsentWait())
+			return
+		}
 		// E1, E7: the cadence counts from when the attempt was sent, so
 		// an attempt that used its whole bound (a server that accepts
 		// connections but does not answer in time, as one does while it
@@ -123,6 +130,31 @@ func (l *loop) acquired(o outcome) {
 		}
 	}
 }
+
+// unsentWait is the wait after an acquisition attempt the lock never sent
+// because its client's queue held it past its bound: the process has more
+// calls due than its connections carry. Trying again at once (as after a
+// server that did not answer) would put the attempt back at the end of the
+// same queue, and a saturated process would stay saturated: every
+// candidate's attempt would time out in the queue and be made again, at
+// about one per bound instead of one per holder's lease. So the wait is
+// one RetryInterval after the first such attempt and doubles with each
+// one in a row, up to one Lease; any attempt that reaches the server ends
+// the streak. The candidates of other processes, which are not saturated,
+// still take a role whose leader is gone within the lease (E1).
+func (l *loop) unsentWait() time.Duration {
+	l.unsent = min(l.unsent+1, maxUnsent)
+	e := l.e
+	wait := e.opts.RetryInterval
+	for i := uint8(1); i < l.unsent && wait < e.opts.Lease; i++ {
+		wait *= 2
+	}
+	return min(wait, e.opts.Lease)
+}
+
+// maxUnsent bounds the count of unsent attempts in a row: past it the
+// wait has long reached the Lease.
+const maxUnsent = 64
 
 func heldRemaining(h *locking.HeldError) time.Duration {
 	if h == nil {

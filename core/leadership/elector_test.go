@@ -1381,3 +1381,90 @@ func TestElector_E6_HangingRenewalRetried(t *testing.T) {
 		}
 	})
 }
+
+// queuedLock holds every acquisition until its caller's context ends and
+// fails it as notSent says: with locking.ErrNotSent (the client's queue
+// held it), or as a server that did not answer. It records when each
+// attempt began.
+type queuedLock struct {
+	locking.Lock
+	mu      sync.Mutex
+	notSent bool
+	starts  []time.Time
+}
+
+func (l *queuedLock) TryAcquire(ctx context.Context, key string, d time.Duration) (locking.Lease, error) {
+	l.mu.Lock()
+	l.starts = append(l.starts, time.Now())
+	notSent := l.notSent
+	l.mu.Unlock()
+	<-ctx.Done()
+	if notSent {
+		return nil, fmt.Errorf("queued: %w: %w", ctx.Err(), locking.ErrNotSent)
+	}
+	return nil, fmt.Errorf("no reply: %w", ctx.Err())
+}
+
+func (l *queuedLock) offsets(start time.Time) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for _, s := range l.starts {
+		out = append(out, s.Sub(start))
+	}
+	return out
+}
+
+// E1, E7: an attempt a server did not answer is followed at once (its
+// RetryInterval was spent waiting), but one the lock never sent, because
+// its client's queue held it past its bound, backs off: one RetryInterval,
+// doubling with each one in a row, up to a Lease, so a saturated process
+// does not keep its queue full with its own retries. An attempt that
+// reaches the server ends the streak.
+func TestElector_E1_E7_AttemptsNeverSentBackOff(t *testing.T) {
+	s := time.Second
+	o := fastOpts()
+	o.Lease, o.RenewInterval = 10*s, 3*s // RetryInterval 2s: each attempt waits its 2s bound
+	t.Run("unanswered", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ql := &queuedLock{Lock: memLock(t)}
+			e := mustElector(t, "r", ql, o)
+			start := time.Now()
+			mustStart(t, e)
+			time.Sleep(9 * s)
+			synctest.Wait()
+			if got, want := ql.offsets(start), []time.Duration{0, 2 * s, 4 * s, 6 * s, 8 * s}; !slices.Equal(got, want) {
+				t.Errorf("attempts began at %v; want %v", got, want)
+			}
+			mustStop(t, e)
+		})
+	})
+	t.Run("not sent", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ql := &queuedLock{Lock: memLock(t), notSent: true}
+			e := mustElector(t, "r", ql, o)
+			start := time.Now()
+			mustStart(t, e)
+			set := func(at time.Duration, notSent bool) {
+				time.Sleep(start.Add(at).Sub(time.Now()))
+				ql.mu.Lock()
+				ql.notSent = notSent
+				ql.mu.Unlock()
+			}
+			// Unsent at 0, 4, 10 and 20 s (waits of 2, 4 and 8 s after
+			// each 2s bound), then 10 s (the Lease) after the one at 20.
+			set(21*s, false)
+			// 32: unanswered, so 34 at once; 34 unanswered too.
+			set(35*s, true)
+			// 36 is unsent again: the streak began anew, so 2s after its
+			// bound.
+			time.Sleep(start.Add(41 * s).Sub(time.Now()))
+			synctest.Wait()
+			want := []time.Duration{0, 4 * s, 10 * s, 20 * s, 32 * s, 34 * s, 36 * s, 40 * s}
+			if got := ql.offsets(start); !slices.Equal(got, want) {
+				t.Errorf("attempts began at %v; want %v", got, want)
+			}
+			mustStop(t, e)
+		})
+	})
+}

@@ -20,7 +20,11 @@ import (
 // least 128 bits and the owner's identity, so comparing a value proves
 // ownership. Every method must be one atomic step on the backend (for
 // Redis, one round trip), must return when ctx ends, and must be safe for
-// concurrent use.
+// concurrent use. A provider that queues calls on the client side (to
+// coalesce them) returns an error matching ErrNotSent for a call whose
+// context ended before it left the queue: nothing reached the backend, and
+// the elector then backs off instead of queueing the attempt again at once
+// (E7).
 type Provider interface {
 	// Acquire stores r.Value under r.Key with time to live r.TTL when the
 	// key is free, and issues a fence (G1). When the key is held it

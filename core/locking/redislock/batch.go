@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // batcher coalesces calls of one kind that fall due while another is on
@@ -55,7 +57,7 @@ const maxPipeline = 1024
 // errNotSent is wrapped, with the caller's context error, by the error of
 // a call whose context ended while it was queued: it never reached the
 // server (see mayHaveRun).
-var errNotSent = errors.New("not sent")
+var errNotSent = locking.ErrNotSent
 
 // batchTimeout bounds a pipelined round trip whose callers set no
 // deadline (each caller still returns when its own context ends).

@@ -265,8 +265,8 @@ func TestProvider_L1_L7_AcquisitionsThatTimedOutQueuedAreNotSentNorCleanedUp(t *
 	errs := queueAcquisitions(t, p, h, "late:", n, 200*time.Millisecond)
 	for range n {
 		err := <-errs
-		if !errors.Is(err, errNotSent) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a queued acquisition whose context ended returned %v; want a deadline, not sent", err)
+		if !errors.Is(err, locking.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a queued acquisition whose context ended returned %v; want a deadline, locking.ErrNotSent", err)
 		}
 	}
 	close(h.release)
