@@ -194,10 +194,10 @@ func instrumentsOf(m metric.Meter) (*instruments, error) {
 	return t, nil
 }
 
-// newElectorTelemetry keeps what the elector's attributes are made of and finds its
-// instruments. A meter that refuses one (an invalid name or unit for its
-// SDK) fails NewElector, naming the instrument, rather than leaving the
-// metric silently absent.
+// newElectorTelemetry keeps what the elector's attributes are made of
+// and finds its instruments. A meter that refuses one (an invalid name or
+// unit for its SDK) fails NewElector, naming the instrument, rather than
+// leaving the metric silently absent.
 func newElectorTelemetry(s settings, role, key, identity string) (*electorTelemetry, error) {
 	in, err := instrumentsOf(s.meters.Meter(instrumentationScope))
 	if err != nil {

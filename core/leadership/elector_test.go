@@ -1446,7 +1446,7 @@ func TestElector_E1_E7_AttemptsNeverSentBackOff(t *testing.T) {
 			start := time.Now()
 			mustStart(t, e)
 			set := func(at time.Duration, notSent bool) {
-				time.Sleep(start.Add(at).Sub(time.Now()))
+				time.Sleep(time.Until(start.Add(at)))
 				ql.mu.Lock()
 				ql.notSent = notSent
 				ql.mu.Unlock()
@@ -1458,7 +1458,7 @@ func TestElector_E1_E7_AttemptsNeverSentBackOff(t *testing.T) {
 			set(35*s, true)
 			// 36 is unsent again: the streak began anew, so 2s after its
 			// bound.
-			time.Sleep(start.Add(41 * s).Sub(time.Now()))
+			time.Sleep(time.Until(start.Add(41 * s)))
 			synctest.Wait()
 			want := []time.Duration{0, 4 * s, 10 * s, 20 * s, 32 * s, 34 * s, 36 * s, 40 * s}
 			if got := ql.offsets(start); !slices.Equal(got, want) {

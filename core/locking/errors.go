@@ -44,12 +44,14 @@ var (
 	ErrNotAcknowledged = errors.New("locking: not acknowledged by enough replicas")
 
 	// ErrNotSent is matched by errors of a call the client never sent to
-	// the backend: it waited in the client's own queue until its context
-	// ended, because the process had more calls due than its connections
-	// carry in that time. The backend never saw the call, so nothing is
-	// left to undo. It is a sign of a saturated process, not of an
-	// unreachable backend: an elector whose attempt was not sent waits
-	// longer before the next one instead of adding to the queue at once.
+	// the backend although the backend answered other calls meanwhile: it
+	// waited in the client's own queue until its context ended, because
+	// the process had more calls due than its connections carry in that
+	// time. The backend never saw the call, so nothing is left to undo. It
+	// is a sign of a saturated process, not of an unreachable backend (a
+	// call queued behind one the backend does not answer fails as an
+	// outage): an elector whose attempt was not sent waits longer before
+	// the next one instead of adding to the queue at once.
 	ErrNotSent = errors.New("locking: not sent: the call waited in the client's queue past its deadline")
 )
 

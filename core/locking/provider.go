@@ -22,9 +22,9 @@ import (
 // Redis, one round trip), must return when ctx ends, and must be safe for
 // concurrent use. A provider that queues calls on the client side (to
 // coalesce them) returns an error matching ErrNotSent for a call whose
-// context ended before it left the queue: nothing reached the backend, and
-// the elector then backs off instead of queueing the attempt again at once
-// (E7).
+// context ended before it left the queue while the backend answered other
+// calls: nothing reached the backend, and the elector then backs off
+// instead of queueing the attempt again at once (E7).
 type Provider interface {
 	// Acquire stores r.Value under r.Key with time to live r.TTL when the
 	// key is free, and issues a fence (G1). When the key is held it

@@ -31,15 +31,22 @@ type batcher struct {
 	mu    sync.Mutex
 	busy  bool       // a round trip is in flight
 	queue []*pending // waiting for the next round trip
+	// answered counts the round trips the server answered (with replies,
+	// errors included, rather than a timeout or a broken connection).
+	answered uint64
 }
 
 // pending is one queued script call.
 type pending struct {
-	ctx  context.Context
-	s    script
-	args []any
-	cmd  *redis.Cmd
-	done chan struct{}
+	ctx context.Context
+	// answered is the batcher's count when the call was queued: a call
+	// not sent although round trips were answered meanwhile waited in a
+	// queue longer than the server takes to serve it (see notSent).
+	answered uint64
+	s        script
+	args     []any
+	cmd      *redis.Cmd
+	done     chan struct{}
 	// Under the batcher's mu: taken for a round trip, or dropped by its
 	// caller (its context ended first) and skipped by the next one.
 	taken, dropped bool
@@ -56,8 +63,9 @@ const maxPipeline = 1024
 
 // errNotSent is wrapped, with the caller's context error, by the error of
 // a call whose context ended while it was queued: it never reached the
-// server (see mayHaveRun).
-var errNotSent = locking.ErrNotSent
+// server (see mayHaveRun). When the server answered other round trips
+// while the call waited, the error wraps locking.ErrNotSent instead.
+var errNotSent = errors.New("not sent")
 
 // batchTimeout bounds a pipelined round trip whose callers set no
 // deadline (each caller still returns when its own context ends).
@@ -79,6 +87,9 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 		b.mu.Unlock()
 		cmd := p.run(ctx, s, args)
 		b.mu.Lock()
+		if answered(cmd.Err()) {
+			b.answered++
+		}
 		if len(b.queue) > 0 {
 			// Keeps busy until the queue is drained; it lives as long
 			// as the round trips it makes.
@@ -89,7 +100,7 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 		b.mu.Unlock()
 		return cmd
 	}
-	w := &pending{ctx: ctx, s: s, args: args, done: make(chan struct{})}
+	w := &pending{ctx: ctx, answered: b.answered, s: s, args: args, done: make(chan struct{})}
 	b.queue = append(b.queue, w)
 	b.mu.Unlock()
 	select {
@@ -100,6 +111,7 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 	b.mu.Lock()
 	taken := w.taken
 	w.dropped = !taken
+	saturated := b.answered > w.answered
 	b.mu.Unlock()
 	if taken {
 		// On the wire: wait (as long as a lost reply's cleanup may) for
@@ -125,14 +137,30 @@ func (p *Provider) runOn(b *batcher, ctx context.Context, s script, args []any) 
 		cmd.SetErr(ctx.Err())
 		return cmd
 	}
-	return notSent(ctx)
+	return notSent(ctx, saturated)
 }
 
 // notSent is the reply of a call whose context ended before it was sent.
-func notSent(ctx context.Context) *redis.Cmd {
+// When saturated (the server answered round trips while the call waited:
+// the queue was longer than the server serves in the call's time) the
+// error matches locking.ErrNotSent, and an elector backs off; when the
+// server answered nothing meanwhile (a round trip stuck on the wire: a
+// server paused or gone), it is an outage like any unanswered call.
+func notSent(ctx context.Context, saturated bool) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(fmt.Errorf("%w: %w", ctx.Err(), errNotSent))
+	if saturated {
+		cmd.SetErr(fmt.Errorf("%w: %w", ctx.Err(), locking.ErrNotSent))
+	} else {
+		cmd.SetErr(fmt.Errorf("%w: %w", ctx.Err(), errNotSent))
+	}
 	return cmd
+}
+
+// answered reports whether a round trip whose error is err got the
+// server's reply: no error, or an error the server sent.
+func answered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.As(err, &re)
 }
 
 // flush sends b's queued calls, at most maxPipeline per round trip, in
@@ -163,20 +191,27 @@ func (p *Provider) flush(b *batcher) {
 			b.mu.Unlock()
 			return
 		}
+		seen := b.answered
 		b.mu.Unlock()
-		p.pipeline(q)
+		if p.pipeline(q, seen) {
+			b.mu.Lock()
+			b.answered++
+			b.mu.Unlock()
+		}
 	}
 }
 
 // pipeline runs q in one pipeline (a caller whose context has ended is
-// skipped), and the calls that met NOSCRIPT again in a second one that
-// carries their scripts (EVAL loads them).
-func (p *Provider) pipeline(q []*pending) {
+// skipped, not sent: saturated when the batcher's count of answered round
+// trips, seen, passed the one the call was queued with), and the calls
+// that met NOSCRIPT again in a second one that carries their scripts
+// (EVAL loads them). It reports whether the server answered.
+func (p *Provider) pipeline(q []*pending, seen uint64) bool {
 	live := q[:0:0]
 	var deadline time.Time
 	for _, w := range q {
 		if w.ctx.Err() != nil {
-			w.cmd = notSent(w.ctx)
+			w.cmd = notSent(w.ctx, seen > w.answered)
 			close(w.done)
 			continue
 		}
@@ -190,13 +225,14 @@ func (p *Provider) pipeline(q []*pending) {
 		live = append(live, w)
 	}
 	if len(live) == 0 {
-		return
+		return false
 	}
 	if len(live) == 1 {
 		w := live[0]
 		w.cmd = p.run(w.ctx, w.s, w.args)
+		ok := answered(w.cmd.Err())
 		close(w.done)
-		return
+		return ok
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
@@ -204,7 +240,8 @@ func (p *Provider) pipeline(q []*pending) {
 	for _, w := range live {
 		w.cmd = pipe.Do(ctx, w.s.head(w.args, false)...)
 	}
-	_, _ = pipe.Exec(ctx)
+	_, err := pipe.Exec(ctx)
+	ok := answered(err)
 	// A server that restarted empty (or ran SCRIPT FLUSH) answers NOSCRIPT
 	// to every call of the round: send them all again in one round trip,
 	// with the scripts' source, rather than one after the other (the last
@@ -219,7 +256,7 @@ func (p *Provider) pipeline(q []*pending) {
 		close(w.done)
 	}
 	if len(again) == 0 {
-		return
+		return ok
 	}
 	pipe = p.c.Pipeline()
 	for _, w := range again {
@@ -229,4 +266,5 @@ func (p *Provider) pipeline(q []*pending) {
 	for _, w := range again {
 		close(w.done)
 	}
+	return ok
 }

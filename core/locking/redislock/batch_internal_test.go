@@ -77,7 +77,9 @@ func TestProvider_Q1_L3_RoundAfterScriptFlushIsOneMoreTrip(t *testing.T) {
 		q[i] = &pending{ctx: ctx, s: p.s.extend, done: make(chan struct{}),
 			args: []any{nil, nil, "2", key, metaKey(key), value, int64(60000), "", participantMillis(0), metaTTLFor(time.Minute, 0), 0}}
 	}
-	p.pipeline(q)
+	if !p.pipeline(q, 0) {
+		t.Fatal("the pipeline reports no answer")
+	}
 	for i, w := range q {
 		select {
 		case <-w.done:
@@ -265,8 +267,10 @@ func TestProvider_L1_L7_AcquisitionsThatTimedOutQueuedAreNotSentNorCleanedUp(t *
 	errs := queueAcquisitions(t, p, h, "late:", n, 200*time.Millisecond)
 	for range n {
 		err := <-errs
-		if !errors.Is(err, locking.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a queued acquisition whose context ended returned %v; want a deadline, locking.ErrNotSent", err)
+		// The server answered nothing while they waited (the round trip
+		// before them is stuck): an outage, not a saturated client.
+		if !errors.Is(err, errNotSent) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, locking.ErrNotSent) {
+			t.Fatalf("a queued acquisition whose context ended returned %v; want a deadline, not sent, not locking.ErrNotSent", err)
 		}
 	}
 	close(h.release)
@@ -352,5 +356,57 @@ func TestProvider_L3_E5_AcquisitionGrantedAfterItsDeadlineOnTheWireCounts(t *tes
 	}
 	if n, err := c.Exists(context.Background(), "dropped").Result(); err != nil || n != 0 {
 		t.Errorf("the cancelled acquisition left its key: %d, %v; want it cleaned up", n, err)
+	}
+}
+
+// A call that waits in the queue past its deadline while the server
+// answers other round trips (more calls queued than it serves in their
+// time: a saturated client) fails with locking.ErrNotSent, so an elector
+// backs off rather than queueing its next try at once (L1, E7); one that
+// waits behind a round trip the server does not answer does not (above).
+func TestProvider_L1_E7_CallsNotSentWhileTheServerAnswersMatchErrNotSent(t *testing.T) {
+	c, p, h := sizedProvider(t)
+	c.AddHook(slowPipelines{d: 500 * time.Millisecond})
+	errs := make(chan error, maxPipeline+2)
+	acquire := func(key string, d time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err := p.Acquire(ctx, locking.AcquireRequest{Key: key, Value: "v", TTL: time.Minute})
+		errs <- err
+	}
+	go acquire("sat:held", 10*time.Second)
+	for !h.held.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	// A full pipeline's worth queued first, then the call whose deadline
+	// passes while that pipeline is on the wire.
+	for i := range maxPipeline {
+		go acquire("sat:"+strconv.Itoa(i), 10*time.Second)
+	}
+	waitQueued(t, p, maxPipeline)
+	late := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := p.Acquire(ctx, locking.AcquireRequest{Key: "sat:late", Value: "v", TTL: time.Minute})
+		late <- err
+	}()
+	waitQueued(t, p, maxPipeline+1)
+	close(h.release) // the held call is answered; the full pipeline goes out, 500 ms on the wire
+	select {
+	case err := <-late:
+		if !errors.Is(err, locking.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a call not sent while the server answered returned %v; want locking.ErrNotSent and a deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late call did not return")
+	}
+	for range maxPipeline + 1 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a call sent in time failed: %v", err)
+		}
+	}
+	if n, err := c.Exists(context.Background(), "sat:late").Result(); err != nil || n != 0 {
+		t.Fatalf("the late call's key: exists %d, %v; want not written", n, err)
 	}
 }

@@ -657,7 +657,7 @@ func ctxErr(ctx context.Context) error {
 // (reply lost: an ended context, a read timeout, a broken connection) the
 // outcome is unknown.
 func mayHaveRun(err error) bool {
-	if errors.Is(err, errNotSent) {
+	if errors.Is(err, errNotSent) || errors.Is(err, locking.ErrNotSent) {
 		return false
 	}
 	var re redis.Error

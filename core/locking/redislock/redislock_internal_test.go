@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 func TestMayHaveRun_OnlyWhenTheOutcomeIsUnknown(t *testing.T) {
@@ -27,6 +29,7 @@ func TestMayHaveRun_OnlyWhenTheOutcomeIsUnknown(t *testing.T) {
 		{"pool timeout", redis.ErrPoolTimeout, false},
 		{"server error reply", serverError("ERR something"), false},
 		{"queued until its context ended", fmt.Errorf("%w: %w", context.DeadlineExceeded, errNotSent), false},
+		{"queued until its context ended while the server answered others", fmt.Errorf("%w: %w", context.DeadlineExceeded, locking.ErrNotSent), false},
 	} {
 		if got := mayHaveRun(c.err); got != c.want {
 			t.Errorf("%s: mayHaveRun(%v) = %v, want %v", c.name, c.err, got, c.want)
