@@ -305,6 +305,10 @@ type recordingCounter struct {
 	key string
 }
 
+// Enabled reports that the counter takes measurements: a component asks
+// before it builds a measurement's attributes, and noop's says no.
+func (c recordingCounter) Enabled(context.Context) bool { return true }
+
 func (c recordingCounter) Add(_ context.Context, n int64, _ ...metric.AddOption) {
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
