@@ -248,15 +248,16 @@ func handoverWidth(mine int) int {
 // round trips.
 const balanceReaders = 64
 
-// A group leading more than balanceSampleMin roles reads, in most rounds,
-// the participants of a rotating sample of them (balanceSampleMin, or one
-// in balanceSampleDiv if more) and takes the others' from the last read;
-// every balanceFullEvery rounds, and in any round whose sample shows a
-// role's participants changed (a process joined or left), it reads them
-// all. A steady fleet then reads about a quarter of its roles per round
-// instead of every one (the reads were half of a balanced fleet's Redis
-// load), and a join or leave that touches the sampled roles is seen in the
-// same round as before.
+// A group leading more than balanceSampleMin roles reads, after its first
+// round, the participants of a rotating sample of them (balanceSampleMin,
+// or one in balanceSampleDiv if more), plus any not read within
+// balanceFullEvery rounds, and takes the others' from the last read; in
+// any round whose sample shows a role's participants changed (a process
+// joined or left), it reads them all. A steady fleet then reads about an
+// eighth of its roles per round instead of every one (the reads were half
+// of a balanced fleet's Redis load), every role is read again within
+// balanceFullEvery rounds, and a join or leave that touches the sampled
+// roles is seen in the same round as before.
 const (
 	balanceSampleMin = 64
 	balanceSampleDiv = 8
@@ -351,11 +352,11 @@ func (g *BalanceGroup) readParticipants(ctx context.Context, members []member, p
 }
 
 // readLed fills the participants of every member that leads its role: read
-// from the backend for all of them every balanceFullEvery rounds or when
-// it leads no more than balanceSampleMin roles, otherwise for a rotating
-// sample and for the roles not read within balanceFullEvery rounds, the
-// others from the last read (cached); and for all of them after all when a
-// role read in the sample shows other participants than its last read.
+// from the backend for all of them when it leads no more than
+// balanceSampleMin roles, otherwise for a rotating sample and for the
+// roles not read yet or not within balanceFullEvery rounds, the others
+// from the last read (cached); and for all of them after all when a role
+// read in the sample shows other participants than its last read.
 func (g *BalanceGroup) readLed(ctx context.Context, members []member) []participantsRead {
 	g.rounds++
 	out := make([]participantsRead, len(members))
@@ -365,7 +366,7 @@ func (g *BalanceGroup) readLed(ctx context.Context, members []member) []particip
 			led = append(led, i)
 		}
 	}
-	if len(led) <= balanceSampleMin || g.rounds%balanceFullEvery == 1 {
+	if len(led) <= balanceSampleMin {
 		g.readParticipants(ctx, members, led, out)
 		g.noteRead(members, led, out)
 		return out

@@ -251,10 +251,11 @@ func TestBalance_B1_NoHandoverToATakerThatLeft(t *testing.T) {
 	})
 }
 
-// A group leading many roles reads, between full rounds, only a rotating
-// sample of their participants, and reads them all again in the round
-// whose sample shows a process joined, which then hands its surplus over
-// as a full round would (B1).
+// A group leading many roles reads, after its first round, only a
+// rotating sample of their participants, which reaches every role within
+// balanceFullEvery rounds, and reads them all again in the round whose
+// sample shows a process joined, which then hands its surplus over as a
+// full round would (B1).
 func TestBalance_B1_SteadyRoundsReadASampleAndAJoinIsSeenAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const roles = 1000
@@ -274,12 +275,21 @@ func TestBalance_B1_SteadyRoundsReadASampleAndAJoinIsSeenAtOnce(t *testing.T) {
 			perRound = append(perRound, f.readsDone-before)
 		}
 		want := []int{500}
-		for range balanceFullEvery - 1 {
+		for range balanceFullEvery {
 			want = append(want, balanceSampleMin)
 		}
-		want = append(want, 500)
 		if !slices.Equal(perRound, want) {
-			t.Fatalf("participant reads per round = %v; want %v (a full round, samples, a full round)", perRound, want)
+			t.Fatalf("participant reads per round = %v; want %v (the first round reads all, then samples)", perRound, want)
+		}
+		// The rotating sample reads every role again within
+		// balanceFullEvery rounds, without a round that reads them all.
+		for role, at := range g.readAt {
+			if g.rounds-at >= balanceFullEvery {
+				t.Errorf("%s last read in round %d of %d", role, at, g.rounds)
+			}
+		}
+		if len(g.readAt) != 500 {
+			t.Errorf("%d roles read; want the 500 a leads", len(g.readAt))
 		}
 		if a := f.leads("a"); a != 500 {
 			t.Fatalf("a balanced fleet moved roles: a leads %d; want 500", a)
