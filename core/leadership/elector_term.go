@@ -39,7 +39,8 @@ func (l *loop) acquired(o outcome) {
 	kind := classify(opAcquire, o.err)
 	e.tel.acquire(kind)
 	retry := e.opts.RetryInterval
-	if kind != outcomeError || !errors.Is(o.err, locking.ErrNotSent) {
+	notSent := kind == outcomeError && errors.Is(o.err, locking.ErrNotSent)
+	if !notSent {
 		l.unsent = 0
 	}
 	switch kind {
@@ -115,7 +116,7 @@ func (l *loop) acquired(o outcome) {
 		l.due = now.Add(retry)
 	default:
 		l.unavailable("acquire", o.err)
-		if errors.Is(o.err, locking.ErrNotSent) {
+		if notSent {
 			l.due = now.Add(l.unsentWait())
 			return
 		}

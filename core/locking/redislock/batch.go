@@ -159,8 +159,16 @@ func notSent(ctx context.Context, saturated bool) *redis.Cmd {
 // answered reports whether a round trip whose error is err got the
 // server's reply: no error, or an error the server sent.
 func answered(err error) bool {
+	return err == nil || serverReplied(err)
+}
+
+// serverReplied reports whether err is an error reply the server sent
+// (an error of the script or command, which ran or was refused there),
+// rather than one of the client's (the network, the pool, a context that
+// ended first).
+func serverReplied(err error) bool {
 	var re redis.Error
-	return err == nil || errors.As(err, &re)
+	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // flush sends b's queued calls, at most maxPipeline per round trip, in

@@ -660,8 +660,7 @@ func mayHaveRun(err error) bool {
 	if errors.Is(err, errNotSent) || errors.Is(err, locking.ErrNotSent) {
 		return false
 	}
-	var re redis.Error
-	if errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if serverReplied(err) {
 		return false
 	}
 	var op *net.OpError
