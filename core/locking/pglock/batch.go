@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // batcher coalesces the acquisitions and extensions (candidates' tries and
@@ -62,17 +66,23 @@ type batcher struct {
 	// rtt is how long the last round trip took, connection included;
 	// only the flush goroutine (the one that set busy) uses it.
 	rtt time.Duration
+
+	// answered counts the round trips the server answered: a call that
+	// leaves the queue unsent after some were answered while it waited
+	// was held back by this process's own load, not by the server.
+	answered atomic.Uint64
 }
 
 // pending is one queued statement: its text, its arguments (without the
 // exec mode) and where its single row is scanned.
 type pending struct {
-	ctx  context.Context
-	sql  string
-	args []any
-	dst  []any
-	err  error
-	done chan struct{}
+	ctx      context.Context
+	answered uint64 // batcher.answered when the call was queued
+	sql      string
+	args     []any
+	dst      []any
+	err      error
+	done     chan struct{}
 }
 
 // batchTimeout bounds a pipelined round trip whose callers set no
@@ -80,14 +90,37 @@ type pending struct {
 const batchTimeout = 5 * time.Second
 
 // errNotSent marks the error of a call whose context ended while it was
-// queued: no statement was sent.
+// queued: no statement was sent. When the server answered other round
+// trips while the call waited, the error wraps locking.ErrNotSent
+// instead (see notSent).
 var errNotSent = errors.New("not sent")
+
+// notSent is the error of a call w whose context ended (err) while it was
+// queued. When the server answered round trips meanwhile, the queue held
+// more than the server serves in the call's time: the process, not the
+// server, is the bottleneck, and the error matches locking.ErrNotSent, so
+// an elector backs off rather than queueing its next try at once. When the
+// server answered nothing meanwhile (a round trip stuck on the wire: a
+// server paused or gone), it is an outage like any unanswered call.
+func (b *batcher) notSent(w *pending, err error) error {
+	if b.answered.Load() > w.answered {
+		return fmt.Errorf("%w: %w", locking.ErrNotSent, err)
+	}
+	return fmt.Errorf("%w: %w", errNotSent, err)
+}
+
+// serverAnswered reports whether a statement whose error is err got the
+// server's reply: a row, no row, or an error the server sent.
+func serverAnswered(err error) bool {
+	var pe *pgconn.PgError
+	return err == nil || errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe)
+}
 
 // queryRow runs sql with args and scans its one row into dst, coalescing
 // with the calls queued meanwhile (see batcher).
 func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
 	b := &p.batch
-	w := &pending{ctx: ctx, sql: sql, args: args, dst: dst, done: make(chan struct{})}
+	w := &pending{ctx: ctx, answered: b.answered.Load(), sql: sql, args: args, dst: dst, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, w)
 	if !b.busy {
@@ -117,7 +150,7 @@ func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...
 	}
 	b.mu.Unlock()
 	if queued {
-		return fmt.Errorf("%w: %w", errNotSent, ctx.Err())
+		return b.notSent(w, ctx.Err())
 	}
 	// On the wire: wait (as long as a lost reply's cleanup may) for the
 	// reply, so a cleanup the caller makes next (Acquire) runs after the
@@ -150,20 +183,18 @@ func (p *Provider) flush() {
 			return
 		}
 		b.mu.Unlock()
-		if held := p.pipeline(q); len(held) > 0 {
-			b.mu.Lock()
-			b.queue = append(held, b.queue...)
-			b.mu.Unlock()
-		}
+		p.pipeline(q)
 	}
 }
 
 // pipeline runs q in one round trip (a caller whose context has ended is
-// skipped) and completes every call it sent; it returns the calls it held
-// back for the next round (see batcher). The round trip's context is its
-// own (see batcher): cleanupTimeout past the latest of the callers'
+// skipped) and completes every call it sent; the calls it holds back for
+// the next round (see batcher) go back to the head of the queue before
+// the round trip, so a caller whose context ends meanwhile finds its call
+// there and knows it was not sent. The round trip's context is its own
+// (see batcher): cleanupTimeout past the latest of the callers'
 // deadlines.
-func (p *Provider) pipeline(q []*pending) (held []*pending) {
+func (p *Provider) pipeline(q []*pending) {
 	b := &p.batch
 	now := time.Now()
 	live := q[:0:0]
@@ -171,7 +202,7 @@ func (p *Provider) pipeline(q []*pending) (held []*pending) {
 	best := -1 // the live call with the most time left
 	for _, w := range q {
 		if err := ctxErr(w.ctx); err != nil {
-			w.err = fmt.Errorf("%w: %w", errNotSent, err)
+			w.err = b.notSent(w, err)
 			close(w.done)
 			continue
 		}
@@ -187,15 +218,20 @@ func (p *Provider) pipeline(q []*pending) (held []*pending) {
 		live = append(live, w)
 	}
 	if len(live) == 0 {
-		return nil
+		return
 	}
-	sent := live[:0:0]
+	sent, held := live[:0:0], live[:0:0]
 	for i, w := range live {
 		if d, ok := w.ctx.Deadline(); ok && i != best && d.Sub(now) < b.rtt {
 			held = append(held, w)
 			continue
 		}
 		sent = append(sent, w)
+	}
+	if len(held) > 0 {
+		b.mu.Lock()
+		b.queue = append(held, b.queue...)
+		b.mu.Unlock()
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
 	defer cancel()
@@ -204,15 +240,20 @@ func (p *Provider) pipeline(q []*pending) (held []*pending) {
 		w := sent[0]
 		w.err = p.queryRowAlone(ctx, w.sql, w.args, w.dst)
 		b.rtt = time.Since(start)
+		if serverAnswered(w.err) {
+			b.answered.Add(1)
+		}
 		close(w.done)
-		return held
+		return
 	}
 	p.send(ctx, sent)
 	b.rtt = time.Since(start)
+	if slices.ContainsFunc(sent, func(w *pending) bool { return serverAnswered(w.err) }) {
+		b.answered.Add(1)
+	}
 	for _, w := range sent {
 		close(w.done)
 	}
-	return held
 }
 
 // send runs calls over one connection in pipeline mode, a Sync after each

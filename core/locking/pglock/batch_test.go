@@ -2,6 +2,7 @@ package pglock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -114,7 +115,9 @@ func TestProvider_L1_CoalescedCallsKeepTheirOwnOutcomes(t *testing.T) {
 }
 
 // TestProvider_L3_QueuedCallWhoseContextEndsIsNotSent: a call queued
-// behind one on the wire returns when its context ends and is never sent.
+// behind one on the wire returns when its context ends and is never sent;
+// its error is an outage's, since the server answered nothing meanwhile
+// (E7).
 func TestProvider_L3_QueuedCallWhoseContextEndsIsNotSent(t *testing.T) {
 	pool := newDB(t)
 	p := newProvider(t, pool, pglock.Options{})
@@ -146,9 +149,88 @@ func TestProvider_L3_QueuedCallWhoseContextEndsIsNotSent(t *testing.T) {
 	if err == nil || qctx.Err() == nil {
 		t.Fatalf("queued acquire = %v, want its context's error", err)
 	}
+	if errors.Is(err, locking.ErrNotSent) {
+		// The server answered nothing while the call waited: a server
+		// that does not answer, not a process that is overloaded.
+		t.Fatalf("queued acquire behind an unanswered round trip = %v, want an error that does not match locking.ErrNotSent", err)
+	}
 	_ = tx.Rollback(ctx)
 	if err := <-blocked; err != nil {
 		t.Fatalf("the acquisition on the wire: %v", err)
+	}
+	st, err := p.Inspect(ctx, "queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held || st.Fence != 0 {
+		t.Fatalf("key queued = %+v: the call that left the queue was sent", st)
+	}
+}
+
+// TestProvider_L1_E7_CallsNotSentWhileTheServerAnswersMatchErrNotSent: a
+// call that waits in the queue while the server answers other round trips,
+// and whose context ends before its turn, is not sent and its error
+// matches locking.ErrNotSent (the process is saturated, and an elector
+// backs off).
+func TestProvider_L1_E7_CallsNotSentWhileTheServerAnswersMatchErrNotSent(t *testing.T) {
+	pool := newDB(t)
+	p := newProvider(t, pool, pglock.Options{})
+	ctx := context.Background()
+	for _, k := range []string{"busy1", "busy2"} {
+		if _, err := p.Acquire(ctx, locking.AcquireRequest{Key: k, Value: "v", TTL: time.Millisecond, Owner: "o"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// hold locks a key's row in a transaction of its own, so an
+	// acquisition of that key stays on the wire until release.
+	hold := func(key string) (release func()) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM hostloom_locks WHERE key = $1 FOR UPDATE`, key); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+		t.Cleanup(release)
+		return release
+	}
+	release1, release2 := hold("busy1"), hold("busy2")
+	acquire := func(ctx context.Context, key string, done chan<- error) {
+		_, err := p.Acquire(ctx, locking.AcquireRequest{Key: key, Value: "w", TTL: time.Minute, Owner: "o"})
+		done <- err
+	}
+	first, second, queued := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	// The first round trip: alone, on the wire until busy1 is released.
+	go acquire(ctx, "busy1", first)
+	time.Sleep(100 * time.Millisecond)
+	// Queued behind it: an acquisition with time to spare (the next
+	// round's, on the wire until busy2 is released) and one whose
+	// deadline comes first.
+	go acquire(ctx, "busy2", second)
+	qctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	go acquire(qctx, "queued", queued)
+	time.Sleep(900 * time.Millisecond)
+	// The server answers the first round trip (about 1 s). The next one
+	// carries the call with time to spare; the other, with less time
+	// left than the last round trip took, waits for the round after it
+	// and its context ends in the queue.
+	release1()
+	if err := <-first; err != nil {
+		t.Fatalf("the first acquisition: %v", err)
+	}
+	err := <-queued
+	release2()
+	if err == nil || qctx.Err() == nil {
+		t.Fatalf("queued acquire = %v, want its context's error", err)
+	}
+	if !errors.Is(err, locking.ErrNotSent) {
+		t.Fatalf("queued acquire = %v, want an error matching locking.ErrNotSent: the server answered a round trip while it waited", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second acquisition: %v", err)
 	}
 	st, err := p.Inspect(ctx, "queued")
 	if err != nil {

@@ -301,7 +301,7 @@ func ctxErr(ctx context.Context) error {
 // when the server answered with an error (the statement was rolled back)
 // or nothing was sent (pgx knows it, or the call never left the queue).
 func mayHaveRun(err error) bool {
-	if errors.Is(err, errNotSent) {
+	if errors.Is(err, errNotSent) || errors.Is(err, locking.ErrNotSent) {
 		return false
 	}
 	var pe *pgconn.PgError
