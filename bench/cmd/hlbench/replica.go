@@ -51,6 +51,9 @@ type replicaMsg struct {
 	LastChange int64   `json:"last_change,omitempty"` // Change.At of the latest transition
 	CPU        float64 `json:"cpu,omitempty"`         // the replica's CPU time so far (user + system), seconds
 	Writes     int64   `json:"writes,omitempty"`      // requests written on the client's connections
+	Resigned   int64   `json:"resigned,omitempty"`    // losses by Resign (balance handovers) since start
+	Refused    int64   `json:"refused,omitempty"`     // losses to a refused renewal or a newer holder since start
+	Expired    int64   `json:"expired,omitempty"`     // losses to a lease that ran out before a renewal since start
 
 	// mem: after two GCs; Base* before the electors were built.
 	HeapBytes      int64 `json:"heap,omitempty"`
@@ -99,12 +102,14 @@ func runReplica(args []string) int {
 // replicaState counts one replica's transitions.
 type replicaState struct {
 	acquired, lost, lastChange, writes atomic.Int64
+	resigned, refused, expired         atomic.Int64
 }
 
 func (s *replicaState) status(name string) replicaMsg {
 	acq, lost := s.acquired.Load(), s.lost.Load()
 	return replicaMsg{Type: "status", Name: name, At: time.Now().UnixNano(), Leads: acq - lost, Acquired: acq, Lost: lost,
-		LastChange: s.lastChange.Load(), Writes: s.writes.Load(), CPU: cpuSeconds()}
+		LastChange: s.lastChange.Load(), Writes: s.writes.Load(), CPU: cpuSeconds(),
+		Resigned: s.resigned.Load(), Refused: s.refused.Load(), Expired: s.expired.Load()}
 }
 
 func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.Reader, out io.Writer) error {
@@ -143,6 +148,14 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 				st.acquired.Add(1)
 			} else {
 				st.lost.Add(1)
+			}
+			switch ch.Reason {
+			case leadership.Resigned:
+				st.resigned.Add(1)
+			case leadership.Refused:
+				st.refused.Add(1)
+			case leadership.Expired:
+				st.expired.Add(1)
 			}
 			for at := ch.At.UnixNano(); ; {
 				prev := st.lastChange.Load()
