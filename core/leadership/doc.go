@@ -140,7 +140,7 @@
 // down as Resign does.
 //
 // A process that runs many roles stops them with StopAll: its candidates
-// withdraw from their roles' participants, then the electors that lead
+// stop trying and withdraw from their roles' participants, then the electors that lead
 // stop and release, then the others, so the roles it led are taken over
 // before the rest of its stop work is done (B1).
 //

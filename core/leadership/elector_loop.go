@@ -78,12 +78,21 @@ func (l *loop) advance(now time.Time) {
 		return
 	}
 	switch {
+	case l.lease != nil && l.e.leaving.Load():
+		// StopAll: this process is leaving and its Stop follows. A
+		// renewal would register it as a participant again (P1); without
+		// one the term ends at its deadline at the latest (E5).
+		l.due = l.e.state.Load().deadline
 	case l.lease != nil:
 		l.renew(now)
 	case now.Before(l.sitOutUntil):
 		l.due = l.sitOutUntil
 	case l.deferForLink(now):
 		// Q1: the subscription is down; the due time is moved.
+	case l.e.leaving.Load():
+		// StopAll: this process is leaving; an attempt would register it
+		// as a participant again and could win a role only to release it.
+		l.due = now.Add(MaxWait)
 	default:
 		l.acquire(now)
 	}

@@ -3,6 +3,7 @@ package leadership
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -15,17 +16,29 @@ import (
 // lock's connections: a process stopping 50,000 electors hands its roles
 // over in a fraction of the time its Stop calls take together.
 //
-// Before the leaders stop, the others withdraw from their roles'
-// participants (P1), so that a balancing instance elsewhere, seeing this
-// process lead fewer roles as it releases them, does not hand it a role
-// it would take only to release again.
+// From StopAll on, the candidates among them make no new attempt and the
+// leaders no renewal (either would register them as participants again;
+// a leader whose release comes after its lease's deadline loses its term
+// then, as one that cannot renew), and before the leaders release, every
+// one of them withdraws from its role's
+// participants (P1), the leaders too: a balancing instance elsewhere,
+// seeing this process lead fewer roles as it releases them, finds it
+// among the participants of no role, not even of one it just took from
+// it, so it hands it no role, which it would not take (the role would
+// wait for another taker) or would take only to release again.
 //
 // An elector that leads when StopAll looks is stopped in the first wave;
-// one that wins a role meanwhile releases it in the second. ctx bounds
+// one whose attempt under way wins a role meanwhile releases it in the
+// second. ctx bounds
 // every Stop, as in Stop. It returns once every elector has stopped, with
 // their errors joined. A nil elector is skipped.
 func StopAll(ctx context.Context, electors ...*Elector) error {
 	var leading, others []*Elector
+	for _, e := range electors {
+		if e != nil {
+			e.leaving.Store(true)
+		}
+	}
 	for _, e := range electors {
 		switch {
 		case e == nil:
@@ -35,7 +48,7 @@ func StopAll(ctx context.Context, electors ...*Elector) error {
 			others = append(others, e)
 		}
 	}
-	each(others, func(e *Elector) error { e.withdraw(ctx); return nil })
+	each(append(slices.Clip(others), leading...), func(e *Elector) error { e.withdraw(ctx); return nil })
 	errs := each(leading, func(e *Elector) error { return e.Stop(ctx) })
 	errs = append(errs, each(others, func(e *Elector) error { return e.Stop(ctx) })...)
 	return errors.Join(errs...)

@@ -21,6 +21,23 @@ type orderProvider struct {
 	*memlock.Provider
 	mu    sync.Mutex
 	calls []string
+	// gate, when set, holds every release until it is closed; dgate
+	// every deregistration of a's.
+	gate, dgate chan struct{}
+}
+
+func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+	if r.Owner == "a" {
+		p.record("extend", r.Key)
+	}
+	return p.Provider.Extend(ctx, r)
+}
+
+func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	if r.Owner == "a" {
+		p.record("acquire", r.Key)
+	}
+	return p.Provider.Acquire(ctx, r)
 }
 
 func (p *orderProvider) record(op, key string) {
@@ -31,12 +48,24 @@ func (p *orderProvider) record(op, key string) {
 
 func (p *orderProvider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	p.record("release", r.Key)
+	p.mu.Lock()
+	gate := p.gate
+	p.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	return p.Provider.Release(ctx, r)
 }
 
 func (p *orderProvider) Deregister(ctx context.Context, key, owner string) error {
 	if owner == "a" {
 		p.record("deregister", key)
+		p.mu.Lock()
+		gate := p.dgate
+		p.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
 	}
 	return p.Provider.Deregister(ctx, key, owner)
 }
@@ -48,9 +77,9 @@ func (p *orderProvider) log() []string {
 }
 
 // TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop: a process leaving
-// with StopAll withdraws its candidates from their roles' participants,
-// then releases the roles it leads, then stops the candidates; the other
-// process leads every role afterwards.
+// with StopAll withdraws its electors, candidates and leaders, from their
+// roles' participants, then releases the roles it leads, then stops the
+// candidates; the other process leads every role afterwards.
 func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &orderProvider{Provider: memlock.New()}
@@ -91,6 +120,14 @@ func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 			t.Fatalf("calls %v: want both leases released", calls)
 		}
 		firstRelease, lastRelease := min(rel1, rel2), max(rel1, rel2)
+		// The leaders withdraw too before the first release, so the
+		// process that takes a role over never finds this one among its
+		// participants.
+		for _, r := range []string{"r1", "r2"} {
+			if i := slices.Index(calls, "deregister "+r); i < 0 || i > firstRelease {
+				t.Fatalf("calls %v: want the leader of %s to withdraw before the first release", calls, r)
+			}
+		}
 		for _, r := range []string{"r3", "r4"} {
 			first := slices.Index(calls, "deregister "+r)
 			last := -1
@@ -118,6 +155,117 @@ func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 		for _, r := range roles {
 			mustStop(t, b[r])
 		}
+	})
+}
+
+// TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt: once StopAll began, a
+// candidate of the leaving process makes no attempt, even when the role
+// it waits for is released meanwhile: an attempt would register it as a
+// participant again (so that a balancing instance elsewhere would count
+// it and hand it roles) and could win a role only to release it. The
+// other process takes the role back after its own RetryInterval.
+func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &orderProvider{Provider: memlock.New()}
+		lock, err := locking.New(p, locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
+		b3 := mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("b"))
+		mustStart(t, a1)
+		mustStart(t, b3)
+		synctest.Wait()
+		a3 := mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a3)
+		synctest.Wait()
+		if !a1.IsLeader() || !b3.IsLeader() || a3.IsLeader() {
+			t.Fatalf("before the leave: a leads r1 %v, b leads r3 %v, a leads r3 %v; want true, true, false", a1.IsLeader(), b3.IsLeader(), a3.IsLeader())
+		}
+
+		gate := make(chan struct{})
+		p.mu.Lock()
+		p.gate, p.calls = gate, nil
+		p.mu.Unlock()
+		stopped := make(chan error, 1)
+		go func() { stopped <- leadership.StopAll(context.Background(), a1, a3) }()
+		synctest.Wait() // a's release of r1 is held
+		// Meanwhile b gives r3 up: its release wakes a's candidate.
+		p.mu.Lock()
+		p.gate = nil
+		p.mu.Unlock()
+		if err := b3.Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		close(gate)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.log() {
+			if strings.HasPrefix(c, "acquire") {
+				t.Fatalf("calls %v: a leaving candidate made an attempt", p.log())
+			}
+		}
+		if a3.IsLeader() {
+			t.Fatal("a leads r3 after StopAll")
+		}
+		time.Sleep(fastOpts().RetryInterval + time.Second)
+		synctest.Wait()
+		if !b3.IsLeader() {
+			t.Fatal("b does not lead r3 again after its RetryInterval")
+		}
+		mustStop(t, b3)
+	})
+}
+
+// TestStopAll_E8_B1_LeavingLeadersDoNotRenew: while a leaving process
+// withdraws, its leaders do not renew (a renewal registers the leader as
+// a participant again, P1); their Stop releases the lease as usual.
+func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &orderProvider{Provider: memlock.New()}
+		lock, err := locking.New(p, locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := fastOpts() // renewals every second, lease 3 s
+		a1 := mustElector(t, "r1", lock, o, leadership.WithIdentity("a"))
+		b1 := mustElector(t, "r1", lock, o, leadership.WithIdentity("b"))
+		mustStart(t, a1)
+		synctest.Wait()
+		mustStart(t, b1)
+		synctest.Wait()
+		time.Sleep(o.RenewInterval + o.RenewInterval/2)
+		synctest.Wait()
+		if !a1.IsLeader() || !slices.Contains(p.log(), "extend r1") {
+			t.Fatalf("before the leave: a leads %v, calls %v; want a leading and renewing", a1.IsLeader(), p.log())
+		}
+		gate := make(chan struct{})
+		open := sync.OnceFunc(func() { close(gate) })
+		defer open() // a failed check below still lets StopAll end
+		p.mu.Lock()
+		p.dgate, p.calls = gate, nil
+		p.mu.Unlock()
+		stopped := make(chan error, 1)
+		go func() { stopped <- leadership.StopAll(context.Background(), a1) }()
+		time.Sleep(o.RenewInterval + o.RenewInterval/2) // the withdrawal is held
+		synctest.Wait()
+		if calls := p.log(); slices.Contains(calls, "extend r1") {
+			t.Fatalf("calls %v: a leaving leader renewed", calls)
+		}
+		if !a1.IsLeader() {
+			t.Fatal("a leaving leader lost its term before its deadline")
+		}
+		open()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !b1.IsLeader() {
+			t.Fatalf("b does not lead r1 after a left; calls %v", p.log())
+		}
+		mustStop(t, b1)
 	})
 }
 

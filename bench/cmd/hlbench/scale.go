@@ -59,6 +59,14 @@ type scaleMove struct {
 	// its last report), and when every role was led again by the others
 	// (0: not seen before convergence).
 	Stopped, AllLed time.Duration
+
+	// A leave: the most roles unled at once after AllLed (a dip: the
+	// others losing terms after every role was led), and how long after
+	// AllLed every role was led again for the last time (0: no dip).
+	Unled int64
+	Reled time.Duration
+	// Terms the others lost from the change to convergence, by reason.
+	Resigned, Refused, Expired int64
 }
 
 // scaleResult is the scale section's figures.
@@ -248,8 +256,13 @@ func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleM
 	}
 	p.mu.Unlock()
 	m.AllLed = f.allLedAfter(t0.UnixNano())
-	logf("scale leave of %s: every role led by the others %s after its stop began (its Stop calls took %s); converged %s after; %d acquisitions %v (minimum %d); leads %v",
-		p.name, fmtDur(m.AllLed), fmtDur(m.Stopped), fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads)
+	m.Unled, m.Reled = f.dipAfter(t0.UnixNano() + int64(m.AllLed))
+	m.Resigned = sum(after, func(m replicaMsg) int64 { return m.Resigned }) - sum(st, func(m replicaMsg) int64 { return m.Resigned })
+	m.Refused = sum(after, func(m replicaMsg) int64 { return m.Refused }) - sum(st, func(m replicaMsg) int64 { return m.Refused })
+	m.Expired = sum(after, func(m replicaMsg) int64 { return m.Expired }) - sum(st, func(m replicaMsg) int64 { return m.Expired })
+	logf("scale leave of %s: every role led by the others %s after its stop began (its Stop calls took %s); converged %s after; %d acquisitions %v (minimum %d); leads %v; the others lost %d terms (resigned %d, refused %d, expired %d); afterwards at most %d roles unled, all led again %s after the stop began",
+		p.name, fmtDur(m.AllLed), fmtDur(m.Stopped), fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads,
+		m.Resigned+m.Refused+m.Expired, m.Resigned, m.Refused, m.Expired, m.Unled, fmtDur(m.AllLed+m.Reled))
 	return m, nil
 }
 
@@ -287,6 +300,49 @@ func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
 		}
 	}
 	return 0
+}
+
+// dipAfter returns, from t1 (Unix ns, when every role was led) on, the
+// most roles unled at once and how long after t1 every role was last led
+// again (0, 0: none went unled).
+func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
+	type point struct {
+		at    int64
+		proc  int
+		leads int64
+	}
+	var pts []point
+	leads := make([]int64, len(f.procs))
+	for i, p := range f.procs {
+		p.mu.Lock()
+		for _, m := range p.history {
+			if m.LastChange <= t1 {
+				leads[i] = m.Leads
+				continue
+			}
+			pts = append(pts, point{m.LastChange, i, m.Leads})
+		}
+		p.mu.Unlock()
+	}
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.at, b.at) })
+	var last int64
+	short := false
+	for _, pt := range pts {
+		leads[pt.proc] = pt.leads
+		var total int64
+		for _, n := range leads {
+			total += n
+		}
+		if d := int64(f.roles) - total; d > 0 {
+			unled, short = max(unled, d), true
+		} else if short {
+			last, short = pt.at, false
+		}
+	}
+	if unled == 0 {
+		return 0, 0
+	}
+	return unled, time.Duration(last - t1)
 }
 
 // account fills the acquisitions between before (the replicas then, a
