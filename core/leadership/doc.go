@@ -139,8 +139,9 @@
 // (locking.EventResign, the hostloom CLI's resign) makes the leader step
 // down as Resign does.
 //
-// A process that runs many roles stops them with StopAll: its candidates
-// stop trying and withdraw from their roles' participants, then the electors that lead
+// A process that runs many roles stops them with StopAll: its electors
+// stop trying and renewing, its candidates withdraw from their roles'
+// participants, then the electors that lead
 // stop and release, then the others, so the roles it led are taken over
 // before the rest of its stop work is done (B1).
 //

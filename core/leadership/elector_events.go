@@ -97,6 +97,7 @@ func (l *loop) event(ev locking.Event) {
 		case ev.Owner == "":
 			l.wake(now)
 		case ev.Owner == e.identity:
+			l.named = true
 			l.wakeAt(now) // handed to this instance (B1): take it at once
 		default:
 			l.wakeAt(now.Add(e.opts.RetryInterval)) // handed to another: it goes first

@@ -89,9 +89,12 @@ func (l *loop) advance(now time.Time) {
 		l.due = l.sitOutUntil
 	case l.deferForLink(now):
 		// Q1: the subscription is down; the due time is moved.
-	case l.e.leaving.Load():
+	case l.e.leaving.Load() && !l.named:
 		// StopAll: this process is leaving; an attempt would register it
 		// as a participant again and could win a role only to release it.
+		// A role handed to it by name is taken all the same: the others
+		// wait a RetryInterval for it, and StopAll's second wave hands it
+		// on at once.
 		l.due = now.Add(MaxWait)
 	default:
 		l.acquire(now)

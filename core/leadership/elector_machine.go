@@ -40,6 +40,7 @@ type loop struct {
 	finalTries  int           // refusals in a row that reported at most finalWait left
 	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
 	tried       bool          // an acquisition attempt has been made
+	named       bool          // a release named this instance, and no attempt since (B1)
 	triedAt     time.Time     // when the last acquisition attempt was sent
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)

@@ -14,7 +14,7 @@ import (
 // acquire makes one acquisition attempt (E1, E2).
 func (l *loop) acquire(now time.Time) {
 	e := l.e
-	l.wokeDuring = time.Time{}
+	l.wokeDuring, l.named = time.Time{}, false
 	l.tried, l.triedAt = true, now
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)

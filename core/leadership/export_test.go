@@ -1,4 +1,9 @@
 package leadership
 
+import "context"
+
 // MaxFinalTries exposes maxFinalTries to the external tests.
 const MaxFinalTries = maxFinalTries
+
+// ResignTo exposes resign with a named taker (B1) to the external tests.
+func ResignTo(ctx context.Context, e *Elector, target string) error { return e.resign(ctx, target) }

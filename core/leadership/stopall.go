@@ -3,7 +3,6 @@ package leadership
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -17,19 +16,19 @@ import (
 // over in a fraction of the time its Stop calls take together.
 //
 // From StopAll on, the candidates among them make no new attempt and the
-// leaders no renewal (either would register them as participants again;
-// a leader whose release comes after its lease's deadline loses its term
-// then, as one that cannot renew), and before the leaders release, every
-// one of them withdraws from its role's
-// participants (P1), the leaders too: a balancing instance elsewhere,
-// seeing this process lead fewer roles as it releases them, finds it
-// among the participants of no role, not even of one it just took from
-// it, so it hands it no role, which it would not take (the role would
-// wait for another taker) or would take only to release again.
+// leaders no renewal: either would register them as participants again
+// (P1), and a balancing instance elsewhere, seeing this process lead fewer
+// roles as it releases them, would count it and hand it roles, which it
+// would not take (the role would wait for another taker) or would take
+// only to release again. A role handed to one of its candidates by name
+// meanwhile (chosen before it withdrew) is taken all the same, as the
+// others wait a RetryInterval for it, and is handed on in the second wave.
+// A leader whose release comes after its lease's deadline loses its term
+// then, as one that cannot renew. Before the leaders release, the others
+// withdraw from their roles' participants.
 //
 // An elector that leads when StopAll looks is stopped in the first wave;
-// one whose attempt under way wins a role meanwhile releases it in the
-// second. ctx bounds
+// one that wins a role meanwhile releases it in the second. ctx bounds
 // every Stop, as in Stop. It returns once every elector has stopped, with
 // their errors joined. A nil elector is skipped.
 func StopAll(ctx context.Context, electors ...*Elector) error {
@@ -48,7 +47,7 @@ func StopAll(ctx context.Context, electors ...*Elector) error {
 			others = append(others, e)
 		}
 	}
-	each(append(slices.Clip(others), leading...), func(e *Elector) error { e.withdraw(ctx); return nil })
+	each(others, func(e *Elector) error { e.withdraw(ctx); return nil })
 	errs := each(leading, func(e *Elector) error { return e.Stop(ctx) })
 	errs = append(errs, each(others, func(e *Elector) error { return e.Stop(ctx) })...)
 	return errors.Join(errs...)

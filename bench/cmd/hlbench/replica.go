@@ -32,6 +32,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	hlredis "github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 )
 
 // replicaCmd is the hidden subcommand that turns hlbench into a replica.
@@ -135,7 +136,17 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 
 	opts := []leadership.Option{leadership.WithIdentity(name)}
 	if o.Balance {
-		opts = append(opts, leadership.WithBalanceGroup(leadership.NewBalanceGroup(nil)))
+		var glog *zap.Logger // nil: no logs
+		if os.Getenv("HLBENCH_BALANCE_LOG") != "" {
+			// For diagnosing a run by hand: the balance group's decisions
+			// (handovers, takers gone) on stderr, at Debug.
+			c := zap.NewDevelopmentConfig()
+			c.OutputPaths = []string{"stderr"}
+			if l, err := c.Build(); err == nil {
+				glog = l
+			}
+		}
+		opts = append(opts, leadership.WithBalanceGroup(leadership.NewBalanceGroup(glog)))
 	}
 	electors := make([]*leadership.Elector, 0, roles)
 	for r := range roles {
