@@ -70,6 +70,38 @@ func (p *orderProvider) Deregister(ctx context.Context, key, owner string) error
 	return p.Provider.Deregister(ctx, key, owner)
 }
 
+// newOrderLock returns an orderProvider and a lock over it.
+func newOrderLock(t *testing.T) (*orderProvider, locking.Lock) {
+	t.Helper()
+	p := &orderProvider{Provider: memlock.New()}
+	lock, err := locking.New(p, locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, lock
+}
+
+// stopAllHoldingReleases starts StopAll(es...) with the releases under
+// way held, waits until they are, and lets later releases (another
+// process's) through; finish lets the held ones go and returns StopAll's
+// result. It clears the log first.
+func stopAllHoldingReleases(p *orderProvider, es ...*leadership.Elector) (finish func() error) {
+	gate := make(chan struct{})
+	p.mu.Lock()
+	p.gate, p.calls = gate, nil
+	p.mu.Unlock()
+	stopped := make(chan error, 1)
+	go func() { stopped <- leadership.StopAll(context.Background(), es...) }()
+	synctest.Wait()
+	p.mu.Lock()
+	p.gate = nil
+	p.mu.Unlock()
+	return func() error {
+		close(gate)
+		return <-stopped
+	}
+}
+
 func (p *orderProvider) log() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,11 +114,7 @@ func (p *orderProvider) log() []string {
 // process leads every role afterwards.
 func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &orderProvider{Provider: memlock.New()}
-		lock, err := locking.New(p, locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, lock := newOrderLock(t)
 		roles := []string{"r1", "r2", "r3", "r4"}
 		a, b := map[string]*leadership.Elector{}, map[string]*leadership.Elector{}
 		for _, r := range roles {
@@ -158,11 +186,7 @@ func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 // other process takes the role back after its own RetryInterval.
 func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &orderProvider{Provider: memlock.New()}
-		lock, err := locking.New(p, locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, lock := newOrderLock(t)
 		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
 		b3 := mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("b"))
 		mustStart(t, a1)
@@ -175,23 +199,13 @@ func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
 			t.Fatalf("before the leave: a leads r1 %v, b leads r3 %v, a leads r3 %v; want true, true, false", a1.IsLeader(), b3.IsLeader(), a3.IsLeader())
 		}
 
-		gate := make(chan struct{})
-		p.mu.Lock()
-		p.gate, p.calls = gate, nil
-		p.mu.Unlock()
-		stopped := make(chan error, 1)
-		go func() { stopped <- leadership.StopAll(context.Background(), a1, a3) }()
-		synctest.Wait() // a's release of r1 is held
+		finish := stopAllHoldingReleases(p, a1, a3) // a's release of r1 is held
 		// Meanwhile b gives r3 up: its release wakes a's candidate.
-		p.mu.Lock()
-		p.gate = nil
-		p.mu.Unlock()
 		if err := b3.Resign(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		close(gate)
-		if err := <-stopped; err != nil {
+		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range p.log() {
@@ -216,11 +230,7 @@ func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
 // a participant again, P1); their Stop releases the lease as usual.
 func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &orderProvider{Provider: memlock.New()}
-		lock, err := locking.New(p, locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, lock := newOrderLock(t)
 		o := fastOpts() // renewals every second, lease 3 s
 		// a leads r1 and is a candidate of r2, which b leads.
 		a1 := mustElector(t, "r1", lock, o, leadership.WithIdentity("a"))
@@ -274,11 +284,7 @@ func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
 // hands it back at once.
 func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &orderProvider{Provider: memlock.New()}
-		lock, err := locking.New(p, locking.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, lock := newOrderLock(t)
 		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
 		b3 := mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("b"))
 		c3 := mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("c"))
@@ -290,16 +296,7 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 		mustStart(t, c3)
 		synctest.Wait()
 
-		gate := make(chan struct{})
-		p.mu.Lock()
-		p.gate, p.calls = gate, nil
-		p.mu.Unlock()
-		stopped := make(chan error, 1)
-		go func() { stopped <- leadership.StopAll(context.Background(), a1, a3) }()
-		synctest.Wait() // a's release of r1 is held
-		p.mu.Lock()
-		p.gate = nil
-		p.mu.Unlock()
+		finish := stopAllHoldingReleases(p, a1, a3) // a's release of r1 is held
 		if err := leadership.ResignTo(context.Background(), b3, "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -307,8 +304,7 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 		if !slices.Contains(p.log(), "acquire r3") || !a3.IsLeader() {
 			t.Fatalf("calls %v, a leads r3 %v: want the role handed to a taken", p.log(), a3.IsLeader())
 		}
-		close(gate)
-		if err := <-stopped; err != nil {
+		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

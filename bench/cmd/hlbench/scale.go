@@ -266,36 +266,41 @@ func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleM
 	return m, nil
 }
 
-// allLedAfter returns when, after t0 (Unix ns), the fleet's replicas
-// together led every role, from their status histories (each status
-// carries the replica's leads and its latest transition); 0 when never.
-func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
-	type point struct {
-		at    int64
-		proc  int
-		leads int64
-	}
-	var pts []point
+// leadsPoint is one status line of a replica on the fleet's timeline.
+type leadsPoint struct {
+	at    int64 // its latest transition, or t when earlier
+	proc  int
+	leads int64
+}
+
+// timeline returns each replica's leads at t (Unix ns; from its last
+// status line before t) and its later status lines in time order.
+func (f *scaleFleet) timeline(t int64) ([]int64, []leadsPoint) {
+	var pts []leadsPoint
 	leads := make([]int64, len(f.procs))
 	for i, p := range f.procs {
 		p.mu.Lock()
 		for _, m := range p.history {
-			if m.At < t0 {
-				leads[i] = m.Leads // the state at t0
+			if m.At < t {
+				leads[i] = m.Leads
 				continue
 			}
-			pts = append(pts, point{max(m.LastChange, t0), i, m.Leads})
+			pts = append(pts, leadsPoint{max(m.LastChange, t), i, m.Leads})
 		}
 		p.mu.Unlock()
 	}
-	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.at, b.at) })
+	slices.SortStableFunc(pts, func(a, b leadsPoint) int { return cmp.Compare(a.at, b.at) })
+	return leads, pts
+}
+
+// allLedAfter returns when, after t0 (Unix ns), the fleet's replicas
+// together led every role, from their status histories (each status
+// carries the replica's leads and its latest transition); 0 when never.
+func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
+	leads, pts := f.timeline(t0)
 	for _, pt := range pts {
 		leads[pt.proc] = pt.leads
-		var total int64
-		for _, n := range leads {
-			total += n
-		}
-		if total == int64(f.roles) {
+		if total(leads) == int64(f.roles) {
 			return time.Duration(pt.at - t0)
 		}
 	}
@@ -306,34 +311,12 @@ func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
 // most roles unled at once and how long after t1 every role was last led
 // again (0, 0: none went unled).
 func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
-	type point struct {
-		at    int64
-		proc  int
-		leads int64
-	}
-	var pts []point
-	leads := make([]int64, len(f.procs))
-	for i, p := range f.procs {
-		p.mu.Lock()
-		for _, m := range p.history {
-			if m.LastChange <= t1 {
-				leads[i] = m.Leads
-				continue
-			}
-			pts = append(pts, point{m.LastChange, i, m.Leads})
-		}
-		p.mu.Unlock()
-	}
-	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.at, b.at) })
+	leads, pts := f.timeline(t1)
 	var last int64
 	short := false
 	for _, pt := range pts {
 		leads[pt.proc] = pt.leads
-		var total int64
-		for _, n := range leads {
-			total += n
-		}
-		if d := int64(f.roles) - total; d > 0 {
+		if d := int64(f.roles) - total(leads); d > 0 {
 			unled, short = max(unled, d), true
 		} else if short {
 			last, short = pt.at, false
@@ -343,6 +326,14 @@ func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
 		return 0, 0
 	}
 	return unled, time.Duration(last - t1)
+}
+
+func total(leads []int64) int64 {
+	var n int64
+	for _, l := range leads {
+		n += l
+	}
+	return n
 }
 
 // account fills the acquisitions between before (the replicas then, a
