@@ -81,20 +81,20 @@ func newOrderLock(t *testing.T) (*orderProvider, locking.Lock) {
 	return p, lock
 }
 
-// stopAllHoldingReleases starts StopAll(es...) with the releases under
-// way held, waits until they are, and lets later releases (another
-// process's) through; finish lets the held ones go and returns StopAll's
-// result. It clears the log first.
-func stopAllHoldingReleases(p *orderProvider, es ...*leadership.Elector) (finish func() error) {
+// stopAllHolding starts StopAll(es...) with the calls that *hold (p.gate:
+// releases, p.dgate: a's deregistrations) under way held, waits until
+// they are, and lets later ones through; finish lets the held ones go
+// and returns StopAll's result. It clears the log first.
+func stopAllHolding(p *orderProvider, hold *chan struct{}, es ...*leadership.Elector) (finish func() error) {
 	gate := make(chan struct{})
 	p.mu.Lock()
-	p.gate, p.calls = gate, nil
+	*hold, p.calls = gate, nil
 	p.mu.Unlock()
 	stopped := make(chan error, 1)
 	go func() { stopped <- leadership.StopAll(context.Background(), es...) }()
 	synctest.Wait()
 	p.mu.Lock()
-	p.gate = nil
+	*hold = nil
 	p.mu.Unlock()
 	return func() error {
 		close(gate)
@@ -199,7 +199,7 @@ func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
 			t.Fatalf("before the leave: a leads r1 %v, b leads r3 %v, a leads r3 %v; want true, true, false", a1.IsLeader(), b3.IsLeader(), a3.IsLeader())
 		}
 
-		finish := stopAllHoldingReleases(p, a1, a3) // a's release of r1 is held
+		finish := stopAllHolding(p, &p.gate, a1, a3) // a's release of r1 is held
 		// Meanwhile b gives r3 up: its release wakes a's candidate.
 		if err := b3.Resign(context.Background()); err != nil {
 			t.Fatal(err)
@@ -226,8 +226,9 @@ func TestStopAll_E8_B1_LeavingCandidatesMakeNoAttempt(t *testing.T) {
 }
 
 // TestStopAll_E8_B1_LeavingLeadersDoNotRenew: while a leaving process
-// withdraws its candidates, its leaders do not renew (a renewal registers the leader as
-// a participant again, P1); their Stop releases the lease as usual.
+// withdraws its candidates, its leaders do not renew (a renewal registers
+// the leader as a participant again, P1); their Stop releases the lease as
+// usual.
 func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lock := newOrderLock(t)
@@ -248,14 +249,7 @@ func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
 		if !a1.IsLeader() || !slices.Contains(p.log(), "extend r1") {
 			t.Fatalf("before the leave: a leads %v, calls %v; want a leading and renewing", a1.IsLeader(), p.log())
 		}
-		gate := make(chan struct{})
-		open := sync.OnceFunc(func() { close(gate) })
-		defer open() // a failed check below still lets StopAll end
-		p.mu.Lock()
-		p.dgate, p.calls = gate, nil
-		p.mu.Unlock()
-		stopped := make(chan error, 1)
-		go func() { stopped <- leadership.StopAll(context.Background(), a1, a2) }()
+		finish := stopAllHolding(p, &p.dgate, a1, a2)
 		time.Sleep(o.RenewInterval + o.RenewInterval/2) // a2's withdrawal is held
 		synctest.Wait()
 		if calls := p.log(); slices.Contains(calls, "extend r1") {
@@ -264,8 +258,7 @@ func TestStopAll_E8_B1_LeavingLeadersDoNotRenew(t *testing.T) {
 		if !a1.IsLeader() {
 			t.Fatal("a leaving leader lost its term before its deadline")
 		}
-		open()
-		if err := <-stopped; err != nil {
+		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -296,7 +289,7 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 		mustStart(t, c3)
 		synctest.Wait()
 
-		finish := stopAllHoldingReleases(p, a1, a3) // a's release of r1 is held
+		finish := stopAllHolding(p, &p.gate, a1, a3) // a's release of r1 is held
 		if err := leadership.ResignTo(context.Background(), b3, "a"); err != nil {
 			t.Fatal(err)
 		}

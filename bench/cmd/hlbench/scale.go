@@ -257,12 +257,17 @@ func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleM
 	p.mu.Unlock()
 	m.AllLed = f.allLedAfter(t0.UnixNano())
 	m.Unled, m.Reled = f.dipAfter(t0.UnixNano() + int64(m.AllLed))
-	m.Resigned = sum(after, func(m replicaMsg) int64 { return m.Resigned }) - sum(st, func(m replicaMsg) int64 { return m.Resigned })
-	m.Refused = sum(after, func(m replicaMsg) int64 { return m.Refused }) - sum(st, func(m replicaMsg) int64 { return m.Refused })
-	m.Expired = sum(after, func(m replicaMsg) int64 { return m.Expired }) - sum(st, func(m replicaMsg) int64 { return m.Expired })
-	logf("scale leave of %s: every role led by the others %s after its stop began (its Stop calls took %s); converged %s after; %d acquisitions %v (minimum %d); leads %v; the others lost %d terms (resigned %d, refused %d, expired %d); afterwards at most %d roles unled, all led again %s after the stop began",
+	lostSince := func(f func(replicaMsg) int64) int64 { return sum(after, f) - sum(st, f) }
+	m.Resigned = lostSince(func(m replicaMsg) int64 { return m.Resigned })
+	m.Refused = lostSince(func(m replicaMsg) int64 { return m.Refused })
+	m.Expired = lostSince(func(m replicaMsg) int64 { return m.Expired })
+	reled := "not all led again in the statuses seen"
+	if m.Unled == 0 || m.Reled > 0 {
+		reled = "all led again " + fmtDur(m.AllLed+m.Reled) + " after the stop began"
+	}
+	logf("scale leave of %s: every role led by the others %s after its stop began (its Stop calls took %s); converged %s after; %d acquisitions %v (minimum %d); leads %v; the others lost %d terms (resigned %d, refused %d, expired %d); afterwards at most %d roles unled, %s",
 		p.name, fmtDur(m.AllLed), fmtDur(m.Stopped), fmtDur(m.Converged), m.Acquired, m.ByReplica, m.Minimum, m.Leads,
-		m.Resigned+m.Refused+m.Expired, m.Resigned, m.Refused, m.Expired, m.Unled, fmtDur(m.AllLed+m.Reled))
+		m.Resigned+m.Refused+m.Expired, m.Resigned, m.Refused, m.Expired, m.Unled, reled)
 	return m, nil
 }
 
@@ -309,7 +314,7 @@ func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
 
 // dipAfter returns, from t1 (Unix ns, when every role was led) on, the
 // most roles unled at once and how long after t1 every role was last led
-// again (0, 0: none went unled).
+// again (0, 0: none went unled; reled 0 too when the histories end short).
 func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
 	leads, pts := f.timeline(t1)
 	var last int64
@@ -322,8 +327,8 @@ func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
 			last, short = pt.at, false
 		}
 	}
-	if unled == 0 {
-		return 0, 0
+	if unled == 0 || short {
+		return unled, 0
 	}
 	return unled, time.Duration(last - t1)
 }
