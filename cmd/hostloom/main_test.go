@@ -169,16 +169,23 @@ func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, iden
 	}
 	r := &replica{lock: lock, elector: e, identity: identity}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		// A lease deleted by release --force is lost to its holder.
-		if err := e.Stop(ctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
-			t.Errorf("stop %s: %v", identity, err)
-		}
+		stopReplica(t, e, identity)
 		_ = lock.Close()
 		_ = c.Close()
 	})
 	return r
+}
+
+// stopReplica stops a replica's elector at the end of a test. Its Stop
+// may find the lease gone: release --force deletes it, and the holder
+// learns so from its next renewal or from the release itself.
+func stopReplica(t testing.TB, e *leadership.Elector, identity string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
+		t.Errorf("stop %s: %v", identity, err)
+	}
 }
 
 // leaderOf waits until one of the replicas leads and returns it.

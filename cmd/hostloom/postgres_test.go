@@ -129,11 +129,7 @@ func startPgReplica(t *testing.T, dsn, namespace, role, identity string) *replic
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Errorf("stop %s: %v", identity, err)
-		}
+		stopReplica(t, e, identity)
 		_ = lock.Close()
 		pool.Close()
 	})
