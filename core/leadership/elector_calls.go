@@ -161,9 +161,14 @@ func (l *loop) finish(o outcome) {
 		l.step = nil
 		switch {
 		case !stopping:
+			if l.e.leaving.Load() {
+				l.withdrawAgain(l.base, o)
+			}
 			l.acquired(o)
 		case o.err == nil:
 			l.release(l.stopReq.ctx, o.lease, l.collect)
+		default:
+			l.withdrawAgain(l.stopReq.ctx, o)
 		}
 	case opRenew:
 		l.step = nil

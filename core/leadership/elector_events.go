@@ -100,7 +100,7 @@ func (l *loop) event(ev locking.Event) {
 			l.named = true
 			l.wakeAt(now) // handed to this instance (B1): take it at once
 		default:
-			l.wakeAt(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
+			l.deferTo(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
 		}
 	case locking.EventAcquired:
 		if l.lease != nil && l.supersededBy(ev) {
@@ -277,6 +277,25 @@ func (l *loop) wakeAt(at time.Time) {
 	if l.due.After(at) {
 		l.due = at
 	}
+}
+
+// deferTo makes an idle candidate's next attempt come at at, whether it
+// was due sooner or later: a role handed by name to another participant
+// (B1) is left to it for a RetryInterval. Moving only a later attempt
+// sooner, as wakeAt does, let an attempt already due within that time
+// (a quiet candidate's periodic one, P3) take the role while the named
+// taker's attempt was still on its way, so that the role moved twice:
+// some 500 roles in a 50,000-role leave. An attempt under way is handled
+// as by wakeAt.
+func (l *loop) deferTo(at time.Time) {
+	if l.lease == nil && l.step != nil && l.step.op == opAcquire {
+		l.wakeAt(at)
+		return
+	}
+	if l.phase != phaseCandidate || l.follows || l.step != nil {
+		return
+	}
+	l.due = at
 }
 
 // postpone moves an idle candidate's next attempt, due when the lease it

@@ -82,9 +82,9 @@ func (l *loop) stopAsked(r lifeRequest) bool {
 // stop ends the term, releases its lease, deregisters and ends the
 // subscription (E8, E11, P1); handle then waits through finishStop for
 // every call under way before it replies. A lease an acquisition under way
-// still brings is released too.
+// still brings is released too; a refusal it brings is followed by another
+// deregistration (see withdrawAgain).
 func (l *loop) stop(req request) {
-	e := l.e
 	l.timer.Stop()
 	lease := l.endTerm(Released, nil)
 	l.phase, l.stopReq = phaseStopping, &req
@@ -93,17 +93,12 @@ func (l *loop) stop(req request) {
 		l.step.cancel()
 	}
 	deregister := func() {
-		if !e.registered() {
-			return
-		}
 		// Deregistration only speeds up what expiry does anyway (the
 		// registration lapses within two leases, P1): a failure, for
 		// example during an outage, is logged and does not fail Stop, and
 		// a lock that has no registry to deregister from is not an error.
 		ctx, cancel := context.WithCancel(req.ctx)
-		l.start(&call{op: opDeregister, sent: time.Now(), done: l.deregistered}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
-			return e.caps.participants.Deregister(ctx, e.key, e.identity)
-		})
+		l.deregister(ctx, cancel)
 	}
 	if l.watchCancel != nil {
 		l.watchCancel()
@@ -122,6 +117,36 @@ func (l *loop) stop(req request) {
 		l.collect(err)
 		deregister()
 	})
+}
+
+// deregister withdraws this participant from its role's participants
+// (P1), bounded by ctx, which cancel ends; a failure is only logged (see
+// deregistered). It does nothing when the elector does not register.
+func (l *loop) deregister(ctx context.Context, cancel context.CancelFunc) {
+	e := l.e
+	if !e.registered() {
+		cancel()
+		return
+	}
+	l.start(&call{op: opDeregister, sent: time.Now(), done: l.deregistered}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+		return e.caps.participants.Deregister(ctx, e.key, e.identity)
+	})
+}
+
+// withdrawAgain deregisters this participant once more after an
+// acquisition attempt that may have registered it (P1) came back while
+// its process leaves (StopAll) or its Stop runs. The deregistration sent
+// before may have reached the backend first (redislock pipelines
+// deregistrations apart from acquisitions), and a balancing process
+// elsewhere would count this instance and hand it roles it no longer
+// takes; this one is sent after the attempt's reply. An attempt the lock
+// never sent (locking.ErrNotSent) registered nothing.
+func (l *loop) withdrawAgain(ctx context.Context, o outcome) {
+	if o.err == nil || errors.Is(o.err, locking.ErrNotSent) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(l.e.opts.RetryInterval, l.e.opts.Lease))
+	l.deregister(ctx, cancel)
 }
 
 // deregistered logs a failed deregistration (see stop); it never fails

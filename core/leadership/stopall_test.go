@@ -22,8 +22,9 @@ type orderProvider struct {
 	mu    sync.Mutex
 	calls []string
 	// gate, when set, holds every release until it is closed; dgate
-	// every deregistration of a's.
-	gate, dgate chan struct{}
+	// every deregistration of a's; agate every acquisition of a's, which
+	// then runs whatever its context (as one already sent to a server).
+	gate, dgate, agate chan struct{}
 }
 
 func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
@@ -36,6 +37,13 @@ func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (lo
 func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	if r.Owner == "a" {
 		p.record("acquire", r.Key)
+		p.mu.Lock()
+		gate := p.agate
+		p.mu.Unlock()
+		if gate != nil {
+			<-gate
+			ctx = context.WithoutCancel(ctx)
+		}
 	}
 	return p.Provider.Acquire(ctx, r)
 }
@@ -306,6 +314,135 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 		}
 		mustStop(t, b3)
 		mustStop(t, c3)
+	})
+}
+
+// participates reports whether id is among the participants of e's role.
+func participates(t *testing.T, e *leadership.Elector, id string) bool {
+	t.Helper()
+	ps, err := e.Participants(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(ps, func(p leadership.Participant) bool { return p.Identity == id })
+}
+
+// holdAttempt starts a's candidate of r3, whose first attempt (which
+// registers it, P1) is held in the lock until the returned func lets it
+// through; b leads r3.
+func holdAttempt(t *testing.T, p *orderProvider, lock locking.Lock) (a3, b3 *leadership.Elector, let func()) {
+	t.Helper()
+	b3 = mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("b"))
+	mustStart(t, b3)
+	synctest.Wait()
+	gate := make(chan struct{})
+	p.mu.Lock()
+	p.agate = gate
+	p.mu.Unlock()
+	a3 = mustElector(t, "r3", lock, fastOpts(), leadership.WithIdentity("a"))
+	mustStart(t, a3)
+	synctest.Wait()
+	p.mu.Lock()
+	p.agate = nil
+	p.mu.Unlock()
+	if !slices.Contains(p.log(), "acquire r3") || participates(t, b3, "a") {
+		t.Fatalf("calls %v: want a's attempt held before it registered", p.log())
+	}
+	return a3, b3, func() { close(gate); synctest.Wait() }
+}
+
+// TestStopAll_E8_B1_AnAttemptUnderWayIsWithdrawnAgain: an attempt of a
+// leaving process's candidate that was under way when StopAll withdrew
+// the candidate registers it again when it reaches the backend after the
+// withdrawal (redislock sends deregistrations on a pipeline of their own);
+// the candidate deregisters once more when the attempt comes back, so a
+// balancing process elsewhere does not hand it roles during the leave.
+func TestStopAll_E8_B1_AnAttemptUnderWayIsWithdrawnAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a1)
+		synctest.Wait()
+		a3, b3, let := holdAttempt(t, p, lock)
+
+		finish := stopAllHolding(p, &p.gate, a1, a3) // a's release of r1 is held
+		if calls := p.log(); !slices.Contains(calls, "deregister r3") {
+			t.Fatalf("calls %v: want a's candidate withdrawn", calls)
+		}
+		let() // the attempt reaches the lock after the withdrawal
+		if participates(t, b3, "a") {
+			t.Errorf("calls %v: a's candidate is a participant of r3 again while its process leaves", p.log())
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		mustStop(t, b3)
+	})
+}
+
+// TestStop_E8_P1_AnAttemptUnderWayIsWithdrawnAgain: Stop deregisters a
+// candidate at once and waits for its attempt under way; when that
+// attempt reaches the backend after the deregistration and comes back
+// refused, Stop deregisters again before it returns, so the stopped
+// instance is not left a participant until its registration lapses.
+func TestStop_E8_P1_AnAttemptUnderWayIsWithdrawnAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		a3, b3, let := holdAttempt(t, p, lock)
+		stopped := make(chan error, 1)
+		go func() { stopped <- a3.Stop(context.Background()) }()
+		synctest.Wait()
+		if calls := p.log(); !slices.Contains(calls, "deregister r3") {
+			t.Fatalf("calls %v: want Stop to deregister at once", calls)
+		}
+		let()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if participates(t, b3, "a") {
+			t.Fatalf("calls %v: a is a participant of r3 after its Stop returned", p.log())
+		}
+		mustStop(t, b3)
+	})
+}
+
+// TestBalance_B1_ARoleHandedToAnotherIsLeftToIt: a candidate that learns
+// its role was handed by name to another participant makes no attempt for
+// a RetryInterval, even one it had due sooner (a quiet candidate's attempt
+// at the end of the lease it learned, P3): such an attempt took the role
+// while the named taker's attempt was on its way, and the role moved twice.
+func TestBalance_B1_ARoleHandedToAnotherIsLeftToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		o := fastOpts() // lease 3 s, renewals every second, RetryInterval 2 s
+		b := mustElector(t, "r", lock, o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		synctest.Wait()
+		a := mustElector(t, "r", lock, o, leadership.WithIdentity("a"))
+		c := mustElector(t, "r", lock, o, leadership.WithIdentity("c"))
+		mustStart(t, a)
+		mustStart(t, c)
+		synctest.Wait() // both refused: they try again when the lease they learned ends, 3 s from now
+
+		time.Sleep(o.Lease - o.Lease/6) // b renewed meanwhile; c's next attempt is half a second away
+		gate := make(chan struct{})
+		p.mu.Lock()
+		p.agate = gate // a's attempt is on its way for a while
+		p.mu.Unlock()
+		if err := leadership.ResignTo(context.Background(), b, "a"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(o.Lease / 4) // past c's attempt as it was due
+		synctest.Wait()
+		close(gate)
+		synctest.Wait()
+		if !a.IsLeader() || c.IsLeader() {
+			t.Fatalf("a, the named taker, leads %v; c leads %v; want a", a.IsLeader(), c.IsLeader())
+		}
+		for _, e := range []*leadership.Elector{a, b, c} {
+			mustStop(t, e)
+		}
 	})
 }
 
