@@ -278,15 +278,17 @@ type leadsPoint struct {
 	leads int64
 }
 
-// timeline returns each replica's leads at t (Unix ns; from its last
-// status line before t) and its later status lines in time order.
-func (f *scaleFleet) timeline(t int64) ([]int64, []leadsPoint) {
+// timeline returns each replica's leads at t (Unix ns), from its last
+// status line that settled reports as describing the state at t, and its
+// other status lines in time order, each at its latest transition or at t
+// when that is earlier.
+func (f *scaleFleet) timeline(t int64, settled func(replicaMsg) bool) ([]int64, []leadsPoint) {
 	var pts []leadsPoint
 	leads := make([]int64, len(f.procs))
 	for i, p := range f.procs {
 		p.mu.Lock()
 		for _, m := range p.history {
-			if m.At < t {
+			if settled(m) {
 				leads[i] = m.Leads
 				continue
 			}
@@ -302,7 +304,7 @@ func (f *scaleFleet) timeline(t int64) ([]int64, []leadsPoint) {
 // together led every role, from their status histories (each status
 // carries the replica's leads and its latest transition); 0 when never.
 func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
-	leads, pts := f.timeline(t0)
+	leads, pts := f.timeline(t0, func(m replicaMsg) bool { return m.At < t0 })
 	for _, pt := range pts {
 		leads[pt.proc] = pt.leads
 		if total(leads) == int64(f.roles) {
@@ -316,7 +318,10 @@ func (f *scaleFleet) allLedAfter(t0 int64) time.Duration {
 // most roles unled at once and how long after t1 every role was last led
 // again (0, 0: none went unled; reled 0 too when the histories end short).
 func (f *scaleFleet) dipAfter(t1 int64) (unled int64, reled time.Duration) {
-	leads, pts := f.timeline(t1)
+	// A status sent after t1 whose latest transition came before it
+	// describes the state at t1: applied as a point, it could show a dip
+	// between two replicas' lines that never happened.
+	leads, pts := f.timeline(t1, func(m replicaMsg) bool { return m.LastChange <= t1 })
 	var last int64
 	short := false
 	for _, pt := range pts {
