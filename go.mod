@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-viper/mapstructure/v2 v2.4.0
-	github.com/hostloom/hostloom/core v0.0.0
+	github.com/hostloom/hostloom/core v0.3.0
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/env/v2 v2.0.2
 	github.com/knadh/koanf/providers/file v1.2.1
@@ -37,4 +37,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/hostloom/hostloom/core => ./core

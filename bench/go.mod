@@ -2,13 +2,12 @@ module github.com/hostloom/hostloom/bench
 
 go 1.26.0
 
-replace github.com/hostloom/hostloom => ../
 
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-logr/logr v1.4.4
 	github.com/go-redsync/redsync/v4 v4.18.1
-	github.com/hostloom/hostloom v0.0.0
+	github.com/hostloom/hostloom v0.3.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	k8s.io/apimachinery v0.37.2
@@ -38,7 +37,7 @@ require (
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/hostloom/hostloom/core v0.0.0
+	github.com/hostloom/hostloom/core v0.3.0
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
@@ -73,4 +72,3 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/hostloom/hostloom/core => ../core

@@ -3,7 +3,6 @@ module github.com/hostloom/hostloom/core
 go 1.26.0
 
 require (
-	github.com/hostloom/hostloom v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1
 	go.opentelemetry.io/otel v1.47.0
@@ -27,4 +26,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/hostloom/hostloom => ../

@@ -1,6 +1,6 @@
 // Command pglock compares HostLoom's PostgreSQL provider (pglock) with its
 // Redis provider (redislock), side by side in one run, on private servers
-// it starts on 127.0.0.1 (internal/pgtest, internal/redistest):
+// it starts on 127.0.0.1 (core/testing/pgtest, core/testing/redistest):
 //
 //   - acquire + release of an uncontended key: p50/p99 latency;
 //   - graceful handover between two electors (the leader stops): from the
@@ -61,8 +61,8 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
-	"github.com/hostloom/hostloom/internal/pgtest"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // breakdown is -breakdown; resetStats clears pg_stat_statements and

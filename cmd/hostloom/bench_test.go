@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // BenchmarkCLI_O1_Resign measures a cooperative handover through

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestCLI_O1_Binary builds the hostloom binary and runs it as an operator

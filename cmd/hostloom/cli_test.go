@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestCLI_O1_Status: status shows every role of the namespace with its

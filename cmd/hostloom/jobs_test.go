@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/scheduling"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // startScheduler runs a scheduler with job "invoices" every 50ms on the

@@ -19,7 +19,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 	"github.com/hostloom/hostloom/core/scheduling"
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 // pg is the private PostgreSQL server of the test run, started by the

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 //go:embed gate.lua
@@ -22,12 +24,16 @@ var gateScript = redis.NewScript(gateLua)
 // admitted for the resource: the writer's term has been superseded, and its
 // effect was not applied. Errors returned for a stale fence are a
 // *StaleError, which matches ErrStale with errors.Is.
-var ErrStale = errors.New("fencing: stale fence")
+//
+// It is locking.ErrStaleFence: stores that are not Redis (pglock's term
+// check, for one) return it without linking this package's Redis client.
+var ErrStale = locking.ErrStaleFence
 
 // ErrZeroFence is returned for a fence of 0, which no fenced lease carries:
 // it means "no fence" (leadership.FenceFrom reports (0, false) over a lock
 // without fences), and admitting it would let every writer through.
-var ErrZeroFence = errors.New("fencing: fence 0 is not a fence (fences start at 1)")
+// It is locking.ErrZeroFence.
+var ErrZeroFence = locking.ErrZeroFence
 
 // ErrNilClient is returned by every operation of a Gate built with a nil
 // client.

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hostloom/hostloom/core/fencing"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 func TestMain(m *testing.M) {

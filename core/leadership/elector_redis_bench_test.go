@@ -16,7 +16,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // percentile returns the p-th percentile (0..100) of ds, nearest rank.

@@ -16,7 +16,7 @@ import (
 	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // redisNode is one simulated process: its own client, provider and lock.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 func priorityOpts(p int) leadership.Options {

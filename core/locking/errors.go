@@ -149,3 +149,15 @@ func NewRecordError(key, record, value string) *RecordError {
 	}
 	return &RecordError{Key: key, Record: record, Value: value}
 }
+
+// ErrStaleFence reports a fence lower than the highest fence a store has
+// admitted for a resource: the writer's term has been superseded, and its
+// effect was not applied. It is fencing.ErrStale, defined here so that a
+// store's check (pglock's term check, a backend's transaction comparison)
+// can return it without linking the Redis fencing gate.
+var ErrStaleFence = errors.New("fencing: stale fence")
+
+// ErrZeroFence is returned for a fence of 0, which no fenced lease carries:
+// it means "no fence", and admitting it would let every writer through. It
+// is fencing.ErrZeroFence.
+var ErrZeroFence = errors.New("fencing: fence 0 is not a fence (fences start at 1)")

@@ -18,7 +18,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestScheduler_S8_RedisCatchUpAllAcrossFailover: two schedulers over one

@@ -3,8 +3,8 @@ module github.com/hostloom/hostloom/examples/app
 go 1.26.0
 
 require (
-	github.com/hostloom/hostloom v0.0.0
-	github.com/hostloom/hostloom/core/locking/pglock v0.0.0
+	github.com/hostloom/hostloom v0.3.0
+	github.com/hostloom/hostloom/core/locking/pglock v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -25,7 +25,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/hostloom/hostloom/core v0.0.0
+	github.com/hostloom/hostloom/core v0.3.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -57,8 +57,5 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/hostloom/hostloom => ../..
 
-replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
 
-replace github.com/hostloom/hostloom/core => ../../core

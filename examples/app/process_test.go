@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // proc is one example process started by a test.

@@ -46,7 +46,7 @@
 // # Tests
 //
 // The tests start a private PostgreSQL server on 127.0.0.1 (package
-// internal/pgtest) and skip when it cannot start, or fail when CI is set.
+// core/testing/pgtest) and skip when it cannot start, or fail when CI is set.
 // The paused-leader test starts the test binary again as the leader's
 // process, so it can be stopped with SIGSTOP.
 package fencingpg

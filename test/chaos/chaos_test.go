@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/internal/pgtest"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 var (

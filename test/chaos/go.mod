@@ -3,8 +3,8 @@ module github.com/hostloom/hostloom/test/chaos
 go 1.26.0
 
 require (
-	github.com/hostloom/hostloom v0.0.0
-	github.com/hostloom/hostloom/core/locking/pglock v0.0.0
+	github.com/hostloom/hostloom v0.3.0
+	github.com/hostloom/hostloom/core/locking/pglock v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
@@ -15,7 +15,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/hostloom/hostloom/core v0.0.0
+	github.com/hostloom/hostloom/core v0.3.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -31,8 +31,5 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 )
 
-replace github.com/hostloom/hostloom => ../..
 
-replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
 
-replace github.com/hostloom/hostloom/core => ../../core

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 // Fault kinds of a PostgreSQL run (Config.Postgres). PostgreSQL keeps its

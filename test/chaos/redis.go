@@ -5,7 +5,7 @@ package chaos
 import (
 	"os"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // RedisServer is a redis-server process the harness can kill and restart

@@ -1,6 +1,6 @@
 // Package redisproc starts a private redis-server on loopback for the
 // benchmark harness and reads its statistics. Starting goes through the
-// main module's test launcher (internal/redistest), so the benchmarks, the
+// main module's test launcher (core/testing/redistest), so the benchmarks, the
 // unit tests and the chaos harness run their servers the same way.
 package redisproc
 
@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // Server is a private redis-server process on 127.0.0.1; Stop ends it and

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/bench/internal/redisproc"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 func TestStart_StatsCountCommands(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 // clientBackends returns the sorted process ids of the client backends

@@ -8,14 +8,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // ErrTermEnded is matched by the error of a term check whose lease row
 // carries another fence, has been released or has expired by the server's
 // clock: the caller's term is over, and its transaction must not commit.
-// Such errors match fencing.ErrStale as well. Use errors.As with
+// Such errors match fencing.ErrStale (the same value as locking.ErrStaleFence) as well. Use errors.As with
 // *TermError for the details.
 var ErrTermEnded = errors.New("pglock: the term has ended")
 
@@ -28,7 +28,7 @@ var ErrNoFence = errors.New("pglock: the context carries no fence")
 // fence Current (0 when the key has no row), while the caller's term has
 // Fence; Expired reports that the fences match but the lease is released
 // or has run out by the server's clock. errors.Is(err, ErrTermEnded) and
-// errors.Is(err, fencing.ErrStale) hold for it.
+// errors.Is(err, locking.ErrStaleFence) hold for it.
 type TermError struct {
 	Key     string
 	Fence   uint64
@@ -47,9 +47,9 @@ func (e *TermError) Error() string {
 	}
 }
 
-// Is makes errors.Is hold for ErrTermEnded and fencing.ErrStale.
+// Is makes errors.Is hold for ErrTermEnded and locking.ErrStaleFence.
 func (e *TermError) Is(target error) bool {
-	return target == ErrTermEnded || target == fencing.ErrStale
+	return target == ErrTermEnded || target == locking.ErrStaleFence
 }
 
 // CheckTerm verifies, inside the caller's transaction tx, that the lease
@@ -123,7 +123,7 @@ func checkTerm(ctx context.Context, tx pgx.Tx, sql, key string, fence uint64) er
 		return fmt.Errorf("pglock: check term %q: nil transaction", key)
 	}
 	if fence == 0 {
-		return fmt.Errorf("pglock: check term %q: %w", key, fencing.ErrZeroFence)
+		return fmt.Errorf("pglock: check term %q: %w", key, locking.ErrZeroFence)
 	}
 	if fence > math.MaxInt64 {
 		return &TermError{Key: key, Fence: fence}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

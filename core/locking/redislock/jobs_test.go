@@ -12,7 +12,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking/lockingtest"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling/slotstore"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestJobStore_S9_Redis runs the job store checks (S9–S11) over a real

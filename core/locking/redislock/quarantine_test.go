@@ -9,7 +9,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestQuarantine_Q3_RestartWithoutPersistence: with quarantine, a server

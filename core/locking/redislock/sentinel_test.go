@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hostloom/hostloom/core/locking/lockingtest"
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // TestSentinel_Conformance runs the conformance suite through a Sentinel

@@ -12,7 +12,7 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/hostloom/hostloom/core v0.0.0
+	github.com/hostloom/hostloom/core v0.3.0
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -24,6 +24,4 @@ require (
 	go.uber.org/zap v1.28.0 // indirect
 )
 
-replace github.com/hostloom/hostloom => ../../..
 
-replace github.com/hostloom/hostloom/core => ../..

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 var (

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 // A test binary's TestMain starts one server for all its tests and stops it

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostloom/hostloom/internal/pgtest"
+	"github.com/hostloom/hostloom/core/testing/pgtest"
 )
 
 // TestStart_ServesAndStops starts a server, checks it listens on loopback

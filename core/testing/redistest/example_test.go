@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hostloom/hostloom/internal/redistest"
+	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
 // StartMain in a benchmark's or example's setup, where no testing.TB
