@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	fencingpg "github.com/hostloom/hostloom/examples/fencing-postgres"
 	"github.com/hostloom/hostloom/core/testing/pgtest"
+	fencingpg "github.com/hostloom/hostloom/examples/fencing-postgres"
 )
 
 // pg is the private PostgreSQL server of the test run.
