@@ -55,7 +55,7 @@ func refuse(status int, format string, args ...any) error {
 func (d *Dashboard) action(a act) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e := AuditEntry{
-			Action: a.String(), Role: r.PostFormValue("role"), Job: r.PostFormValue("job"),
+			At: d.now(), Action: a.String(), Role: r.PostFormValue("role"), Job: r.PostFormValue("job"),
 			Target: r.PostFormValue("to"), Note: r.PostFormValue("note"),
 		}
 		back := "roles"

@@ -143,7 +143,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionLifetime / time.Second),
 	})
 	d.record(r, AuditEntry{Who: name, Action: "sign-in", Outcome: "done"})
-	http.Redirect(w, r, "roles", http.StatusSeeOther)
+	redirect(w, r, "roles")
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
@@ -156,12 +156,13 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	delete(d.sessions, s.id)
 	d.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: cookiePath(r), MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "roles", http.StatusSeeOther)
+	redirect(w, r, "roles")
 }
 
 // cookiePath is the directory the dashboard is mounted at, as the browser
 // sees it (the request path before StripPrefix), so the cookie is sent to
-// the dashboard only.
+// the dashboard only. It is called for pages at the top of the dashboard
+// (login, logout).
 func cookiePath(r *http.Request) string {
 	p := r.URL.Path
 	if r.RequestURI != "" {
@@ -172,12 +173,17 @@ func cookiePath(r *http.Request) string {
 	if i := strings.LastIndex(p, "/"); i >= 0 {
 		p = p[:i+1]
 	}
-	// Posts live one level down (action/x, login at the top).
-	p = strings.TrimSuffix(p, "action/")
 	if p == "" {
 		return "/"
 	}
 	return p
+}
+
+// redirect sends the browser to page, a page at the top of the
+// dashboard, from a request at the top: the Location is the browser's
+// path (before StripPrefix) with its last element replaced.
+func redirect(w http.ResponseWriter, r *http.Request, page string) {
+	http.Redirect(w, r, cookiePath(r)+page, http.StatusSeeOther)
 }
 
 // tokenOK compares a form's token with the session's in constant time.
@@ -207,7 +213,9 @@ type AuditEntry struct {
 
 // record appends e to the audit log and logs it.
 func (d *Dashboard) record(r *http.Request, e AuditEntry) {
-	e.At = d.now()
+	if e.At.IsZero() {
+		e.At = d.now()
+	}
 	e.Remote = r.RemoteAddr
 	d.mu.Lock()
 	d.audit = append(d.audit, e)

@@ -228,7 +228,7 @@ func (d *Dashboard) ReadOnly() bool { return d.o.Credential == "" }
 func (d *Dashboard) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "roles", http.StatusSeeOther)
+		redirect(w, r, "roles")
 	})
 	m.HandleFunc("GET /roles", d.page("roles"))
 	m.HandleFunc("GET /jobs", d.page("jobs"))

@@ -144,9 +144,20 @@ func (f *fixture) post(c *http.Client, path string, form url.Values, header http
 // signIn signs c in as name and returns the session's form token.
 func (f *fixture) signIn(c *http.Client, name string) string {
 	f.t.Helper()
-	status, body := f.post(c, "login", url.Values{"operator": {name}, "credential": {secret}}, nil)
-	if status != http.StatusSeeOther {
-		f.t.Fatalf("sign-in: status %d: %s", status, body)
+	form := url.Values{"operator": {name}, "credential": {secret}}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/ops/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The redirect and the cookie name the path the dashboard is mounted at.
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ops/roles" {
+		f.t.Fatalf("sign-in: status %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if ck := resp.Cookies(); len(ck) != 1 || ck[0].Path != "/ops/" || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+		f.t.Fatalf("sign-in cookie %+v", ck)
 	}
 	_, page := f.get(c, "jobs")
 	const marker = `name="csrf" value="`
@@ -227,7 +238,7 @@ func TestDashboard_W2_PauseAndResumeWithNoteAreRecorded(t *testing.T) {
 		t.Fatal("the store does not show the job paused")
 	}
 	_, page := f.get(c, "jobs")
-	if !strings.Contains(page, "by alice") || !strings.Contains(page, "vendor outage") {
+	if !strings.Contains(page, "by alice at 20") || !strings.Contains(page, "vendor outage") {
 		t.Errorf("jobs page does not say who paused and why:\n%s", page)
 	}
 	_, audit := f.get(c, "audit")

@@ -359,7 +359,10 @@ func (d *Dashboard) readJobs(ctx context.Context) JobsView {
 		if info, ok := local[ref]; ok {
 			v.Info = &info
 			v.Paused = info.Paused
-			if len(info.Upcoming) > 0 {
+			switch {
+			case strings.HasPrefix(info.Schedule, "every "):
+				v.Zone = "none: a fixed interval, counted from a fixed instant (times shown in UTC)"
+			case len(info.Upcoming) > 0:
 				v.Zone = info.Upcoming[0].Location().String()
 			}
 		}
