@@ -83,6 +83,7 @@ func (d *Dashboard) action(a act) http.HandlerFunc {
 		}
 		e.Outcome, e.Detail = "done", msg
 		d.record(r, e)
+		d.forget()
 		if a == actPause || a == actResume {
 			d.mu.Lock()
 			ref := JobRef{Role: e.Role, Job: e.Job}

@@ -137,12 +137,22 @@ type Dashboard struct {
 	log      *zap.Logger
 	now      func() time.Time
 
+	readMu   sync.Mutex // serializes backend reads (see data)
 	mu       sync.Mutex
 	sessions map[string]*session
 	audit    []AuditEntry // newest last
 	pauses   map[JobRef]AuditEntry
 	roles    map[string]*tracker
 	unsub    []func()
+	reads    map[string]shared // the latest read of each page's content
+}
+
+// shared is a page's content as read at a time: every page open within
+// half a refresh interval of a read shows it, so more open pages do not
+// read the backend more often.
+type shared struct {
+	at      time.Time
+	content any
 }
 
 // New returns a Dashboard. It fails for a nil Lock and for a negative
@@ -198,6 +208,7 @@ func New(o Options) (*Dashboard, error) {
 		sessions: map[string]*session{},
 		pauses:   map[JobRef]AuditEntry{},
 		roles:    map[string]*tracker{},
+		reads:    map[string]shared{},
 	}
 	if o.Credential != "" {
 		d.credHash = sha256.Sum256([]byte(o.Credential))
@@ -301,17 +312,40 @@ func (d *Dashboard) fragment(name string) http.HandlerFunc {
 // data gathers the content of the named page.
 func (d *Dashboard) data(r *http.Request, name string) pageData {
 	pd := d.base(r, name)
+	if name == "audit" {
+		pd.Content = d.Audit()
+		return pd
+	}
+	d.readMu.Lock() // one read at a time per dashboard; the others wait for it
+	defer d.readMu.Unlock()
+	d.mu.Lock()
+	last, ok := d.reads[name]
+	d.mu.Unlock()
+	if ok && d.now().Sub(last.at) < d.o.Refresh/2 {
+		pd.Content = last.content
+		return pd
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), d.o.RequestTimeout)
 	defer cancel()
+	at := d.now()
 	switch name {
 	case "roles":
 		pd.Content = d.readRoles(ctx)
 	case "jobs":
 		pd.Content = d.readJobs(ctx)
-	case "audit":
-		pd.Content = d.Audit()
 	}
+	d.mu.Lock()
+	d.reads[name] = shared{at: at, content: pd.Content}
+	d.mu.Unlock()
 	return pd
+}
+
+// forget drops the shared reads, so the page after an action shows its
+// effect.
+func (d *Dashboard) forget() {
+	d.mu.Lock()
+	clear(d.reads)
+	d.mu.Unlock()
 }
 
 // base is the part of pageData every page shares.

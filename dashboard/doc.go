@@ -40,8 +40,9 @@
 //
 // An open roles page reads every role once per refresh (one Inspect round
 // trip each); an open jobs page reads every job twice (status and
-// history). Options.Refresh sets the pace (default 2s). Nothing is read
-// while no page is open.
+// history). Options.Refresh sets the pace (default 2s). Pages open at the
+// same time share one read per half refresh interval, so more operators
+// do not cost more; nothing is read while no page is open.
 //
 // # Mounting
 //
