@@ -252,6 +252,7 @@ func TestAlertRules_W4_NameOnlyExportedMetrics(t *testing.T) {
 				t.Errorf("%s: no severity label or no summary", r.Alert)
 			}
 			checkExpr(t, r.Alert, r.Expr, names)
+			checkLabels(t, r.Alert+" annotations", r.Annotations["summary"]+" "+r.Annotations["description"])
 		}
 	}
 	for _, want := range []string{"HostLoomRoleWithoutLeader", "HostLoomRoleWithTwoLeaders", "HostLoomLeadershipFlapping",
@@ -277,7 +278,8 @@ func TestGrafanaDashboard_W4_NamesOnlyExportedMetrics(t *testing.T) {
 			Title   string `json:"title"`
 			Type    string `json:"type"`
 			Targets []struct {
-				Expr string `json:"expr"`
+				Expr   string `json:"expr"`
+				Legend string `json:"legendFormat"`
 			} `json:"targets"`
 		} `json:"panels"`
 	}
@@ -292,6 +294,7 @@ func TestGrafanaDashboard_W4_NamesOnlyExportedMetrics(t *testing.T) {
 		for _, tg := range p.Targets {
 			queries++
 			checkExpr(t, "panel "+p.Title, tg.Expr, names)
+			checkLabels(t, "panel "+p.Title+" legend", tg.Legend)
 		}
 	}
 	if d.Title == "" || queries < 10 {
@@ -299,8 +302,59 @@ func TestGrafanaDashboard_W4_NamesOnlyExportedMetrics(t *testing.T) {
 	}
 }
 
+// labels are the label names the library's attributes become (dots to
+// underscores), plus those Prometheus adds itself (instance, job) and the
+// histogram bucket bound (le).
+func labels() map[string]bool {
+	out := map[string]bool{"instance": true, "job": true, "le": true}
+	for _, a := range []string{
+		leadership.AttrRole, leadership.AttrIdentity, leadership.AttrOutcome, leadership.AttrReason, leadership.AttrKind,
+		leadership.AttrChannel, leadership.AttrOp, scheduling.AttrJob, scheduling.AttrAction,
+	} {
+		out[strings.ReplaceAll(a, ".", "_")] = true
+	}
+	return out
+}
+
+var (
+	matcherLabel = regexp.MustCompile(`[{,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!=|!~|=)`)
+	groupLabels  = regexp.MustCompile(`\b(?:by|without|on|ignoring)\s*\(([^)]*)\)`)
+	templLabel   = regexp.MustCompile(`\$labels\.([A-Za-z_][A-Za-z0-9_]*)|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+)
+
+// labelNames returns the label names text uses: in matchers, grouping
+// clauses, alert templates ($labels.x) and legends ({{x}}).
+func labelNames(text string) []string {
+	var out []string
+	for _, m := range matcherLabel.FindAllStringSubmatch(strLit.ReplaceAllString(text, `""`), -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range groupLabels.FindAllStringSubmatch(text, -1) {
+		for l := range strings.SplitSeq(m[1], ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				out = append(out, l)
+			}
+		}
+	}
+	for _, m := range templLabel.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1]+m[2])
+	}
+	return out
+}
+
+func checkLabels(t *testing.T, where, text string) {
+	t.Helper()
+	known := labels()
+	for _, l := range labelNames(text) {
+		if !known[l] {
+			t.Errorf("%s: label %s is not one the library's metrics carry (known: %v)", where, l, slices.Sorted(mapsKeys(known)))
+		}
+	}
+}
+
 func checkExpr(t *testing.T, where, expr string, names map[string]bool) {
 	t.Helper()
+	checkLabels(t, where, expr)
 	used := metricNames(expr)
 	if len(used) == 0 {
 		t.Errorf("%s: expression names no metric: %s", where, expr)
@@ -327,5 +381,9 @@ func TestMetricNames_W4_Extraction(t *testing.T) {
 	got := metricNames(`sum by (role) (rate(hostloom_a_total{reason="x y", role=~"$role"}[5m])) > 0 unless on (role, job) hostloom_b offset 5m`)
 	if !slices.Equal(got, []string{"hostloom_a_total", "hostloom_b"}) {
 		t.Errorf("metricNames = %v", got)
+	}
+	labels := labelNames(`sum by (le, a) (x{b="1,c=2", d=~"$role"}) unless on (e) y {{ $labels.f }} {{g}}`)
+	if !slices.Equal(labels, []string{"b", "d", "le", "a", "e", "f", "g"}) {
+		t.Errorf("labelNames = %v", labels)
 	}
 }
