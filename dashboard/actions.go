@@ -78,7 +78,11 @@ func (d *Dashboard) action(a act) http.HandlerFunc {
 			}
 			e.Outcome, e.Detail = "refused", err.Error()
 			d.record(r, e)
-			d.answer(w, r, status, back, "Refused: "+err.Error()+" Nothing was changed.")
+			msg := err.Error()
+			if !strings.HasSuffix(msg, ".") {
+				msg += "."
+			}
+			d.answer(w, r, status, back, "Refused: "+msg+" Nothing was changed.")
 			return
 		}
 		e.Outcome, e.Detail = "done", msg
@@ -145,7 +149,7 @@ func (d *Dashboard) setPaused(ctx context.Context, role, job string, paused bool
 		err = scheduling.SetPaused(ctx, d.o.Lock, role, job, paused)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s job %q of role %q: %w.", map[bool]string{true: "pause", false: "resume"}[paused], job, role, err)
+		return "", fmt.Errorf("%s job %q of role %q: %w", map[bool]string{true: "pause", false: "resume"}[paused], job, role, err)
 	}
 	if paused {
 		return fmt.Sprintf("Paused job %s of role %s on every replica: its slots are skipped until it is resumed.", job, role), nil
@@ -179,14 +183,14 @@ func (d *Dashboard) resign(ctx context.Context, r *http.Request, role string) (s
 	switch {
 	case d.o.Lock.Capabilities().Resign:
 		if err := d.o.Lock.RequestResign(ctx, ref.Key, st.Holder.Owner); err != nil {
-			return "", fmt.Errorf("resign role %q: %w.", role, err)
+			return "", fmt.Errorf("resign role %q: %w", role, err)
 		}
 		return fmt.Sprintf("Asked %s to step down from role %s (fence %d). Another participant takes the role; the page shows who.", st.Holder.Owner, role, st.Fence), nil
 	}
 	for _, e := range local {
 		if e.Identity() == st.Holder.Owner {
 			if err := e.Resign(ctx); err != nil {
-				return "", fmt.Errorf("resign role %q: %w.", role, err)
+				return "", fmt.Errorf("resign role %q: %w", role, err)
 			}
 			return fmt.Sprintf("%s (this process) stepped down from role %s (fence %d).", st.Holder.Owner, role, st.Fence), nil
 		}
@@ -205,7 +209,7 @@ func (d *Dashboard) checkTerm(ctx context.Context, r *http.Request, ref RoleRef)
 	leader := r.PostFormValue("leader")
 	st, err := d.o.Lock.Inspect(ctx, ref.Key)
 	if err != nil && !errors.Is(err, locking.ErrBadRecord) {
-		return st, fmt.Errorf("read role %q: %w.", ref.Role, err)
+		return st, fmt.Errorf("read role %q: %w", ref.Role, err)
 	}
 	if !st.Held {
 		return st, refuse(http.StatusConflict, "the term you saw (fence %d) has ended and nobody leads role %q now.", fence, ref.Role)

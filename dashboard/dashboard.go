@@ -161,25 +161,25 @@ type shared struct {
 func New(o Options) (*Dashboard, error) {
 	var errs []error
 	if o.Lock == nil {
-		errs = append(errs, errors.New("Lock is nil"))
+		errs = append(errs, errors.New("the Lock is nil"))
 	}
 	if o.Refresh < 0 {
-		errs = append(errs, fmt.Errorf("Refresh %v must not be negative", o.Refresh))
+		errs = append(errs, fmt.Errorf("the Refresh %v must not be negative", o.Refresh))
 	}
 	if o.RequestTimeout < 0 {
-		errs = append(errs, fmt.Errorf("RequestTimeout %v must not be negative", o.RequestTimeout))
+		errs = append(errs, fmt.Errorf("the RequestTimeout %v must not be negative", o.RequestTimeout))
 	}
 	if o.History < 0 || o.History > 100 {
-		errs = append(errs, fmt.Errorf("History %d must be in 1..100 (0 means %d)", o.History, DefaultHistory))
+		errs = append(errs, fmt.Errorf("the History %d must be in 1..100 (0 means %d)", o.History, DefaultHistory))
 	}
 	for i, e := range o.Electors {
 		if e == nil {
-			errs = append(errs, fmt.Errorf("Electors[%d] is nil", i))
+			errs = append(errs, fmt.Errorf("the Electors[%d] is nil", i))
 		}
 	}
 	for role, s := range o.Schedulers {
 		if s == nil {
-			errs = append(errs, fmt.Errorf("Schedulers[%q] is nil", role))
+			errs = append(errs, fmt.Errorf("the Schedulers[%q] is nil", role))
 		}
 	}
 	if len(errs) > 0 {
