@@ -90,11 +90,8 @@ func newFixture(t *testing.T, credential string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/ops/", http.StripPrefix("/ops", f.dash))
-	f.srv = httptest.NewServer(mux)
+	f.serve()
 	t.Cleanup(func() {
-		f.srv.Close()
 		_ = f.dash.Close()
 		_ = f.sched.Stop(ctx)
 		_ = f.beta.Stop(ctx)
@@ -102,6 +99,14 @@ func newFixture(t *testing.T, credential string) *fixture {
 		_ = lock.Close()
 	})
 	return f
+}
+
+// serve mounts the dashboard at /ops/ on a test server.
+func (f *fixture) serve() {
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.StripPrefix("/ops", f.dash))
+	f.srv = httptest.NewServer(mux)
+	f.t.Cleanup(f.srv.Close)
 }
 
 // client returns a client with its own cookie jar that does not follow
