@@ -159,31 +159,31 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "roles")
 }
 
-// cookiePath is the directory the dashboard is mounted at, as the browser
-// sees it (the request path before StripPrefix), so the cookie is sent to
-// the dashboard only. It is called for pages at the top of the dashboard
-// (login, logout).
-func cookiePath(r *http.Request) string {
-	p := r.URL.Path
+// root is the path the dashboard is mounted at, as the browser sees it,
+// ending in a slash: the request's path before StripPrefix less the path
+// the dashboard was given. Pages set it as their base, so relative links
+// work from any page (action answers live one level down), and the
+// session cookie is sent to the dashboard only.
+func root(r *http.Request) string {
+	full := r.URL.Path
 	if r.RequestURI != "" {
 		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
-			p = u.Path
+			full = u.Path
 		}
 	}
-	if i := strings.LastIndex(p, "/"); i >= 0 {
-		p = p[:i+1]
+	prefix := strings.TrimSuffix(full, r.URL.Path)
+	if prefix == full && r.URL.Path != full {
+		prefix = "" // not a prefix: the handler was given another path
 	}
-	if p == "" {
-		return "/"
-	}
-	return p
+	return strings.TrimSuffix(prefix, "/") + "/"
 }
 
-// redirect sends the browser to page, a page at the top of the
-// dashboard, from a request at the top: the Location is the browser's
-// path (before StripPrefix) with its last element replaced.
+// cookiePath is where the session cookie is sent: the dashboard's root.
+func cookiePath(r *http.Request) string { return root(r) }
+
+// redirect sends the browser to page, relative to the dashboard's root.
 func redirect(w http.ResponseWriter, r *http.Request, page string) {
-	http.Redirect(w, r, cookiePath(r)+page, http.StatusSeeOther)
+	http.Redirect(w, r, root(r)+page, http.StatusSeeOther)
 }
 
 // tokenOK compares a form's token with the session's in constant time.

@@ -290,6 +290,7 @@ type pageData struct {
 	Operator   string // signed-in operator; "" when not signed in
 	CSRF       string
 	Now        time.Time
+	Base       string // the dashboard's root path, for <base href>
 	Content    any
 	Message    string
 	Error      bool
@@ -352,7 +353,7 @@ func (d *Dashboard) forget() {
 func (d *Dashboard) base(r *http.Request, name string) pageData {
 	pd := pageData{
 		Title: d.o.Title, Page: name, Nonce: randomHex(16), Refresh: d.o.Refresh.Milliseconds(),
-		Standalone: d.o.Standalone, ReadOnly: d.ReadOnly(), Now: d.now(),
+		Standalone: d.o.Standalone, ReadOnly: d.ReadOnly(), Now: d.now(), Base: root(r),
 	}
 	if s := d.session(r); s != nil {
 		pd.Operator, pd.CSRF = s.name, s.csrf
@@ -364,7 +365,7 @@ func (d *Dashboard) base(r *http.Request, name string) pageData {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, pd pageData) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; script-src 'nonce-"+pd.Nonce+"'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; script-src 'nonce-"+pd.Nonce+"'")
 	w.WriteHeader(status)
 	if err := d.pages.ExecuteTemplate(w, name, pd); err != nil && r.Context().Err() == nil {
 		d.log.Error("DashboardRenderFailed", zap.String("template", name), zap.Error(err))

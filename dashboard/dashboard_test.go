@@ -236,7 +236,8 @@ func TestDashboard_W2_PauseAndResumeWithNoteAreRecorded(t *testing.T) {
 	c := f.client()
 	csrf := f.signIn(c, "alice")
 	status, body := f.post(c, "action/pause", url.Values{"csrf": {csrf}, "role": {"billing"}, "job": {"invoices"}, "note": {"vendor outage"}}, nil)
-	if status != http.StatusOK || !strings.Contains(body, "Paused job invoices") {
+	// The answer lives one level down: its links resolve from the root.
+	if status != http.StatusOK || !strings.Contains(body, "Paused job invoices") || !strings.Contains(body, `<base href="/ops/">`) {
 		t.Fatalf("pause: status %d: %s", status, body)
 	}
 	if !f.paused() {
