@@ -370,8 +370,12 @@ func (d *Dashboard) readJobs(ctx context.Context) JobsView {
 			d.readJob(ctx, &v)
 		}
 		d.mu.Lock()
-		if e, ok := d.pauses[ref]; ok && v.Paused {
+		switch e, ok := d.pauses[ref]; {
+		case ok && v.Paused:
 			v.PausedBy = &e
+		case ok && v.Error == "":
+			// Resumed elsewhere: a later pause is someone else's story.
+			delete(d.pauses, ref)
 		}
 		d.mu.Unlock()
 		out.Jobs = append(out.Jobs, v)
