@@ -228,6 +228,11 @@ func TestBrowser_W3_DashboardOverRedis(t *testing.T) {
 	if !jobStatus().Paused {
 		t.Fatal("the job store does not show the job paused")
 	}
+	// The answer (one level down, at action/pause) is styled and links back.
+	if styled := eval("stylesheet", `String(document.styleSheets.length > 0 && document.styleSheets[0].cssRules.length > 0)`); styled != "true" {
+		t.Error("the answer page has no stylesheet")
+	}
+	do("back", chromedp.Click(chromedp.CSS(`#answer a`)), chromedp.WaitVisible(chromedp.CSS(`#job-billing-invoices`)))
 	eventually(t, 20*time.Second, "a slot passing while paused", func() error {
 		if st := jobStatus(); !time.UnixMilli(st.Slot).After(paused) {
 			return fmt.Errorf("latest slot %v", time.UnixMilli(st.Slot))
