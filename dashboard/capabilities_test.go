@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -93,5 +95,52 @@ func TestDashboard_W2_ActionTheLockCannotCarrySaysSo(t *testing.T) {
 	_, jobs := f.get(c, "jobs")
 	if !strings.Contains(jobs, "keeps no job records") {
 		t.Errorf("jobs page:\n%s", jobs)
+	}
+}
+
+// Pages open at the same time share one backend read per half refresh
+// interval; an action's effect shows at once.
+func TestDashboard_W1_OpenPagesShareReads(t *testing.T) {
+	lock, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	reads := 0
+	f := &fixture{t: t, lock: lock}
+	f.dash, err = dashboard.New(dashboard.Options{
+		Lock: lock, Credential: secret, Refresh: 2 * time.Second,
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		ListRoles: func(context.Context) ([]dashboard.RoleRef, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reads++
+			return []dashboard.RoleRef{{Role: "billing", Key: "leader:billing"}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.dash.Close()
+	f.serve()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	for range 3 { // three operators' pages
+		f.get(f.client(), "fragment/roles")
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("three pages within half a refresh read the backend %d times, want 1", n)
+	}
+	advance(time.Second)
+	f.get(f.client(), "fragment/roles")
+	if n := count(); n != 2 {
+		t.Fatalf("a page half a refresh later read %d times in all, want 2", n)
+	}
+	advance(999 * time.Millisecond)
+	f.get(f.client(), "fragment/roles")
+	if n := count(); n != 2 {
+		t.Fatalf("within half a refresh of the second read: %d reads, want 2", n)
 	}
 }
