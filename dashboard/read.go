@@ -116,6 +116,9 @@ func (t *tracker) observe(now time.Time, st locking.KeyState) {
 	}
 	switch {
 	case !t.seen:
+	case holder != "" && len(t.transitions) > 0 && strings.HasPrefix(t.transitions[len(t.transitions)-1].What, holder+" "):
+		// This process already said so (its own term, or the leader it
+		// learned of).
 	case holder != t.holder || st.Held && st.Fence != t.fence:
 		what := "nobody leads (observed)"
 		if holder != "" {
