@@ -122,7 +122,10 @@ func (d *Dashboard) do(r *http.Request, a act, s *session, e *AuditEntry) (strin
 	case actResign:
 		return d.resign(ctx, r, e.Role)
 	case actHandOver:
-		return "", refuse(http.StatusNotImplemented, "handing a role over to a named participant is not available in this version of HostLoom; resign lets any participant take it.")
+		if d.handOver == nil {
+			return "", refuse(http.StatusNotImplemented, "handing a role over to a named participant is not available over this lock (it carries no resign requests, or this HostLoom version has no hand-over); resign lets any participant take it.")
+		}
+		return d.handOverTo(ctx, r, e.Role, e.Target)
 	}
 	return "", refuse(http.StatusBadRequest, "unknown action.")
 }
@@ -218,4 +221,47 @@ func (d *Dashboard) checkTerm(ctx context.Context, r *http.Request, ref RoleRef)
 		return st, refuse(http.StatusConflict, "the term you saw (fence %d) has ended: %s leads role %q now, with fence %d. Reload and decide again.", fence, st.Holder.Owner, ref.Role, st.Fence)
 	}
 	return st, nil
+}
+
+// handOverTo asks the role's leader to hand the role to target, if the
+// term the page showed still runs and target is another participant.
+func (d *Dashboard) handOverTo(ctx context.Context, r *http.Request, role, target string) (string, error) {
+	ref, _, err := d.findRole(ctx, role)
+	if err != nil {
+		if errors.Is(err, errUnknownRole) {
+			return "", refuse(http.StatusNotFound, "%s (not among the roles this dashboard lists).", err)
+		}
+		return "", err
+	}
+	st, err := d.checkTerm(ctx, r, ref)
+	if err != nil {
+		return "", err
+	}
+	var others []string
+	found := false
+	for _, p := range st.Participants {
+		if p.Owner == st.Holder.Owner {
+			continue
+		}
+		others = append(others, p.Owner)
+		found = found || p.Owner == target
+	}
+	switch {
+	case target == st.Holder.Owner:
+		return "", refuse(http.StatusBadRequest, "%s already leads role %q; pick another participant (%s).", target, role, listOrNone(others))
+	case !found:
+		return "", refuse(http.StatusBadRequest, "%q is not a participant of role %q; its other participants: %s.", target, role, listOrNone(others))
+	}
+	if err := d.handOver(ctx, ref.Key, st.Holder.Owner, target); err != nil {
+		return "", fmt.Errorf("hand over role %q: %w", role, err)
+	}
+	return fmt.Sprintf("Asked %s to hand role %s over to %s (fence %d). The page shows when %s leads.", st.Holder.Owner, role, target, st.Fence, target), nil
+}
+
+// listOrNone joins names, or says there are none.
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

@@ -137,6 +137,11 @@ type Dashboard struct {
 	log      *zap.Logger
 	now      func() time.Time
 
+	// handOver asks a role's holder, through the lock, to hand the role
+	// to a named participant; nil when the lock cannot (found once, in
+	// New).
+	handOver func(ctx context.Context, key, owner, target string) error
+
 	readMu   sync.Mutex // serializes backend reads (see data)
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -213,11 +218,23 @@ func New(o Options) (*Dashboard, error) {
 	if o.Credential != "" {
 		d.credHash = sha256.Sum256([]byte(o.Credential))
 	}
+	// Handing over travels as a resign request naming the successor; a
+	// lock of a HostLoom version without RequestHandOver, or without
+	// resign requests, cannot carry it.
+	if h, ok := any(o.Lock).(handOverRequester); ok && o.Lock.Capabilities().Resign {
+		d.handOver = h.RequestHandOver
+	}
 	for _, e := range o.Electors {
 		d.watch(e)
 	}
 	d.routes()
 	return d, nil
+}
+
+// handOverRequester is the lock's request to hand a role over to a named
+// participant.
+type handOverRequester interface {
+	RequestHandOver(ctx context.Context, key, owner, target string) error
 }
 
 // Close unsubscribes from the electors' transitions. The handler keeps

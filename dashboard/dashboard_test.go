@@ -333,7 +333,6 @@ func TestDashboard_W2_BadInputChangesNothing(t *testing.T) {
 		{"stale fence", "action/resign", url.Values{"role": {"billing"}, "fence": {"999999"}, "leader": {"alpha"}}, http.StatusConflict, "has ended: alpha leads"},
 		{"stale leader", "action/resign", url.Values{"role": {"billing"}, "fence": {fence}, "leader": {"beta"}}, http.StatusConflict, "has ended"},
 		{"no fence", "action/resign", url.Values{"role": {"billing"}}, http.StatusBadRequest, "no valid fence"},
-		{"handover", "action/handover", url.Values{"role": {"billing"}, "fence": {fence}, "to": {"beta"}}, http.StatusNotImplemented, "not available"},
 	} {
 		tc.form.Set("csrf", csrf)
 		status, body := f.post(c, tc.path, tc.form, nil)
@@ -388,5 +387,70 @@ func TestNew_InvalidOptions(t *testing.T) {
 	defer lock.Close()
 	if _, err := dashboard.New(dashboard.Options{Lock: lock, History: 101}); err == nil || !strings.Contains(err.Error(), "History 101") {
 		t.Errorf("History 101: %v", err)
+	}
+}
+
+// Handing over: refused over a lock that cannot carry it; else the named
+// participant must be another participant of the role and the term the
+// page showed must still run; then the request names holder and
+// successor.
+func TestDashboard_W2_H4_HandOverToANamedParticipant(t *testing.T) {
+	f := newFixture(t, secret)
+	c := f.client()
+	csrf := f.signIn(c, "alice")
+	fence := strconv.FormatUint(f.alpha.Fence(), 10)
+	form := func(to string) url.Values {
+		return url.Values{"csrf": {csrf}, "role": {"billing"}, "fence": {fence}, "leader": {"alpha"}, "to": {to}, "note": {"drain alpha"}}
+	}
+
+	dashboard.SetHandOver(f.dash, nil)
+	if status, body := f.post(c, "action/handover", form("beta"), nil); status != http.StatusNotImplemented || !strings.Contains(body, "not available") {
+		t.Errorf("without hand-over: status %d:\n%s", status, body)
+	}
+	if _, page := f.get(c, "roles"); strings.Contains(page, "action/handover") || !strings.Contains(page, "not available over this lock") {
+		t.Errorf("roles page offers hand-over the lock cannot carry:\n%s", page)
+	}
+
+	type call struct{ key, owner, target string }
+	calls := make(chan call, 4)
+	dashboard.SetHandOver(f.dash, func(_ context.Context, key, owner, target string) error {
+		calls <- call{key, owner, target}
+		return nil
+	})
+	_, page := f.get(c, "fragment/roles")
+	if !strings.Contains(page, "action/handover") || !strings.Contains(page, "<option>beta</option>") || strings.Contains(page, "<option>alpha</option>") {
+		t.Errorf("roles page does not offer hand-over to the other participant:\n%s", page)
+	}
+	for _, tc := range []struct {
+		name, to string
+		form     url.Values
+		status   int
+		says     string
+	}{
+		{"not a participant", "gamma", nil, http.StatusBadRequest, `&#34;gamma&#34; is not a participant of role &#34;billing&#34;; its other participants: beta`},
+		{"the leader itself", "alpha", nil, http.StatusBadRequest, "alpha already leads"},
+		{"stale term", "beta", url.Values{"csrf": {csrf}, "role": {"billing"}, "fence": {"1"}, "leader": {"alpha"}, "to": {"beta"}}, http.StatusConflict, "has ended"},
+		{"unknown role", "beta", url.Values{"csrf": {csrf}, "role": {"nope"}, "fence": {fence}, "to": {"beta"}}, http.StatusNotFound, "unknown role"},
+	} {
+		fm := tc.form
+		if fm == nil {
+			fm = form(tc.to)
+		}
+		if status, body := f.post(c, "action/handover", fm, nil); status != tc.status || !strings.Contains(body, tc.says) || !strings.Contains(body, "Nothing was changed") {
+			t.Errorf("%s: status %d, want %d saying %q:\n%s", tc.name, status, tc.status, tc.says, body)
+		}
+	}
+	if len(calls) != 0 {
+		t.Fatalf("a refused hand-over was sent: %+v", <-calls)
+	}
+	status, body := f.post(c, "action/handover", form("beta"), nil)
+	if status != http.StatusOK || !strings.Contains(body, "Asked alpha to hand role billing over to beta") {
+		t.Fatalf("hand-over: status %d:\n%s", status, body)
+	}
+	if got := <-calls; got != (call{"leader:billing", "alpha", "beta"}) {
+		t.Errorf("request %+v", got)
+	}
+	if _, audit := f.get(c, "audit"); !strings.Contains(audit, "handover to beta") || !strings.Contains(audit, "drain alpha") {
+		t.Errorf("audit page:\n%s", audit)
 	}
 }

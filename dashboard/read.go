@@ -233,7 +233,7 @@ var (
 // readRoles reads every role's state: one Inspect round trip per role.
 func (d *Dashboard) readRoles(ctx context.Context) RolesView {
 	refs, local, err := d.roleRefs(ctx)
-	out := RolesView{HandOver: false}
+	out := RolesView{HandOver: d.handOver != nil}
 	if err != nil {
 		out.Error = err.Error()
 	}
