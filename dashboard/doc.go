@@ -22,19 +22,22 @@
 //
 // # Actions
 //
-// Pause and resume a job with a note, and ask a role's leader to resign.
+// Pause and resume a job with a note, ask a role's leader to resign, and
+// have it hand the role over to a participant the operator names.
 // The dashboard is read-only unless Options.Credential is set; an
 // operator signs in with their name and the credential (compared in
 // constant time, never shown or logged) and gets a session cookie
 // (HttpOnly, SameSite=Strict). Every action's form carries the session's
 // token and the post must not come from another site (Sec-Fetch-Site and
-// Origin are checked first). A resign form names the term it was made for
-// (fence and leader): a page that shows an ended term acts on nothing.
+// Origin are checked first). A resign or hand-over form names the term it
+// was made for (fence and leader): a page that shows an ended term acts on
+// nothing. A hand-over must name another participant of the role.
 // Every action, done or refused, is recorded with who, what and when, in
 // memory (the audit page) and in the log as DashboardAction.
 //
-// Handing a role over to a named participant is shown as not available
-// until the elector offers it.
+// Handing over travels through the lock as a resign request naming the
+// successor (locking.DistributedLock.RequestHandOver): over a lock without
+// it, or without resign requests, the page says it is not available.
 //
 // # Cost
 //
