@@ -129,6 +129,7 @@ role, ...), 2 the command line is wrong (unknown verb or flag).`,
 		newHistory(g, sio),
 		newPause(g, sio, true),
 		newPause(g, sio, false),
+		newDashboard(g, sio),
 	)
 	return root
 }

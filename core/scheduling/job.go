@@ -114,7 +114,21 @@ type JobInfo struct {
 	// by Pause and Resume here and by every claim of the slot store (so a
 	// follower may report a stale value).
 	Paused bool
+	// Upcoming are the next slots from Next on, at most UpcomingSlots of
+	// them (fewer when the schedule ends); empty when Next is zero. For
+	// operators' views: computed from the schedule, not stored.
+	Upcoming []time.Time
+	// Timeout, Jitter, Overlap, CatchUp and Recover are the job's options
+	// with their defaults applied.
+	Timeout time.Duration
+	Jitter  time.Duration
+	Overlap OverlapPolicy
+	CatchUp CatchUpPolicy
+	Recover bool
 }
+
+// UpcomingSlots is how many slots JobInfo.Upcoming lists.
+const UpcomingSlots = 5
 
 // RunRecord is one run in a job's history (S11).
 type RunRecord struct {

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -431,10 +432,25 @@ func (s *Scheduler) Jobs() []JobInfo {
 				LastError:   j.lastErr,
 				LastSuccess: j.lastSuccess,
 				Paused:      j.paused,
+				Upcoming:    upcoming(j.sched, j.next),
+				Timeout:     j.Timeout,
+				Jitter:      j.Jitter,
+				Overlap:     cmp.Or(j.Overlap, OverlapSkip),
+				CatchUp:     cmp.Or(j.CatchUp, CatchUpLatest),
+				Recover:     j.Recover,
 			})
 		}
 	})
 	slices.SortFunc(out, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// upcoming returns next and the slots after it, UpcomingSlots at most.
+func upcoming(sched Schedule, next time.Time) []time.Time {
+	var out []time.Time
+	for t := next; !t.IsZero() && len(out) < UpcomingSlots; t = sched.Next(t) {
+		out = append(out, t)
+	}
 	return out
 }
 

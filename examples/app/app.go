@@ -1,12 +1,16 @@
 package main
 
 import (
+	"os"
+	"strings"
+
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
+	"github.com/hostloom/hostloom/dashboardfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -44,6 +48,10 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		schedulingfx.Module,
 		schedulingfx.JobFunc(roleBilling, newInvoicesJob),
 		fx.Provide(newInventory),
+		// The operators' view, mounted by the HTTP server at /dashboard/;
+		// read-only unless HOSTLOOM_DASHBOARD_CREDENTIAL is set.
+		dashboardfx.Module,
+		fx.Supply(dashboardfx.Settings{Title: "HostLoom example", Credential: s.getenv(dashboardCredentialEnv)}),
 		fx.Provide(newHTTPServer),
 		fx.Invoke(logStartup, func(*inventory, *httpServer) {}),
 		// Last: the roles start contending after every OnStart hook above
@@ -51,6 +59,24 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		// and stop first, in parallel, at shutdown.
 		leadershipfx.Module,
 	)
+}
+
+// dashboardCredentialEnv names the variable holding the operators'
+// credential of the dashboard (never a flag: command lines are visible to
+// every user of the machine).
+const dashboardCredentialEnv = "HOSTLOOM_DASHBOARD_CREDENTIAL"
+
+// getenv reads name from the settings' environment, or the process's.
+func (s settings) getenv(name string) string {
+	if s.environ == nil {
+		return os.Getenv(name)
+	}
+	for _, kv := range s.environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 type startupParams struct {

@@ -62,6 +62,10 @@
 //     scheduler has no store that keeps job records, or history_error.
 //   - /metrics: Prometheus text, from OpenTelemetry through the
 //     OpenTelemetry Prometheus exporter.
+//   - /dashboard/: the operators' web dashboard (package dashboard):
+//     roles, jobs and an audit log, live; read-only unless
+//     HOSTLOOM_DASHBOARD_CREDENTIAL holds the operators' credential, when
+//     operators sign in to pause, resume and resign.
 //
 // # What runs
 //

@@ -3,6 +3,7 @@ module github.com/hostloom/hostloom/examples/app
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.1
 	github.com/hostloom/hostloom v0.3.0
 	github.com/hostloom/hostloom/core/locking/pglock v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -15,6 +16,11 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.5
+)
+
+require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 )
 
 require (

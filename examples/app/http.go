@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/scheduling"
+	"github.com/hostloom/hostloom/dashboard"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/schedulingfx"
 )
@@ -29,10 +30,13 @@ type httpParams struct {
 	// Schedulers are schedulingfx.Module's: one per role with jobs.
 	Schedulers *schedulingfx.Schedulers
 	Metrics    http.Handler `name:"metrics"`
-	Log        *zap.Logger
+	// Dashboard is dashboardfx.Module's operators' view, at /dashboard/.
+	Dashboard *dashboard.Dashboard
+	Log       *zap.Logger
 }
 
-// httpServer serves /healthz, /readyz, /leadership, /jobs and /metrics.
+// httpServer serves /healthz, /readyz, /leadership, /jobs, /metrics and
+// the dashboard at /dashboard/.
 type httpServer struct {
 	srv        *http.Server
 	health     *leadershipfx.Health
@@ -55,6 +59,7 @@ func newHTTPServer(p httpParams) *httpServer {
 	mux.HandleFunc("GET /leadership", h.leadership)
 	mux.HandleFunc("GET /jobs", h.jobs)
 	mux.Handle("GET /metrics", p.Metrics)
+	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", p.Dashboard))
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	p.Lifecycle.Append(fx.Hook{
 		// Listening in OnStart makes a busy port fail the start.

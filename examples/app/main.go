@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.configPath, "config", os.Getenv("HOSTLOOM_CONFIG"),
 		"YAML file read over the embedded config.yaml (env HOSTLOOM_CONFIG); must exist when given")
 	fs.StringVar(&s.httpAddr, "http", envOr("HOSTLOOM_HTTP_ADDR", "127.0.0.1:8080"),
-		"HTTP listen address for /healthz, /readyz, /leadership, /jobs and /metrics (env HOSTLOOM_HTTP_ADDR); :0 picks a free port")
+		"HTTP listen address for /healthz, /readyz, /leadership, /jobs, /metrics and /dashboard/ (env HOSTLOOM_HTTP_ADDR); :0 picks a free port")
 	fs.StringVar(&s.logFormat, "log-format", "console", "console or json")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
