@@ -158,7 +158,9 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	p, err := pglock.New(pool, pglockbuild.Options(lc.Postgres))
+	po := pglockbuild.Options(lc.Postgres)
+	po.AuthAdvice = pglockbuild.DSNAdvice(lc)
+	p, err := pglock.New(pool, po)
 	if err != nil {
 		pool.Close()
 		return nil, err
