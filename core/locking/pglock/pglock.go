@@ -166,6 +166,13 @@ func ProviderOf(l *locking.DistributedLock) (p *Provider, ok bool) {
 // Options.Schema is set), for CheckTerm and operators' queries.
 func (p *Provider) Table() string { return p.t.qualified }
 
+// Pool returns the pool the provider runs its statements on: the app's
+// own, or the one built from locking.postgres.dsn. An app writes through
+// it in a transaction that checks the term first (CheckLeader), so its
+// rows commit only while this replica leads. The provider does not own
+// the pool: whoever built it closes it.
+func (p *Provider) Pool() *pgxpool.Pool { return p.pool }
+
 // Close stops the LISTEN connection's goroutine and waits for it;
 // subscribers whose subscription was live receive EventUnsubscribed, and
 // later Subscribe calls fail with ErrClosed; lock operations keep working. Close does not
