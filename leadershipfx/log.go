@@ -1,9 +1,6 @@
 package leadershipfx
 
 import (
-	"errors"
-	"sync"
-
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"go.uber.org/zap"
@@ -14,26 +11,30 @@ import (
 // (which the app provides), named "fx": the routine events (provide,
 // invoke, hooks run) at Debug, failures at Error.
 //
-// An error that fails fx.New is logged once, where it happened (a failed
-// invoke, such as configfx.Module's configuration error): fx reports it
-// again when Start (or Run) returns it, and that second report is left
-// out, so the first error line an app prints is the one to fix, and the
-// only one.
+// An error that fails the start is logged once, at Error, when Start (or
+// Run) returns it ("start failed"), without a stack trace: neither fx's
+// (the stack of the invoke that failed, fx's machinery rather than the
+// app's) nor zap's (a logger built with zap.NewProduction adds one to
+// every Error entry; this logger adds none). fx's earlier reports of the
+// same error, as a failed invoke (such as configfx.Module's configuration
+// error), a failed OnStart hook or the rollback that follows it, are left
+// out, so the error line an app prints is the one to fix, and the only
+// one. An app that calls Start itself should therefore not log Start's
+// error again; one that builds fx.New without starting it reads the error
+// from App.Err.
 func ZapEventLogger() fx.Option {
 	return fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
-		zl := &fxevent.ZapLogger{Logger: l.Named("fx")}
+		l = l.Named("fx").WithOptions(zap.AddStacktrace(zap.LevelEnablerFunc(func(zapcore.Level) bool { return false })))
+		zl := &fxevent.ZapLogger{Logger: l}
 		zl.UseLogLevel(zapcore.DebugLevel)
 		return &eventLogger{Logger: zl}
 	})
 }
 
-// eventLogger drops fx's Started event that repeats the error of a failed
-// invoke already logged.
+// eventLogger drops fx's reports of a start error that the Started event
+// reports again.
 type eventLogger struct {
 	fxevent.Logger
-
-	mu     sync.Mutex
-	failed error // the first failed invoke's error: it fails fx.New
 }
 
 // LogEvent implements fxevent.Logger.
@@ -41,19 +42,14 @@ func (l *eventLogger) LogEvent(e fxevent.Event) {
 	switch e := e.(type) {
 	case *fxevent.Invoked:
 		if e.Err != nil {
-			l.mu.Lock()
-			if l.failed == nil {
-				l.failed = e.Err
-			}
-			l.mu.Unlock()
+			return // fails fx.New: Start returns it, Started reports it
 		}
-	case *fxevent.Started:
-		l.mu.Lock()
-		failed := l.failed
-		l.mu.Unlock()
-		if e.Err != nil && failed != nil && (errors.Is(e.Err, failed) || e.Err.Error() == failed.Error()) {
-			return
+	case *fxevent.OnStartExecuted:
+		if e.Err != nil {
+			return // Start returns it after the rollback, Started reports it
 		}
+	case *fxevent.RollingBack:
+		return // the start error again; Started reports it, RolledBack a failed rollback
 	}
 	l.Logger.LogEvent(e)
 }

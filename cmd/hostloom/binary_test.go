@@ -65,6 +65,11 @@ func TestCLI_O1_Binary(t *testing.T) {
 	if r := exe("--help"); r.code != exitOK || !strings.Contains(r.out, "resign") {
 		t.Errorf("--help: exit %d", r.code)
 	}
+	// A built binary knows its module version (a pseudo-version from the
+	// checkout, or "(devel)") and the Go that built it.
+	if r := exe("version", "-o", "json"); r.code != exitOK || decode[versionJSON](t, r.out).Version == "(unknown)" || !strings.HasPrefix(decode[versionJSON](t, r.out).Go, "go1.") {
+		t.Errorf("version: exit %d", r.code)
+	}
 	start := time.Now()
 	r := exe("status", "--config", refused)
 	lines := strings.Split(strings.TrimSuffix(r.errOut, "\n"), "\n")

@@ -10,15 +10,19 @@
 //	watch [ROLE...]           handovers as they happen (notifications, with polling)
 //	resign ROLE               ask the leader to step down cooperatively
 //	release --force ROLE      delete the lease (after a warning; --yes without a terminal)
-//	jobs [ROLE]               the scheduler's jobs: paused, running, last slot and run
+//	jobs [ROLE]               the scheduler's jobs: schedule, next run, paused, running, last slot and run
 //	history ROLE JOB          a job's latest runs, newest first
 //	pause ROLE JOB            pause a job on every replica
 //	resume ROLE JOB           resume it
+//	version                   the module version of the build and the Go version
+//	completion SHELL          the completion script of bash, zsh, fish or powershell
 //
-// Every verb takes --json (JSON for scripts instead of tables), --config
-// (or -config, -c: the service's YAML file) and --timeout (bound on
-// connecting and on each request; default locking.redis.dial_timeout, or
-// over PostgreSQL the DSN's connect_timeout, else 5s).
+// Every verb takes -o/--output (json or yaml for scripts, wide for tables
+// with more columns; --json is -o json), --namespace (instead of the
+// configuration's locking.namespace), --config (or -config, -c: the
+// service's YAML file) and --timeout (bound on connecting and on each
+// request; default locking.redis.dial_timeout, or over PostgreSQL the
+// DSN's connect_timeout, else 5s).
 // "hostloom <verb> --help" documents each verb and its flags.
 //
 // # Configuration
@@ -38,7 +42,9 @@
 // or refusing the credentials, a configuration error, no such role in the
 // namespace, release refused without confirmation); 2 when the command line
 // is wrong (unknown verb or flag, missing argument), with the usage on
-// stderr.
+// stderr. A listing that finds nothing (status or jobs over an empty
+// namespace) succeeds: it says which namespace it read and where that
+// came from.
 //
 // docs/operations.md shows a session.
 package main

@@ -34,11 +34,23 @@ type env struct {
 	lock     *locking.DistributedLock
 	roles    *roleKeys
 	timeout  time.Duration // bound on each request
+	nsFlag   bool          // the namespace came from --namespace
 	stderr   io.Writer     // warnings
 }
 
 // namespace is the lock namespace, as messages show it.
 func (e *env) namespace() string { return e.cfg.Locking.Namespace }
+
+// namespaceRead names the namespace a command read and where that came
+// from, for the line a listing that found nothing prints: an empty answer
+// over the wrong namespace should say so.
+func (e *env) namespaceRead() string {
+	src := "--namespace"
+	if !e.nsFlag {
+		src = "locking.namespace, " + e.cfg.Source("locking.namespace")
+	}
+	return fmt.Sprintf("namespace %q (%s)", e.namespace(), src)
+}
 
 // request returns a context bounded by the request timeout.
 func (e *env) request(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -70,8 +82,13 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	if err != nil {
 		return nil, fileCause(err)
 	}
+	if g.namespace != "" {
+		// --namespace overrides the configuration's, as kubectl's does the
+		// context's: every key the CLI builds is under it.
+		cfg.Locking.Namespace = g.namespace
+	}
 	lc := cfg.Locking
-	if path == "" {
+	if path == "" && g.namespace == "" {
 		// No file: say what was read, so a namespace with no roles (or the
 		// default one, where the service sets another) is not a silent
 		// empty answer.
@@ -116,7 +133,7 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 		_ = client.Close()
 		return nil, err
 	}
-	return &env{cfg: cfg, client: client, provider: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}, nil
+	return &env{cfg: cfg, client: client, provider: p, lock: lock, roles: roles, timeout: timeout, nsFlag: g.namespace != "", stderr: sio.err}, nil
 }
 
 // openPostgres is open over provider postgres: a pool from
@@ -141,7 +158,9 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	p, err := pglock.New(pool, pglockbuild.Options(lc.Postgres))
+	po := pglockbuild.Options(lc.Postgres)
+	po.AuthAdvice = pglockbuild.DSNAdvice(lc)
+	p, err := pglock.New(pool, po)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -152,7 +171,7 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 		pool.Close()
 		return nil, err
 	}
-	e := &env{cfg: cfg, pool: pool, pg: p, lock: lock, roles: roles, timeout: timeout, stderr: sio.err}
+	e := &env{cfg: cfg, pool: pool, pg: p, lock: lock, roles: roles, timeout: timeout, nsFlag: g.namespace != "", stderr: sio.err}
 	if err := pglockbuild.Check(ctx, pool, p, lc); err != nil {
 		e.close()
 		var fe *config.FieldError

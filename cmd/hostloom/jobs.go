@@ -55,6 +55,13 @@ type jobJSON struct {
 	// Runs is how many runs were ever recorded.
 	Runs    int64    `json:"runs"`
 	LastRun *runJSON `json:"last_run,omitempty"`
+	// Schedule is the job's schedule as its newest run record keeps it
+	// (scheduling.ScheduleSpec); absent when no run recorded one.
+	Schedule string `json:"schedule,omitempty"`
+	// NextRun is the schedule's next slot after now, when the schedule is
+	// one the CLI can compute (Every or Cron). A paused job's next slot
+	// is shown too; it will not run unless the job is resumed before.
+	NextRun *time.Time `json:"next_run,omitempty"`
 }
 
 type jobRef struct{ role, job string }
@@ -62,19 +69,28 @@ type jobRef struct{ role, job string }
 func newJobs(g *globals, sio stdio) *cobra.Command {
 	return &cobra.Command{
 		Use:   "jobs [ROLE]",
-		Short: "List the scheduler's jobs: paused, running, last slot and run",
+		Short: "List the scheduler's jobs: schedule, next run, state, last slot and run",
 		Long: `jobs lists the exclusive scheduler's jobs of every role (or of ROLE) that
-the job store (the slot store, in Redis or PostgreSQL) keeps records for: whether the job
+the job store (the slot store, in Redis or PostgreSQL) keeps records for: its schedule
+and next run, whether the job
 is paused (on every replica), whether a run is going, the latest slot that
 ran, the number of runs and the newest run's outcome. A slot that fell due
 while the job was paused is not run: it shows in STATE ("paused, skipped
 SLOT"; paused_slot in JSON), not as the last slot.
 
+SCHEDULE is the one the newest run record keeps (with the zone a cron
+expression is read in: "CRON_TZ=UTC */5 * * * *"); NEXT RUN is its next
+slot after now, shown for a paused job too (it will not run unless the job
+is resumed first). A job that has not run since its scheduler started
+keeping schedules shows "-" for both. -o wide adds the newest run's
+duration, fence and attempt.
+
 A job appears once its scheduler recorded something: a run, or a pause. Its
 records expire when nobody runs or touches it for a week
 (scheduling.SlotStateTTL) or three of its intervals, whichever is longer.`,
 		Example: `  hostloom jobs -config app.yaml
-  hostloom jobs billing --json`,
+  hostloom jobs billing -o json
+  hostloom jobs -o wide`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			role := ""
@@ -105,18 +121,22 @@ func jobs(ctx context.Context, g *globals, sio stdio, role string) error {
 			}
 			out = append(out, j)
 		}
-		if g.json {
-			return writeJSON(sio.out, struct {
+		if g.structured() {
+			return g.write(sio.out, struct {
 				Namespace string    `json:"namespace"`
 				Jobs      []jobJSON `json:"jobs"`
 			}{e.namespace(), out})
 		}
 		if len(out) == 0 {
-			fmt.Fprintf(sio.out, "No jobs recorded in namespace %q.\n", e.namespace())
+			fmt.Fprintf(sio.out, "No jobs recorded in %s.\n", e.namespaceRead())
 			return nil
 		}
 		tw := newTable(sio.out)
-		fmt.Fprintln(tw, "ROLE\tJOB\tSTATE\tLAST SLOT\tRUNS\tLAST RUN\tOUTCOME\tBY")
+		head := "ROLE\tJOB\tSCHEDULE\tNEXT RUN\tSTATE\tLAST SLOT\tRUNS\tLAST RUN\tOUTCOME\tBY"
+		if g.wide() {
+			head += "\tDURATION\tFENCE\tATTEMPT"
+		}
+		fmt.Fprintln(tw, head)
 		// LAST SLOT is the latest slot that ran; one that passed while the
 		// job was paused shows in STATE ("paused, skipped <slot>").
 		for _, j := range out {
@@ -129,14 +149,28 @@ func jobs(ctx context.Context, g *globals, sio stdio, role string) error {
 			case j.Running:
 				state = "running"
 			}
-			slot, started, outcome, by := dash, dash, dash, dash
+			slot, started, outcome, by, next := dash, dash, dash, dash, dash
 			if j.LastSlot != nil {
 				slot = showTime(*j.LastSlot)
+			}
+			if j.NextRun != nil {
+				next = showTime(*j.NextRun)
 			}
 			if j.LastRun != nil {
 				started, outcome, by = showTime(j.LastRun.Started), j.LastRun.Outcome, j.LastRun.Identity
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.Role, j.Job, state, slot, j.Runs, started, outcome, by)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", j.Role, j.Job, showString(j.Schedule), next, state, slot, j.Runs, started, outcome, by)
+			if g.wide() {
+				d, fence, attempt := dash, dash, dash
+				if r := j.LastRun; r != nil {
+					if r.Ended != nil {
+						d = showDuration(r.Ended.Sub(r.Started))
+					}
+					fence, attempt = showUint(r.Fence), fmt.Sprint(r.Attempt)
+				}
+				fmt.Fprintf(tw, "\t%s\t%s\t%s", d, fence, attempt)
+			}
+			fmt.Fprintln(tw)
 		}
 		return tw.Flush()
 	})
@@ -161,6 +195,13 @@ func (e *env) job(ctx context.Context, ref jobRef) (jobJSON, error) {
 			r := runOf(runs[0])
 			j.LastRun = &r
 			j.LastSlot = &r.Slot
+			j.Schedule = runs[0].Schedule
+			if sched, err := scheduling.Cron(j.Schedule); err == nil && j.Schedule != "" {
+				if next := sched.Next(time.Now()); !next.IsZero() {
+					next = next.UTC()
+					j.NextRun = &next
+				}
+			}
 		}
 	}
 	// The store's slot is the latest recorded: claimed (a run record was
@@ -353,8 +394,8 @@ func history(ctx context.Context, g *globals, sio stdio, role, job string, limit
 		for i, r := range runs {
 			out[i] = runOf(r)
 		}
-		if g.json {
-			return writeJSON(sio.out, struct {
+		if g.structured() {
+			return g.write(sio.out, struct {
 				Role string    `json:"role"`
 				Job  string    `json:"job"`
 				Runs []runJSON `json:"runs"`
@@ -417,8 +458,8 @@ func setPaused(ctx context.Context, g *globals, sio stdio, role, job string, pau
 		if paused {
 			word = "Paused"
 		}
-		if g.json {
-			return writeJSON(sio.out, struct {
+		if g.structured() {
+			return g.write(sio.out, struct {
 				Role      string `json:"role"`
 				Job       string `json:"job"`
 				Paused    bool   `json:"paused"`

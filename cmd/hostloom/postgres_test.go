@@ -404,3 +404,22 @@ func TestCLI_D4_PostgresBadInput(t *testing.T) {
 		t.Errorf("no DSN: exit %d, %q", r.code, r.errOut)
 	}
 }
+
+// TestCLI_S11_JobsScheduleOverPostgres: jobs shows the schedule and the
+// next run over PostgreSQL too.
+func TestCLI_S11_JobsScheduleOverPostgres(t *testing.T) {
+	dsn := newPostgres(t)
+	cfg := writePgConfig(t, "shop", dsn)
+	r := startPgReplica(t, dsn, "shop", "billing", "replica-a")
+	leaderOf(t, r)
+	startScheduler(t, r)
+	waitFor(t, "a run recorded", func() bool {
+		st, err := r.lock.JobStatus(t.Context(), scheduling.JobKey("billing", "invoices"))
+		return err == nil && st.Runs >= 1
+	})
+	checkScheduleShown(t, cfg, "@every 50ms")
+	res := cli(t, "status", "--config", cfg, "--namespace", "staging")
+	if want := `No roles in namespace "staging" (--namespace)`; res.code != exitOK || !strings.Contains(res.out, want) {
+		t.Errorf("status --namespace staging over PostgreSQL: exit %d, %q; want %q", res.code, res.out, want)
+	}
+}

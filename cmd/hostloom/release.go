@@ -116,8 +116,8 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 				out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
 			}
 		}
-		if g.json {
-			return writeJSON(sio.out, out)
+		if g.structured() {
+			return g.write(sio.out, out)
 		}
 		fmt.Fprintf(sio.out, "Deleted the lease of role %s (held by %s, fence %s).\n", role, out.Previous, showUint(out.PreviousFence))
 		switch {

@@ -92,8 +92,8 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 			out.Leader, out.Fence = next.Holder.Owner, next.Fence
 			out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
 		}
-		if g.json {
-			return writeJSON(sio.out, out)
+		if g.structured() {
+			return g.write(sio.out, out)
 		}
 		if wait == 0 {
 			fmt.Fprintf(sio.out, "Asked %s to step down from role %s.\n", out.Previous, role)

@@ -32,7 +32,9 @@ type stdio struct {
 // globals are the flags every verb takes.
 type globals struct {
 	configPath string
-	json       bool
+	json       bool   // --json, the same as -o json
+	output     string // -o: outTable, outWide, outJSON or outYAML
+	namespace  string // --namespace; "" keeps the configuration's
 	timeout    time.Duration
 }
 
@@ -102,12 +104,18 @@ service (the YAML file given with --config or HOSTLOOM_CONFIG, then
 HOSTLOOM_* environment variables) and talks to the same Redis or Valkey,
 or PostgreSQL (locking.provider: postgres).
 
+--namespace reads another namespace than the configuration's
+(locking.namespace). -o json or -o yaml writes one document for scripts
+(--json is -o json), -o wide adds columns to the tables.
+
 Exit codes: 0 success, 1 the command failed (server unreachable, no such
-role, ...), 2 the command line is wrong (unknown verb or flag).`,
+role, ...), 2 the command line is wrong (unknown verb or flag). A listing
+that finds nothing (status, jobs over an empty namespace) is a success:
+it says which namespace it read, and its JSON lists nothing.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		CompletionOptions: cobra.CompletionOptions{
-			DisableDefaultCmd: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.resolveOutput()
 		},
 	}
 	root.SetIn(sio.in)
@@ -117,7 +125,10 @@ role, ...), 2 the command line is wrong (unknown verb or flag).`,
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.configPath, "config", "c", "", "YAML configuration file, the one the service reads (default $HOSTLOOM_CONFIG; none: HOSTLOOM_* environment only)")
-	pf.BoolVar(&g.json, "json", false, "write JSON for scripts instead of tables")
+	pf.BoolVar(&g.json, "json", false, "write JSON for scripts instead of tables (the same as -o json)")
+	pf.StringVarP(&g.output, "output", "o", "", "output format: json or yaml for scripts, wide for tables with more columns (default a table)")
+	pf.StringVar(&g.namespace, "namespace", "", "lock namespace to read, instead of the configuration's locking.namespace")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
 	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request (default locking.redis.dial_timeout, or the PostgreSQL DSN's connect_timeout)")
 
 	root.AddCommand(
@@ -130,6 +141,7 @@ role, ...), 2 the command line is wrong (unknown verb or flag).`,
 		newPause(g, sio, true),
 		newPause(g, sio, false),
 		newDashboard(g, sio),
+		newVersion(g, sio),
 	)
 	return root
 }

@@ -108,9 +108,12 @@ the role's live participants (the running electors, leader or not).
 
 A role nobody leads shows "-" as leader; its last fence stays in the JSON
 as last_fence. A role given by name that the store knows nothing about is an
-error (exit 1).`,
+error (exit 1); a namespace with no roles at all is not: status says which
+namespace it read (and where that came from) and exits 0. -o wide adds the
+last fence of a role nobody leads and the role's lock key.`,
 		Example: `  hostloom status -config app.yaml
-  hostloom status billing --json`,
+  hostloom status billing -o json
+  hostloom status --namespace shop -o wide`,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			return status(cmd.Context(), g, sio, args)
 		}),
@@ -131,23 +134,31 @@ func status(ctx context.Context, g *globals, sio stdio, names []string) error {
 			}
 			out.Roles = append(out.Roles, describe(rk, st))
 		}
-		if g.json {
-			return writeJSON(sio.out, out)
+		if g.structured() {
+			return g.write(sio.out, out)
 		}
 		if len(out.Roles) == 0 {
-			fmt.Fprintf(sio.out, "No roles in namespace %q.\n", e.namespace())
+			fmt.Fprintf(sio.out, "No roles in %s.\n", e.namespaceRead())
 			return nil
 		}
 		tw := newTable(sio.out)
-		fmt.Fprintln(tw, "ROLE\tLEADER\tTTL\tFENCE\tPARTICIPANTS")
+		head := "ROLE\tLEADER\tTTL\tFENCE\tPARTICIPANTS"
+		if g.wide() {
+			head += "\tLAST FENCE\tKEY"
+		}
+		fmt.Fprintln(tw, head)
 		for _, r := range out.Roles {
 			ids := make([]string, len(r.Participants))
 			for i, p := range r.Participants {
 				ids[i] = p.Identity
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Role, showString(r.Leader),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", r.Role, showString(r.Leader),
 				showDuration(time.Duration(r.TTLMillis)*time.Millisecond), showUint(r.Fence),
 				showString(strings.Join(ids, ",")))
+			if g.wide() {
+				fmt.Fprintf(tw, "\t%s\t%s", showUint(r.LastFence), r.Key)
+			}
+			fmt.Fprintln(tw)
 		}
 		return tw.Flush()
 	})

@@ -63,7 +63,8 @@ subscription was down are seen too. watch runs until interrupted, until
 --count lines were printed (the current leader of each role counts: --count
 1 prints it and exits), or for --for.
 
-With --json every line is one JSON object.`,
+With -o json (or --json) every line is one JSON object; with -o yaml every
+event is one YAML document, opened with "---".`,
 		Example: `  hostloom watch -config app.yaml
   hostloom watch billing --count 1 --json`,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -80,7 +81,7 @@ With --json every line is one JSON object.`,
 type watcher struct {
 	e       *env
 	out     io.Writer
-	json    bool
+	format  string   // outTable, outWide, outJSON or outYAML
 	names   []string // the roles given; nil follows every role
 	state   map[string]locking.KeyState
 	roles   map[string]roleKey // by key
@@ -118,7 +119,7 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 			defer cancel()
 		}
 		w := &watcher{
-			e: e, out: sio.out, json: g.json, names: names,
+			e: e, out: sio.out, format: g.output, names: names,
 			state:  map[string]locking.KeyState{},
 			live:   map[string]bool{},
 			roles:  map[string]roleKey{},
@@ -131,8 +132,8 @@ func watch(ctx context.Context, g *globals, sio stdio, names []string, f watchFl
 		if err != nil {
 			return err
 		}
-		if len(roles) == 0 && !g.json {
-			fmt.Fprintf(sio.out, "No roles in namespace %q yet; waiting.\n", e.namespace())
+		if len(roles) == 0 && !g.structured() {
+			fmt.Fprintf(sio.out, "No roles in %s yet; waiting.\n", e.namespaceRead())
 		}
 		for _, rk := range roles {
 			w.follow(ctx, rk)
@@ -364,7 +365,15 @@ func (w *watcher) change(j watchJSON) {
 // print writes one line.
 func (w *watcher) print(j watchJSON) error {
 	j.Time = time.Now().UTC()
-	if w.json {
+	if w.format == outYAML {
+		// One document per event, each opened with "---", so a reader
+		// can take them as they come.
+		if _, err := io.WriteString(w.out, "---\n"); err != nil {
+			return err
+		}
+		return writeYAML(w.out, j)
+	}
+	if w.format == outJSON {
 		b, err := json.Marshal(j)
 		if err != nil {
 			return err

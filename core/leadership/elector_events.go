@@ -302,8 +302,11 @@ func (l *loop) deferTo(at time.Time) {
 // learned would run out, to when the extended lease (remaining from now)
 // runs out (P3): over a live subscription a release wakes it, so only an
 // expiry needs an attempt. It still tries within 3/2 of a Lease of its
-// previous attempt, which registered it as a participant for two leases
-// (P1), so its registration never lapses.
+// last attempt the lock answered, which registered it as a participant
+// for two leases (P1), so its registration never lapses. An attempt that
+// failed (the server was down) registered nothing: counting from it would
+// let the registration lapse for up to 3/2 of a Lease after the server
+// came back, with the candidate asleep and missing from the participants.
 func (l *loop) postpone(now time.Time, remaining time.Duration) {
 	e := l.e
 	if !l.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
@@ -314,7 +317,7 @@ func (l *loop) postpone(now time.Time, remaining time.Duration) {
 	if l.yields() {
 		at = at.Add(e.opts.RetryInterval) // B1, B2: others first
 	}
-	if hb := l.triedAt.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
+	if hb := l.registered.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
 		at = hb
 	}
 	if at.After(l.due) {

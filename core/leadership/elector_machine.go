@@ -41,7 +41,7 @@ type loop struct {
 	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
 	tried       bool          // an acquisition attempt has been made
 	named       bool          // a release named this instance, and no attempt since (B1)
-	triedAt     time.Time     // when the last acquisition attempt was sent
+	registered  time.Time     // when the last attempt the lock answered (acquired or held) was sent: it registered this participant (P1)
 	authFailed  bool          // the backend refused the credentials; logged once (O4)
 	outage      bool          // the provider failed and has not answered since (E7)
 	unacked     bool          // too few replicas acknowledged and none has since (Q2)

@@ -572,3 +572,83 @@ func TestElector_P3_P1_ExtendedLeaseKeepsTheCandidateAsleepButRegistered(t *test
 		}
 	})
 }
+
+// outageLock is an announcingLock whose acquisition attempts by one owner
+// fail while down is set, as that replica's attempts do while its
+// connection to the server is lost.
+type outageLock struct {
+	*announcingLock
+	owner string
+	down  atomic.Bool
+}
+
+var errServerDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+func (o *outageLock) TryAcquirePriority(ctx context.Context, key string, d time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+	if owner == o.owner && o.down.Load() {
+		o.attempts.Add(1)
+		return nil, errServerDown
+	}
+	return o.announcingLock.TryAcquirePriority(ctx, key, d, owner, priority, yield)
+}
+
+// TestElector_P1_P3_RegistrationRenewedAfterAnOutage: a sleeping
+// candidate's registration is kept alive by an attempt every 3/2 of a
+// Lease, counted from its last attempt the lock answered. When that attempt
+// fell in an outage, the renewals announced once the server is back must
+// not put it to sleep for another 3/2 of a Lease counted from the failed
+// attempt: it registers again on its retry cadence, and stays listed.
+func TestElector_P1_P3_RegistrationRenewedAfterAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &outageLock{announcingLock: &announcingLock{countingLock: &countingLock{DistributedLock: memLock(t)}}, owner: "b"}
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		a := mustElector(t, "r", lock, o, leadership.WithIdentity("a"))
+		mustStart(t, a)
+		defer mustStop(t, a)
+		synctest.Wait()
+		b := mustElector(t, "r", lock, o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		defer mustStop(t, b)
+		synctest.Wait()
+		announce := func() {
+			time.Sleep(o.RenewInterval)
+			lock.announce(locking.Event{Kind: locking.EventExtended, Owner: "a", Remaining: o.Lease})
+			synctest.Wait()
+		}
+		listed := func() bool {
+			ps, err := lock.Participants(bg, "leader:r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.ContainsFunc(ps, func(p locking.Participant) bool { return p.Owner == "b" })
+		}
+		for range 4 {
+			announce()
+		}
+		// 20s after b's first attempt, its connection is down for one
+		// RenewInterval: its keep-alive attempt, due 3/2 of a Lease
+		// (22.5s) after the first, fails, and so does its retry; a's
+		// renewal is announced as the server comes back.
+		lock.down.Store(true)
+		failedBefore := lock.attempts.Load()
+		time.Sleep(o.RenewInterval)
+		synctest.Wait()
+		lock.down.Store(false)
+		lock.announce(locking.Event{Kind: locking.EventExtended, Owner: "a", Remaining: o.Lease})
+		synctest.Wait()
+		if lock.attempts.Load() == failedBefore {
+			t.Fatal("b made no attempt during the outage: the test does not test anything")
+		}
+		// Back: b retries within a RetryInterval and registers again
+		// before its registration of 0s (two leases) runs out at 30s; from
+		// then on it stays listed, a's renewals announced all along.
+		time.Sleep(o.RetryInterval + time.Second)
+		synctest.Wait()
+		for i := range 24 { // two minutes
+			if !listed() {
+				t.Fatalf("%v after the server came back, b is not a participant", o.RetryInterval+time.Second+time.Duration(i)*o.RenewInterval)
+			}
+			announce()
+		}
+	})
+}

@@ -15,7 +15,7 @@ import (
 func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.wokeDuring, l.named = time.Time{}, false
-	l.tried, l.triedAt = true, now
+	l.tried = true
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
@@ -42,6 +42,9 @@ func (l *loop) acquired(o outcome) {
 	notSent := kind == outcomeError && errors.Is(o.err, locking.ErrNotSent)
 	if !notSent {
 		l.unsent = 0
+	}
+	if kind == outcomeAcquired || kind == outcomeHeld {
+		l.registered = o.c.sent // the lock answered: it registered this participant (P1)
 	}
 	switch kind {
 	case outcomeAcquired:

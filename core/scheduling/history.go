@@ -40,11 +40,12 @@ type record struct {
 	Fence    uint64 `json:"fence,omitempty"`
 	Outcome  string `json:"outcome,omitempty"`
 	Attempt  int    `json:"attempt"`
+	Schedule string `json:"sched,omitempty"`
 }
 
 // encode returns r as the store keeps it.
 func (r RunRecord) encode() string {
-	rec := record{Slot: r.Slot.UnixMilli(), Started: r.Started.UnixMicro(), Identity: r.Identity, Fence: r.Fence, Attempt: r.Attempt}
+	rec := record{Slot: r.Slot.UnixMilli(), Started: r.Started.UnixMicro(), Identity: r.Identity, Fence: r.Fence, Attempt: r.Attempt, Schedule: r.Schedule}
 	if !r.Ended.IsZero() {
 		rec.Ended = r.Ended.UnixMicro()
 	}
@@ -72,6 +73,7 @@ func ParseRunRecord(s string) (RunRecord, error) {
 		Identity: rec.Identity,
 		Fence:    rec.Fence,
 		Attempt:  rec.Attempt,
+		Schedule: rec.Schedule,
 	}
 	if rec.Ended > 0 {
 		r.Ended = time.UnixMicro(rec.Ended)

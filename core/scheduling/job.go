@@ -147,4 +147,10 @@ type RunRecord struct {
 	Outcome Outcome
 	// Attempt is 1 for a slot's first run, 2 or more for a recovery.
 	Attempt int
+	// Schedule is the job's schedule when the run was recorded, as
+	// ScheduleSpec writes it: text Cron reads back for the schedules of
+	// this package, so a tool without the job's code (the hostloom CLI)
+	// can show the schedule and compute the next slot. Empty in records
+	// written before it was kept.
+	Schedule string
 }

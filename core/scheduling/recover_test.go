@@ -294,3 +294,43 @@ func TestSetPaused_S10(t *testing.T) {
 type stateStoreJobs struct{ slotstore.Jobs }
 
 func (stateStoreJobs) Capabilities() locking.Capabilities { return locking.Capabilities{} }
+
+// TestScheduler_S11_RecordsKeepTheSchedule: every run record, the one a
+// claim writes while the run goes and the one its end writes, keeps the
+// job's schedule as ScheduleSpec gives it, bound to the scheduler's zone,
+// so a tool without the job's code can compute the next slot.
+func TestScheduler_S11_RecordsKeepTheSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		berlin := mustLoad(t, "Europe/Berlin")
+		store := newStore(t)
+		f := leadershiptest.NewFake("billing")
+		s := newScheduler(t, f, scheduling.WithSlotStore(store), scheduling.WithLocation(berlin), scheduling.WithMisfireWindow(0))
+		sched, err := scheduling.Cron("* * * * *")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		mustAdd(t, s, scheduling.Job{Name: "sync", Schedule: sched, Run: func(ctx context.Context) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}})
+		f.SetLeader(true)
+		mustStart(t, s)
+		const want = "CRON_TZ=Europe/Berlin * * * * *"
+		time.Sleep(m(1))
+		synctest.Wait()
+		h, err := s.History(context.Background(), "sync", 1)
+		if err != nil || len(h) != 1 || !h[0].Ended.IsZero() || h[0].Schedule != want {
+			t.Fatalf("history while running = %+v, %v; want one running record with schedule %q", h, err, want)
+		}
+		close(release)
+		synctest.Wait()
+		h, err = s.History(context.Background(), "sync", 1)
+		if err != nil || len(h) != 1 || h[0].Ended.IsZero() || h[0].Schedule != want {
+			t.Fatalf("history after the run = %+v, %v; want one ended record with schedule %q", h, err, want)
+		}
+	})
+}

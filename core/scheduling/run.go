@@ -233,7 +233,7 @@ func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok co
 	c := slotstore.SlotClaim{Attempt: 1, Recover: j.Recover, Term: s.termID(term), Hold: s.hold, TTL: j.ttl}
 	if !slot.IsZero() {
 		c.Slot = slot.UnixMilli()
-		c.Record = RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(tok), Attempt: 1}.encode()
+		c.Record = RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(tok), Attempt: 1, Schedule: j.spec}.encode()
 	}
 	r, err := s.js.ClaimSlot(ctx, j.key, c)
 	switch {
@@ -280,7 +280,7 @@ func (s *Scheduler) recoverSlot(ctx, seg context.Context, j *job, slot time.Time
 				return false
 			}
 		}
-		rec := RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(ctx), Attempt: attempt}
+		rec := RunRecord{Slot: slot, Started: time.Now(), Identity: s.id, Fence: fenceOf(ctx), Attempt: attempt, Schedule: j.spec}
 		r, err := s.js.ClaimSlot(ctx, j.key, slotstore.SlotClaim{
 			Slot: slot.UnixMilli(), Attempt: attempt, Term: s.termID(term), Hold: s.hold, Record: rec.encode(), TTL: j.ttl,
 		})
@@ -393,7 +393,7 @@ func (s *Scheduler) run(ctx, seg context.Context, j *job, slot time.Time, attemp
 	s.countRun(j, outcome, d)
 	if seq > 0 {
 		s.complete(ctx, j, RunRecord{
-			Slot: slot, Started: start, Ended: start.Add(d), Identity: s.id, Fence: fenceOf(ctx), Outcome: outcome, Attempt: attempt,
+			Slot: slot, Started: start, Ended: start.Add(d), Identity: s.id, Fence: fenceOf(ctx), Outcome: outcome, Attempt: attempt, Schedule: j.spec,
 		}, seq, term, outcome != Canceled || replaced(seg))
 	}
 }

@@ -35,6 +35,31 @@ func InLocation(s Schedule, loc *time.Location) Schedule {
 	return s
 }
 
+// ScheduleSpec returns text that describes s and that Cron parses back
+// into the same slots, for the schedules of this package: "@every 15m0s"
+// for Every, and for a cron expression the expression, led by
+// "CRON_TZ=<zone> " when it named no zone of its own (the zone it was
+// bound to, see InLocation). The scheduler keeps it in every run record
+// (RunRecord.Schedule). For any other Schedule it returns s.String() and
+// ok false: its slots cannot be computed from text.
+func ScheduleSpec(s Schedule) (spec string, ok bool) {
+	switch v := s.(type) {
+	case every:
+		return "@every " + v.d.String(), true
+	case *cronSchedule:
+		if v == nil {
+			return "", false
+		}
+		if v.zoned {
+			return v.expr, true
+		}
+		return "CRON_TZ=" + v.spec.Location.String() + " " + strings.TrimSpace(v.expr), true
+	case nil:
+		return "", false
+	}
+	return s.String(), false
+}
+
 // checker is implemented by this package's schedules: Add calls it so that
 // an invalid schedule is rejected when the job is added, never at run time.
 type checker interface {

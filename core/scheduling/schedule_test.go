@@ -218,3 +218,57 @@ func utcs(ts []time.Time) []time.Time {
 	}
 	return out
 }
+
+// opaqueSchedule is a Schedule of no kind this package knows.
+type opaqueSchedule struct{}
+
+func (opaqueSchedule) Next(t time.Time) time.Time { return t.Add(time.Hour) }
+func (opaqueSchedule) String() string             { return "hourly, my way" }
+
+// TestScheduleSpec_S11_ParsesBackToTheSameSlots: the text kept in run
+// records reads back, through Cron, into a schedule with the same slots,
+// the zone a cron expression was bound to included; a custom schedule is
+// described but not claimed to parse.
+func TestScheduleSpec_S11_ParsesBackToTheSameSlots(t *testing.T) {
+	berlin := mustLoad(t, "Europe/Berlin")
+	mustCron := func(expr string) scheduling.Schedule {
+		s, err := scheduling.Cron(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		sched scheduling.Schedule
+		want  string
+	}{
+		{"every", scheduling.Every(15 * time.Minute), "@every 15m0s"},
+		{"cron in UTC", mustCron("0 3 * * *"), "CRON_TZ=UTC 0 3 * * *"},
+		{"cron bound to a zone", scheduling.InLocation(mustCron("30 2 * * *"), berlin), "CRON_TZ=Europe/Berlin 30 2 * * *"},
+		{"cron naming its zone", mustCron("CRON_TZ=America/New_York @daily"), "CRON_TZ=America/New_York @daily"},
+		{"descriptor", mustCron("@hourly"), "CRON_TZ=UTC @hourly"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, ok := scheduling.ScheduleSpec(tc.sched)
+			if !ok || spec != tc.want {
+				t.Fatalf("ScheduleSpec = %q, %v; want %q, true", spec, ok, tc.want)
+			}
+			back := mustCron(spec)
+			at := time.Date(2026, 3, 28, 22, 7, 0, 0, time.UTC) // across Berlin's spring change
+			for range 50 {
+				want, got := tc.sched.Next(at), back.Next(at)
+				if !want.Equal(got) {
+					t.Fatalf("after %v: Next = %v, parsed back %v", at, want, got)
+				}
+				at = want
+			}
+		})
+	}
+	if spec, ok := scheduling.ScheduleSpec(opaqueSchedule{}); ok || spec != "hourly, my way" {
+		t.Errorf("custom: ScheduleSpec = %q, %v; want its String and false", spec, ok)
+	}
+	if spec, ok := scheduling.ScheduleSpec(nil); ok || spec != "" {
+		t.Errorf("nil: ScheduleSpec = %q, %v", spec, ok)
+	}
+}

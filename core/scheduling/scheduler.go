@@ -101,6 +101,7 @@ const (
 type job struct {
 	Job
 	sched Schedule // bound to the scheduler's location
+	spec  string   // ScheduleSpec(sched), kept in every run record
 	key   string   // slot store key
 	attrs *jobAttrs
 
@@ -219,9 +220,11 @@ func (s *Scheduler) Add(j Job) error {
 	if next.IsZero() {
 		return fmt.Errorf("scheduling: job %q: schedule %s has no future slot", j.Name, sched)
 	}
+	spec, _ := ScheduleSpec(sched)
 	nj := &job{
 		Job:   j,
 		sched: sched,
+		spec:  spec,
 		key:   JobKey(s.role, j.Name),
 		attrs: newJobAttrs(s.role, j.Name),
 		ttl:   max(SlotStateTTL, 2*s.set.misfire),

@@ -400,3 +400,22 @@ func TestApp_P1_S11_RedisFrozenShowsErrorsPerRoleAndJob(t *testing.T) {
 		t.Errorf("/jobs with the server down: %+v", jobs)
 	}
 }
+
+// TestApp_MissingConfigFileIsOneLine: the service started over a missing
+// file prints the error once, naming the file, without a stack trace,
+// and exits 1.
+func TestApp_MissingConfigFileIsOneLine(t *testing.T) {
+	missing := t.TempDir() + "/app.yaml"
+	var stderr strings.Builder
+	if code := run([]string{"-config", missing, "-http", "127.0.0.1:0"}, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	out := stderr.String()
+	t.Logf("stderr:\n%s", out)
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `config: file \"`+missing+`\": no such file or directory`) {
+		t.Errorf("stderr is not one line naming %s:\n%s", missing, out)
+	}
+	if strings.Contains(out, "stack") || strings.Contains(out, ".go:") {
+		t.Errorf("stderr carries a stack trace:\n%s", out)
+	}
+}

@@ -58,7 +58,8 @@ func run(args []string, stderr io.Writer) int {
 	startCtx, cancel := context.WithTimeout(context.Background(), app.StartTimeout())
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
-		log.Error("StartFailed", zap.Error(err))
+		// Logged once already, without a stack trace, by fx's event log
+		// (leadershipfx.ZapEventLogger): "start failed".
 		return 1
 	}
 	sig := <-app.Wait()

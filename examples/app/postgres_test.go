@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
@@ -96,4 +98,68 @@ func toText(v any) string {
 		return x.Error()
 	}
 	return ""
+}
+
+// TestApp_D3_InvoiceWrittenInTheTerm: over PostgreSQL the billing leader's
+// invoices job writes its row in a transaction that checks the term
+// (pglock.ProviderOf, Provider.Pool, CheckLeader): the row carries the
+// leader's identity and the fence of its term; a context of no term
+// writes nothing.
+func TestApp_D3_InvoiceWrittenInTheTerm(t *testing.T) {
+	dsn := newPostgres(t)
+	var got struct {
+		electors
+		Lock *locking.DistributedLock
+	}
+	app := fx.New(graph(testSettings(
+		"HOSTLOOM_LOCKING__PROVIDER=postgres",
+		"HOSTLOOM_LOCKING__POSTGRES__DSN="+dsn,
+	), zap.NewNop()), fx.Populate(&got.electors, &got.Lock))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	if err := got.Billing.WaitForLeadership(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pg, ok := pglock.ProviderOf(got.Lock)
+	if !ok {
+		t.Fatal("ProviderOf: the app's lock is not over pglock")
+	}
+	var fence int64
+	var identity string
+	for {
+		err := pg.Pool().QueryRow(ctx, "SELECT fence, identity FROM example_invoices ORDER BY issued DESC LIMIT 1").Scan(&fence, &identity)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no invoice written: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the job runs every 5s
+	}
+	e := got.BillingElector
+	if uint64(fence) != e.Fence() || identity != e.Identity() {
+		t.Errorf("invoice (fence %d, %s), leader's term (fence %d, %s)", fence, identity, e.Fence(), e.Identity())
+	}
+
+	// A context of no term (not a run's, not a Token's) writes nothing:
+	// the check fails closed.
+	err := writeInvoice(ctx, pg, leadership.Describe(e).ProviderKey, "no-term")
+	if !errors.Is(err, pglock.ErrNoFence) {
+		t.Fatalf("write outside a term = %v, want pglock.ErrNoFence", err)
+	}
+	var n int
+	if err := pg.Pool().QueryRow(ctx, "SELECT count(*) FROM example_invoices WHERE identity = 'no-term'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows written outside a term: %d, %v", n, err)
+	}
 }

@@ -21,7 +21,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 		return err
 	}
 	if _, err := p.pool.Exec(ctx, p.sql.deregister, p.mode, key, owner); err != nil {
-		return opError("deregister", ctx, err)
+		return p.opError("deregister", ctx, err)
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	err := p.pool.QueryRow(ctx, p.sql.inspect, p.mode, key).
 		Scan(&st.Held, &st.Value, &us, &st.Fence, &owners, &since, &prio)
 	if err != nil {
-		return locking.ProviderKeyState{}, opError("inspect", ctx, err)
+		return locking.ProviderKeyState{}, p.opError("inspect", ctx, err)
 	}
 	if len(since) != len(owners) || len(prio) != len(owners) {
 		return locking.ProviderKeyState{}, fmt.Errorf("pglock: inspect %q: %d owners, %d times, %d priorities", key, len(owners), len(since), len(prio))
@@ -71,19 +71,19 @@ func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
 	}
 	rows, err := p.pool.Query(ctx, p.sql.keys, p.mode, prefix)
 	if err != nil {
-		return nil, opError("keys", ctx, err)
+		return nil, p.opError("keys", ctx, err)
 	}
 	defer rows.Close()
 	var keys []string
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
-			return nil, opError("keys", ctx, err)
+			return nil, p.opError("keys", ctx, err)
 		}
 		keys = append(keys, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, opError("keys", ctx, err)
+		return nil, p.opError("keys", ctx, err)
 	}
 	return keys, nil
 }

@@ -108,7 +108,7 @@ func (p *Provider) inJob(ctx context.Context, op, key string, ttl time.Duration,
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return opError(op, ctx, err)
+		return p.opError(op, ctx, err)
 	}
 	return nil
 }
@@ -234,7 +234,7 @@ func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStat
 		return slotstore.JobStatus{}, nil
 	}
 	if err != nil {
-		return slotstore.JobStatus{}, opError("job status", ctx, err)
+		return slotstore.JobStatus{}, p.opError("job status", ctx, err)
 	}
 	if slot != nil {
 		st.Slot, st.HasSlot = *slot, true
@@ -257,11 +257,11 @@ func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string,
 	}
 	rows, err := p.pool.Query(ctx, p.sql.jobHistory, p.mode, key, int32(min(n, slotstore.JobHistoryLen)), int32(slotstore.JobHistoryLen))
 	if err != nil {
-		return nil, opError("history", ctx, err)
+		return nil, p.opError("history", ctx, err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, opError("history", ctx, err)
+		return nil, p.opError("history", ctx, err)
 	}
 	return out, nil
 }
@@ -276,11 +276,11 @@ func (p *Provider) JobKeys(ctx context.Context, prefix string) ([]string, error)
 	}
 	rows, err := p.pool.Query(ctx, p.sql.jobKeys, p.mode, prefix)
 	if err != nil {
-		return nil, opError("job keys", ctx, err)
+		return nil, p.opError("job keys", ctx, err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, opError("job keys", ctx, err)
+		return nil, p.opError("job keys", ctx, err)
 	}
 	return out, nil
 }

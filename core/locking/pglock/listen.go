@@ -129,7 +129,7 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 		return err
 	}
 	if _, err := p.pool.Exec(ctx, p.sql.resign, p.mode, p.t.name, key, owner, p.t.qualified); err != nil {
-		return opError("resign", ctx, err)
+		return p.opError("resign", ctx, err)
 	}
 	return nil
 }

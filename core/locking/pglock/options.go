@@ -64,6 +64,15 @@ type Options struct {
 	// LISTEN connection (default 1s; the first retry waits 10ms, then the
 	// wait doubles).
 	ReconnectMax time.Duration
+
+	// AuthAdvice is what an error of the server's refusal (credentials,
+	// privileges, no such database: locking.ErrUnauthorized) advises to
+	// check, which an elector logs with LeadershipProviderAuthFailed. Set
+	// it to where the pool's settings come from: pglockbuild sets
+	// "check locking.postgres.dsn …" for the pool it builds from the
+	// configuration. Default (""): check the credentials of the
+	// *pgxpool.Pool given to New, the app's own.
+	AuthAdvice string
 }
 
 // identifier is what Table and Schema accept.

@@ -166,6 +166,13 @@ func ProviderOf(l *locking.DistributedLock) (p *Provider, ok bool) {
 // Options.Schema is set), for CheckTerm and operators' queries.
 func (p *Provider) Table() string { return p.t.qualified }
 
+// Pool returns the pool the provider runs its statements on: the app's
+// own, or the one built from locking.postgres.dsn. An app writes through
+// it in a transaction that checks the term first (CheckLeader), so its
+// rows commit only while this replica leads. The provider does not own
+// the pool: whoever built it closes it.
+func (p *Provider) Pool() *pgxpool.Pool { return p.pool }
+
 // Close stops the LISTEN connection's goroutine and waits for it;
 // subscribers whose subscription was live receive EventUnsubscribed, and
 // later Subscribe calls fail with ErrClosed; lock operations keep working. Close does not
@@ -228,13 +235,13 @@ func (p *Provider) prepare(ctx context.Context) error {
 func (p *Provider) createAndProbe(ctx context.Context) error {
 	if !p.o.ExternalSchema {
 		if _, err := p.pool.Exec(ctx, p.sql.schema, pgx.QueryExecModeSimpleProtocol); err != nil {
-			return fmt.Errorf("pglock: create tables %s: %w", p.t.qualified, classify(err))
+			return fmt.Errorf("pglock: create tables %s: %w", p.t.qualified, p.advise(classify(err)))
 		}
 	}
 	if _, err := p.pool.Exec(ctx, p.sql.probe, p.mode); err != nil {
 		return fmt.Errorf("pglock: tables %s (and %s, %s, %s, %s) do not match this version's columns or cannot be read (see pglock.Schema): %w",
 			p.t.qualified, p.t.qualified+participantsSuffix, p.t.qualified+stateSuffix,
-			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, classify(err))
+			p.t.qualified+jobsSuffix, p.t.qualified+runsSuffix, p.advise(classify(err)))
 	}
 	return nil
 }
@@ -252,16 +259,42 @@ func classify(err error) error {
 }
 
 // authError is an error of the server's refusal, matching
-// locking.ErrUnauthorized; its Advice names the configuration key to
-// check, which the elector logs with LeadershipProviderAuthFailed.
-type authError struct{ err error }
+// locking.ErrUnauthorized; its Advice says what to check (the provider's
+// Options.AuthAdvice), which the elector logs with
+// LeadershipProviderAuthFailed.
+type authError struct {
+	err    error
+	advice string // "": defaultAuthAdvice
+}
+
+// defaultAuthAdvice is what a refusal advises when Options.AuthAdvice is
+// empty: the pool is the app's, so its connection settings are.
+const defaultAuthAdvice = "check the credentials the *pgxpool.Pool given to pglock connects with (the user, its password and the database) and the user's privileges on the tables"
 
 func (e *authError) Error() string   { return locking.ErrUnauthorized.Error() + ": " + e.err.Error() }
 func (e *authError) Unwrap() []error { return []error{locking.ErrUnauthorized, e.err} }
 
 // Advice names what to check.
 func (e *authError) Advice() string {
-	return "check locking.postgres.dsn (the user, its password and the database) and the user's privileges on the tables"
+	if e.advice != "" {
+		return e.advice
+	}
+	return defaultAuthAdvice
+}
+
+// opError is the package's opError with the provider's advice on a
+// refusal.
+func (p *Provider) opError(op string, ctx context.Context, err error) error {
+	return p.advise(opError(op, ctx, err))
+}
+
+// advise gives a refusal in err the provider's Options.AuthAdvice.
+func (p *Provider) advise(err error) error {
+	var ae *authError
+	if p.o.AuthAdvice != "" && errors.As(err, &ae) {
+		ae.advice = p.o.AuthAdvice
+	}
+	return err
 }
 
 // begin checks ctx and the schema before an operation.
@@ -270,7 +303,7 @@ func (p *Provider) begin(ctx context.Context, op string) error {
 		return fmt.Errorf("pglock: %s: %w", op, err)
 	}
 	if err := p.prepare(ctx); err != nil {
-		return opError(op, ctx, err)
+		return p.opError(op, ctx, err)
 	}
 	return nil
 }
@@ -367,7 +400,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		if mayHaveRun(err) {
 			p.cleanup(ctx, r.Key, r.Value)
 		}
-		return locking.AcquireResult{}, opError("acquire", ctx, err)
+		return locking.AcquireResult{}, p.opError("acquire", ctx, err)
 	}
 	if res.Acquired && res.Fence == 0 {
 		return locking.AcquireResult{}, fmt.Errorf("pglock: acquire %q: the server issued fence 0", r.Key)
@@ -413,7 +446,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		p.t.name, pttl > 0 && !p.o.DisableNotifications, p.t.qualified,
 	}, &res.Extended, &live, &res.Preempt, &notes)
 	if err != nil {
-		return locking.ExtendResult{}, opError("extend", ctx, err)
+		return locking.ExtendResult{}, p.opError("extend", ctx, err)
 	}
 	res.Participants = int(live)
 	return res, nil
@@ -433,7 +466,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	err := p.pool.QueryRow(ctx, p.sql.release, p.mode,
 		key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
 	if err != nil {
-		return false, opError("release", ctx, err)
+		return false, p.opError("release", ctx, err)
 	}
 	return ok, nil
 }
@@ -447,7 +480,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	var cur int64
 	var adv bool
 	if err := p.pool.QueryRow(ctx, p.sql.advance, p.mode, key, value).Scan(&cur, &adv); err != nil {
-		return false, 0, opError("advance", ctx, err)
+		return false, 0, p.opError("advance", ctx, err)
 	}
 	return adv, cur, nil
 }
@@ -463,7 +496,7 @@ func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, opError("state", ctx, err)
+		return 0, false, p.opError("state", ctx, err)
 	}
 	return v, true, nil
 }

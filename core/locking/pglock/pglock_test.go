@@ -372,7 +372,11 @@ func TestProviderOf_L9(t *testing.T) {
 }
 
 // O4: a database that does not exist is a configuration error, like
-// refused credentials, not an outage.
+// refused credentials, not an outage. An elector over it logs the failure
+// once, advising what to check: over a pool the app built, its pool (the
+// configuration's DSN is not used then); where the pool was built from
+// configuration, what Options.AuthAdvice says (pglockbuild names
+// locking.postgres.dsn there).
 func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), pg.Server(t).ConnString("no_such_database"))
 	if err != nil {
@@ -384,7 +388,20 @@ func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
 	if !errors.Is(err, locking.ErrUnauthorized) || !strings.Contains(err.Error(), "no_such_database") {
 		t.Fatalf("TryAcquire on a missing database = %v; want ErrUnauthorized naming it", err)
 	}
-	// An elector over it logs the failure once, advising the key to check.
+	if advice := authAdviceLogged(t, l); !strings.Contains(advice, "*pgxpool.Pool") || strings.Contains(advice, "locking.postgres.dsn") || strings.Contains(advice, "redis") {
+		t.Errorf("advice over the app's pool = %q, want one about that pool, not the DSN", advice)
+	}
+	const fromConfig = "check locking.postgres.dsn (env HOSTLOOM_LOCKING__POSTGRES__DSN)"
+	l, _ = newLock(t, pool, pglock.Options{AuthAdvice: fromConfig}, "")
+	if advice := authAdviceLogged(t, l); advice != fromConfig {
+		t.Errorf("advice with Options.AuthAdvice = %q, want %q", advice, fromConfig)
+	}
+}
+
+// authAdviceLogged runs an elector over l until it logs
+// LeadershipProviderAuthFailed, and returns the advice it logged.
+func authAdviceLogged(t *testing.T, l locking.Lock) string {
+	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	e, err := leadership.NewElector("r", l, leadership.DefaultOptions(), leadership.WithLogger(zap.New(core)))
 	if err != nil {
@@ -401,8 +418,6 @@ func TestNew_O4_MissingDatabaseIsAConfigurationError(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	entry := logs.FilterMessage("LeadershipProviderAuthFailed").All()[0]
-	if advice, _ := entry.ContextMap()["advice"].(string); !strings.Contains(advice, "locking.postgres.dsn") || strings.Contains(advice, "redis") {
-		t.Fatalf("advice = %q, want one naming locking.postgres.dsn", advice)
-	}
+	advice, _ := logs.FilterMessage("LeadershipProviderAuthFailed").All()[0].ContextMap()["advice"].(string)
+	return advice
 }

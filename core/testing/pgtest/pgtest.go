@@ -238,7 +238,7 @@ func (s *Server) run() error {
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 	if err := s.waitReady(); err != nil {
-		s.kill()
+		_ = s.kill()
 		log, _ := os.ReadFile(logPath)
 		return fmt.Errorf("pgtest: postgres on 127.0.0.1:%d: %w; log:\n%s", s.port, err, log)
 	}
@@ -254,7 +254,9 @@ const (
 	// checkpoint: the next start runs crash recovery from the WAL.
 	ShutdownImmediate = "immediate"
 	// ShutdownKill (SIGKILL to the postmaster) is a crash of the server
-	// process; its backends notice and exit.
+	// process; its backends notice and exit. Shutdown returns once they
+	// have (those still running after ten seconds are killed), so the
+	// port is closed and Restart finds no process of the old server.
 	ShutdownKill = "kill"
 )
 
@@ -267,6 +269,9 @@ func (s *Server) Shutdown(mode string) error {
 	if !ok {
 		return fmt.Errorf("pgtest: shutdown mode %q is not one of fast, immediate, kill", mode)
 	}
+	if sg == syscall.SIGKILL {
+		return s.crash(stopTimeout)
+	}
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.mu.Unlock()
@@ -274,9 +279,73 @@ func (s *Server) Shutdown(mode string) error {
 	select {
 	case <-done:
 	case <-time.After(stopTimeout):
-		s.kill()
+		return s.kill()
 	}
 	return nil
+}
+
+// crash kills the postmaster with SIGKILL and waits until every process
+// it had started has exited too: those hold the listening socket (a child
+// forked a moment before the kill may not have closed its copy yet) and
+// the shared memory a restart needs, and outlive the postmaster until they
+// notice it died. They get grace to do so, as after a real crash; then
+// they are killed too. The postmaster is stopped (SIGSTOP) while its
+// children are listed, so it forks none after the list is taken.
+//
+// Where the processes cannot be listed (no /proc), crash waits for the
+// postmaster only.
+func (s *Server) crash(grace time.Duration) error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Signal(syscall.SIGSTOP)
+	for !stopped(pid) {
+		select {
+		case <-done:
+		case <-time.After(time.Millisecond):
+		}
+	}
+	kids := childrenOf(pid)
+	defer func() {
+		for _, c := range kids {
+			c.release()
+		}
+	}()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	if waitExited(kids, grace) {
+		return nil
+	}
+	for _, c := range kids {
+		if c.running() {
+			c.kill()
+		}
+	}
+	if waitExited(kids, stopTimeout) {
+		return nil
+	}
+	return fmt.Errorf("pgtest: processes of the postgres server on 127.0.0.1:%d survive SIGKILL", s.port)
+}
+
+// waitExited polls until no process of kids runs, or timeout; it reports
+// whether none does. The processes are not this process's children, so
+// no event announces their exit.
+func waitExited(kids []child, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := false
+		for _, c := range kids {
+			left = left || c.running()
+		}
+		if !left {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Restart starts the server again on its port and data after Shutdown (or
@@ -448,14 +517,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// kill sends SIGKILL and waits until the process is reaped.
-func (s *Server) kill() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-}
+// kill kills the server, its postmaster and every process it started,
+// and waits until they have exited (see crash).
+func (s *Server) kill() error { return s.crash(0) }
 
 // Stop shuts the server down (SIGINT: fast shutdown, then SIGKILL after
 // ten seconds), waits for it and removes its directory. It is safe to call

@@ -162,3 +162,30 @@ func TestServer_ShutdownAndRestart(t *testing.T) {
 		t.Errorf("Shutdown(smart) = %v", err)
 	}
 }
+
+// TestServer_KillWaitsForTheServersProcesses: Shutdown(ShutdownKill)
+// returns once no process of the server holds its port, although a
+// backend, forked for a client that has sent nothing yet, outlives the
+// postmaster until it notices the crash.
+func TestServer_KillWaitsForTheServersProcesses(t *testing.T) {
+	s := start(t)
+	defer s.Stop()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port()))
+	for round := range 5 {
+		idle, err := net.Dial("tcp", addr) // its backend waits for a startup packet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Shutdown(pgtest.ShutdownKill); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.Close()
+			t.Fatalf("round %d: %s still accepts connections after Shutdown(kill) returned", round, addr)
+		}
+		_ = idle.Close()
+		if err := s.Restart(); err != nil {
+			t.Fatalf("round %d: restart: %v\n%s", round, err, s.Log())
+		}
+	}
+}

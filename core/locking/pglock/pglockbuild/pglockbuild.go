@@ -30,6 +30,15 @@ func Options(c config.PostgresConfig) pglock.Options {
 	}
 }
 
+// DSNAdvice is what a refusal by the server advises over a pool built
+// from locking.postgres.dsn: the key and where its value came from
+// (pglock.Options.AuthAdvice). A pool the app gives (WithPool) keeps
+// pglock's advice, about the app's pool: the DSN is not used then.
+func DSNAdvice(cfg config.LockingConfig) string {
+	return fmt.Sprintf("check locking.postgres.dsn (%s): the user, its password and the database; and the user's privileges on the tables",
+		cfg.Source("locking.postgres.dsn"))
+}
+
 // PoolConfig parses locking.postgres.dsn and applies max_conns. An
 // unset or unparsable DSN is a *config.FieldError naming
 // locking.postgres.dsn and its source; the reason never quotes the DSN.
@@ -90,7 +99,9 @@ func NewPool(cfg config.LockingConfig) (*pgxpool.Pool, locking.Provider, func() 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pglockbuild: pool: %w", err)
 	}
-	prov, err := pglock.New(pool, Options(cfg.Postgres))
+	o := Options(cfg.Postgres)
+	o.AuthAdvice = DSNAdvice(cfg)
+	prov, err := pglock.New(pool, o)
 	if err != nil {
 		pool.Close()
 		return nil, nil, nil, &config.FieldError{Key: "locking.postgres", Source: cfg.Source("locking.postgres"), Reason: err.Error()}
