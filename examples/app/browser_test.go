@@ -216,8 +216,6 @@ func TestBrowser_W3_DashboardOverRedis(t *testing.T) {
 
 	// Pausing through the button: the job store shows it paused, and the
 	// next slot passes without a run.
-	before := jobStatus()
-	paused := time.Now()
 	do("pause", chromedp.Navigate(base+"jobs"), chromedp.WaitVisible(chromedp.CSS(`#job-billing-invoices button.pause`)),
 		chromedp.SendKeys(chromedp.CSS(`#job-billing-invoices input[name=note]`), "invoice vendor outage"),
 		chromedp.Click(chromedp.CSS(`#job-billing-invoices button.pause`)),
@@ -228,6 +226,19 @@ func TestBrowser_W3_DashboardOverRedis(t *testing.T) {
 	if !jobStatus().Paused {
 		t.Fatal("the job store does not show the job paused")
 	}
+	// A slot claimed before the pause landed may still be running: the
+	// runs counted from here on are the ones the pause must prevent. (The
+	// count was taken before the click at first, and a slot that began
+	// while the browser was still loading the page counted against the
+	// pause on a busy machine.)
+	eventually(t, 20*time.Second, "the run under way at the pause to end", func() error {
+		if jobStatus().Running {
+			return errors.New("a run is under way")
+		}
+		return nil
+	})
+	before := jobStatus()
+	paused := time.Now()
 	// The answer (one level down, at action/pause) is styled and links back.
 	if styled := eval("stylesheet", `String(document.styleSheets.length > 0 && document.styleSheets[0].cssRules.length > 0)`); styled != "true" {
 		t.Error("the answer page has no stylesheet")
