@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,11 +26,26 @@ type Key struct {
 }
 
 // Keys lists every configuration key in declaration order, with its type,
-// default and environment variable.
-func Keys() []Key {
+// default and environment variable; the keys of each backend given
+// (locking.<name>.*, from its Section's defaults) follow the locking
+// section's own.
+func Keys(backends ...Backend) []Key {
 	var out []Key
 	walkKeys(reflect.ValueOf(*Defaults()), nil, "", &out)
-	return out
+	var own []Key
+	for _, b := range backends {
+		if b == nil || b.Section() == nil {
+			continue
+		}
+		walkKeys(reflect.ValueOf(b.Section()).Elem(), []string{"locking", string(b.Provider())}, "", &own)
+	}
+	at := 0
+	for i, k := range out {
+		if strings.HasPrefix(k.Name, "locking.") {
+			at = i + 1
+		}
+	}
+	return slices.Concat(out[:at], own, out[at:])
 }
 
 // walkKeys appends the keys of the struct v to out.
@@ -104,6 +120,8 @@ func typeName(t reflect.Type) string {
 		return "list"
 	case t == reflect.TypeFor[TimeZone]():
 		return "time zone"
+	case t == reflect.TypeFor[ProviderName]():
+		return "provider name"
 	}
 	return t.Kind().String()
 }

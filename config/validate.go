@@ -3,16 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
 // Validate reports every problem with c at once, one *FieldError per
@@ -32,7 +28,7 @@ func (c *Config) validate() []*FieldError {
 	errs := c.Locking.validate(c.src)
 	errs = append(errs, c.Leadership.validate(c.src)...)
 	errs = append(errs, c.LeaderChannel.validate(c.src)...)
-	errs = append(errs, c.ackTimeoutErrors()...)
+	errs = append(errs, c.backendErrors()...)
 	if c.Scheduling.MisfireWindow < 0 {
 		errs = append(errs, c.src.fieldError("scheduling.misfire_window", "%v must not be negative", c.Scheduling.MisfireWindow))
 	}
@@ -42,37 +38,21 @@ func (c *Config) validate() []*FieldError {
 	return errs
 }
 
-// ackTimeoutErrors: with locking.redis.min_replicas, the wait for the
-// replicas must end well before any role's lease (Q2): an acquisition or
-// renewal may take that long.
-func (c *Config) ackTimeoutErrors() []*FieldError {
-	r := c.Locking.Redis
-	if c.Locking.Provider != ProviderRedis || r.MinReplicas <= 0 || r.ReplicaAckTimeout < 0 {
+// backendErrors are the checks of the backend in use against the whole
+// configuration (ConfigChecker).
+func (c *Config) backendErrors() []*FieldError {
+	if !c.Locking.Coordinated() {
 		return nil
 	}
-	wait := r.ProviderOptions().ReplicaAckTimeout
-	if wait == 0 {
-		wait = redislock.DefaultReplicaAckTimeout
+	if cc, ok := c.Locking.Section(c.Locking.Provider).(ConfigChecker); ok {
+		return cc.CheckConfig(c.Locking.SectionKeys(c.Locking.Provider), c)
 	}
-	var errs []*FieldError
-	check := func(leaseKey string, lease time.Duration) {
-		if lease > 0 && wait >= lease {
-			errs = append(errs, c.src.fieldError("locking.redis.replica_ack_timeout",
-				"%v must be below %s %v (an acquisition or renewal waits that long for the replicas)", wait, leaseKey, lease))
-		}
-	}
-	check("leadership.lease", c.Leadership.Lease)
-	for _, role := range sortedKeys(c.Leadership.Roles) {
-		if l := c.Leadership.For(role).Lease; l != c.Leadership.Lease {
-			check("leadership.roles."+role+".lease", l)
-		}
-	}
-	return errs
+	return nil
 }
 
 // Validate checks the section alone, as Config.Validate does: the
-// provider is chosen (G6), the locking.Options checks, and for provider
-// redis the client settings. Every problem is a *FieldError; they are
+// provider is chosen (G6) and registered, the locking.Options checks,
+// and the section of the backend in use (Section.Validate). Every problem is a *FieldError; they are
 // joined. lockbuild.Build calls it.
 func (l LockingConfig) Validate() error {
 	errs := l.validate(l.src)
@@ -85,80 +65,37 @@ func (l LockingConfig) Validate() error {
 
 func (l LockingConfig) validate(src sources) []*FieldError {
 	var errs []*FieldError
-	providers := providerNames
+	if err := checkBackends(l.backends); err != nil {
+		errs = append(errs, &FieldError{Key: "locking.provider", Reason: err.Error()})
+	}
 	switch p := l.Provider; {
 	case p == "":
 		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
-			"is not set: choose %s (memory coordinates this process only)", strings.Join(providers, ", "))})
-	case !slices.Contains(providers, string(p)):
-		errs = append(errs, &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
-			Reason: notOneOfNames(string(p), providers).Error()})
+			"is not set: choose %s (memory coordinates this process only)", l.providerList())})
+	case !slices.Contains(l.Providers(), p):
+		errs = append(errs, l.unknownProvider(src))
 	}
 	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
 	errs = append(errs, coreErrors(src, "locking", reflect.TypeFor[LockingConfig](), l.Options().Validate(), sectionKey)...)
-	if l.Provider == ProviderRedis && l.Coordinated() {
-		errs = append(errs, l.Redis.validate(src)...)
-	}
-	if l.Provider == ProviderPostgres && l.Coordinated() {
-		errs = append(errs, l.Postgres.validate(src)...)
+	if s := l.Section(l.Provider); s != nil && l.Coordinated() {
+		sec := SectionKeys{prefix: "locking." + string(l.Provider), src: src}
+		own := s.Validate(sec)
+		slices.SortStableFunc(own, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
+		errs = append(errs, own...)
 	}
 	return errs
+}
+
+// unknownProvider is the error for a locking.provider that is neither
+// memory, disabled nor a registered backend's name.
+func (l LockingConfig) unknownProvider(src sources) *FieldError {
+	return &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
+		Reason: fmt.Sprintf("%q is not one of %s (the providers this program links)", string(l.Provider), l.providerList())}
 }
 
 // fieldError is a FieldError for key with the key's source.
 func (s sources) fieldError(key, format string, a ...any) *FieldError {
 	return &FieldError{Key: key, Source: s.of(key), Reason: fmt.Sprintf(format, a...)}
-}
-
-// validate checks the section for provider redis. An empty addrs is not
-// an error here (the app may supply its own client); building a client
-// from the section checks it (UniversalOptions).
-func (r RedisConfig) validate(src sources) []*FieldError {
-	var errs []*FieldError
-	bad := func(key, format string, a ...any) {
-		errs = append(errs, src.fieldError("locking.redis."+key, format, a...))
-	}
-	for _, a := range r.Addrs {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" {
-			bad("addrs", "%q is not host:port", a)
-			continue
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			bad("addrs", "%q: port %q is not a number from 1 to 65535", a, port)
-		}
-	}
-	if len(r.Addrs) > 1 && !r.Cluster && r.MasterName == "" {
-		bad("addrs", "%d addresses need cluster: true (seed nodes) or master_name (sentinels)", len(r.Addrs))
-	}
-	if r.Cluster && r.MasterName != "" {
-		bad("cluster", "true and master_name %q select both Cluster and Sentinel; choose one", r.MasterName)
-	}
-	if r.Cluster && r.DB != 0 {
-		bad("db", "%d: Redis Cluster has database 0 only", r.DB)
-	}
-	if r.DB < 0 {
-		bad("db", "%d must not be negative", r.DB)
-	}
-	for _, t := range []struct {
-		key string
-		d   time.Duration
-	}{{"dial_timeout", r.DialTimeout}, {"read_timeout", r.ReadTimeout}, {"write_timeout", r.WriteTimeout}} {
-		if t.d <= 0 {
-			bad(t.key, "%v must be positive", t.d)
-		}
-	}
-	if r.MinReplicas < 0 {
-		bad("min_replicas", "%d must not be negative", r.MinReplicas)
-	}
-	if r.ReplicaAckTimeout < 0 {
-		bad("replica_ack_timeout", "%v must not be negative", r.ReplicaAckTimeout)
-	}
-	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
-		bad("tls.cert_file", "cert_file %q and key_file %q: set both or neither", r.TLS.CertFile, r.TLS.KeyFile)
-	}
-	slices.SortStableFunc(errs, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
-	return errs
 }
 
 // validate checks the section-wide options, then each role's: a role's
