@@ -33,9 +33,6 @@ func (c *Config) Source(key string) string { return c.src.of(key) }
 // LockingConfig is the locking section: which backend, and the limits of
 // locking.Options.
 type LockingConfig struct {
-	// Enabled turns coordination on; false grants every caller a
-	// placeholder lease, like provider disabled. Default true.
-	Enabled bool `koanf:"enabled"`
 	// Provider is memory, disabled, or the name of a backend the program
 	// registered (WithBackends), such as redis or postgres. Required:
 	// there is no default, so a replica never falls back to a lock of its
@@ -64,14 +61,13 @@ type LockingConfig struct {
 func (l LockingConfig) Source(key string) string { return l.src.of(key) }
 
 // Coordinated reports whether the section selects a lock that coordinates:
-// enabled and a provider other than disabled.
+// a provider other than disabled.
 func (l LockingConfig) Coordinated() bool {
-	return l.Enabled && l.Provider != ProviderDisabled
+	return l.Provider != ProviderDisabled
 }
 
-// Options returns the locking.Options the section describes, with Enabled
-// and Disabled both spelled out. Provider disabled, or enabled false,
-// yields Enabled false and Disabled true.
+// Options returns the locking.Options the section describes: provider
+// disabled yields Disabled true.
 func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
 		Enabled:      l.Coordinated(),
@@ -102,8 +98,10 @@ type LeadershipConfig struct {
 	WhenUncoordinated leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
 	// LockKeyFormat names the key, with {role}. Default "leader:{role}".
 	LockKeyFormat string `koanf:"lock_key_format"`
-	// LockKey, when set, is the exact key (no expansion). Default "".
-	LockKey string `koanf:"lock_key"`
+	// LockKey is the exact key (no expansion) of one role: For sets it
+	// from the role's leadership.roles.<role>.lock_key. It has no
+	// section-wide key, since one exact key cannot serve several roles.
+	LockKey string `koanf:"-"`
 	// Identity is stored with the lease and reported as the holder.
 	// Default "" (hostname:pid).
 	Identity string `koanf:"identity"`
@@ -140,8 +138,9 @@ type RoleOverrides struct {
 	WhenUncoordinated *leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
 	// LockKeyFormat overrides LeadershipConfig.LockKeyFormat.
 	LockKeyFormat *string `koanf:"lock_key_format"`
-	// LockKey overrides LeadershipConfig.LockKey.
-	LockKey *string `koanf:"lock_key"`
+	// LockKey is the role's exact key, used literally instead of the
+	// format. It has no section-wide default. Default "".
+	LockKey *string `koanf:"lock_key" default:"\"\""`
 	// Balance overrides LeadershipConfig.Balance.
 	Balance *bool `koanf:"balance"`
 	// Priority overrides LeadershipConfig.Priority.
@@ -247,7 +246,6 @@ func Defaults() *Config {
 	co := leadership.DefaultChannelOptions()
 	return &Config{
 		Locking: LockingConfig{
-			Enabled:      !lo.Disabled,
 			Namespace:    lo.Namespace,
 			UseHashTags:  lo.UseHashTags,
 			MaxKeyLength: lo.MaxKeyLength,

@@ -76,8 +76,6 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			"(not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"file without provider", path, []config.LoadOption{config.WithYAML("embedded", []byte("locking:\n  namespace: x\n")), config.WithEnviron(nil), config.WithEnvPrefix("APP_")},
 			"(not set in yaml embedded, file " + path + ", env APP_LOCKING__PROVIDER)"},
-		{"enabled false still names none", "", []config.LoadOption{config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=false"})},
-			"config: locking.provider: is not set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := load(tt.path, tt.opts...)
@@ -95,6 +93,32 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 	}
 	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, disabled") {
 		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
+	}
+}
+
+// TestLoad_RemovedKeysSayWhatToWrite: locking.enabled said what
+// locking.provider: disabled says, and a section-wide leadership.lock_key
+// cannot serve several roles; each is an error naming the key, its source
+// and what to write instead, not an unknown key.
+func TestLoad_RemovedKeysSayWhatToWrite(t *testing.T) {
+	path := writeFile(t, "locking:\n  provider: redis\n  enabled: false\nleadership:\n  lock_key: billing-exact\n")
+	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=true"}))
+	fe := fieldErrors(err)
+	if len(fe) != 2 {
+		t.Fatalf("errors %v, want one for each removed key", err)
+	}
+	for i, want := range []string{
+		"config: leadership.lock_key: is no longer a section-wide key, since one exact key cannot serve several roles: set leadership.roles.<role>.lock_key for the role, or leadership.lock_key_format (file " + path + ")",
+		"config: locking.enabled: is no longer a key: write locking.provider: disabled for a lock that grants everyone, or remove it (env HOSTLOOM_LOCKING__ENABLED)",
+	} {
+		if got := fe[i].Error(); got != want {
+			t.Errorf("error %d\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	for _, k := range config.Keys() {
+		if k.Name == "locking.enabled" || k.Name == "leadership.lock_key" {
+			t.Errorf("Keys lists the removed key %s", k.Name)
+		}
 	}
 }
 
@@ -131,7 +155,6 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 
 const fullYAML = `
 locking:
-  enabled: true
   provider: redis
   namespace: billing
   use_hash_tags: true
@@ -164,7 +187,6 @@ leadership:
   safety_margin: 100ms
   when_uncoordinated: lead
   lock_key_format: "election:eu:{role}"
-  lock_key: ""
   identity: pod-1
   balance: true
   priority: 2
@@ -204,7 +226,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
 		TLS: redislockbuild.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
 	}
-	if c.Locking.Provider != redislockbuild.Name || !c.Locking.Enabled || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
+	if c.Locking.Provider != redislockbuild.Name || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
 	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,

@@ -30,7 +30,7 @@ var (
 // into the backend's own Section), then the rest into Config. Both go
 // through decoder.decode, so a backend's keys follow config's rules.
 func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
-	var errs []*FieldError
+	errs := removedKeys(k, src)
 	for _, b := range cfg.Locking.backends {
 		prefix := "locking." + string(b.Provider())
 		sec := cfg.Locking.sections[b.Provider()]
@@ -53,6 +53,26 @@ func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 	// program linked: reported with the other values that did not decode.
 	if p := cfg.Locking.Provider; p != "" && !slices.Contains(cfg.Locking.Providers(), p) {
 		errs = append(errs, cfg.Locking.unknownProvider(src))
+	}
+	return errs
+}
+
+// removed are the keys that said what another key says, with what to
+// write instead: there is one way to say each thing.
+var removed = []struct{ key, reason string }{
+	{"locking.enabled", "is no longer a key: write locking.provider: disabled for a lock that grants everyone, or remove it"},
+	{"leadership.lock_key", "is no longer a section-wide key, since one exact key cannot serve several roles: set leadership.roles.<role>.lock_key for the role, or leadership.lock_key_format"},
+}
+
+// removedKeys reports each removed key a source set, and takes it out of
+// k so that it is not also reported as unknown.
+func removedKeys(k *koanf.Koanf, src sources) []*FieldError {
+	var errs []*FieldError
+	for _, r := range removed {
+		if k.Exists(r.key) {
+			errs = append(errs, &FieldError{Key: r.key, Source: src.of(r.key), Reason: r.reason})
+			k.Delete(r.key)
+		}
 	}
 	return errs
 }

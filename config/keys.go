@@ -62,6 +62,9 @@ func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
 			continue
 		}
 		name := f.Tag.Get("koanf")
+		if name == "-" {
+			continue // a field no key sets (LeadershipConfig.LockKey)
+		}
 		p := append(path[:len(path):len(path)], name)
 		fv := v.Field(i)
 		switch {

@@ -13,7 +13,7 @@
 // Module provides locking.Lock, *locking.DistributedLock and
 // locking.Provider, built from the config.LockingConfig section: the
 // in-process memory provider for provider memory, a lock that grants
-// everyone for provider disabled or enabled false, and for any other name
+// everyone for provider disabled, and for any other name
 // the provider of the backend the app links under that name.
 //
 // # Backends

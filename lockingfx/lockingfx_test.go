@@ -97,7 +97,6 @@ func TestModule_L4_DisabledGrantsEveryone(t *testing.T) {
 		env  []string
 	}{
 		{"provider disabled", []string{"HOSTLOOM_LOCKING__PROVIDER=disabled"}},
-		{"enabled false", []string{"HOSTLOOM_LOCKING__ENABLED=false", "HOSTLOOM_LOCKING__PROVIDER=memory"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got provided

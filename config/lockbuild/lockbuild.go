@@ -92,7 +92,7 @@ func LoadOption(backends ...Backend) config.LoadOption {
 // Built is what Build returns.
 type Built struct {
 	// Kind is the provider in use: memory, the name of a backend, or
-	// disabled (also when locking.enabled is false).
+	// disabled.
 	Kind config.ProviderName
 	// Lock is the lock over Provider.
 	Lock *locking.DistributedLock
@@ -132,7 +132,7 @@ func (b *Built) Close() error {
 
 // Build builds the lock cfg describes: memlock for provider memory, the
 // Build of the backend given with WithBackends whose name it is, and a
-// lock that grants everyone for provider disabled or enabled false (L4).
+// lock that grants everyone for provider disabled (L4).
 // It registers the backends with cfg (cfg.WithBackends, keeping the
 // sections Load decoded) and validates it first: a configuration without
 // a provider is an error naming locking.provider and the choices (G6), a

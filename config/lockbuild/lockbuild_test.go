@@ -109,11 +109,11 @@ func TestWithBackends_X1_RefusesBuiltInNamesAndDuplicates(t *testing.T) {
 	}
 }
 
-// TestBuild_L4_DisabledGrantsEveryone: enabled false is the disabled kind
-// with no provider, whatever provider is named.
+// TestBuild_L4_DisabledGrantsEveryone: provider disabled is the disabled
+// kind with no provider.
 func TestBuild_L4_DisabledGrantsEveryone(t *testing.T) {
 	cfg := memoryConfig()
-	cfg.Enabled = false
+	cfg.Provider = config.ProviderDisabled
 	b, err := lockbuild.Build(cfg)
 	if err != nil {
 		t.Fatal(err)
