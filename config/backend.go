@@ -99,6 +99,8 @@ func checkBackends(backends []Backend) error {
 	seen := map[ProviderName]bool{}
 	for _, b := range backends {
 		name := b.Provider()
+		// reflect: whether the name is a key of the locking section is
+		// whether a field carries it as its koanf tag (fieldByKey).
 		_, isKey := fieldByKey(reflect.TypeFor[LockingConfig](), string(name))
 		switch {
 		case !backendName.MatchString(string(name)):

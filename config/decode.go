@@ -40,6 +40,8 @@ func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 		switch raw := k.Get(prefix); raw.(type) {
 		case nil: // `redis:` with nothing below: an empty section
 		case map[string]any:
+			// reflect: a backend's section type is known only at run
+			// time; the decoder resolves its keys to fields like Config's.
 			d := decoder{root: reflect.TypeOf(sec).Elem(), prefix: prefix, src: src}
 			errs = append(errs, d.decode(k.Cut(prefix), sec)...)
 		default:
@@ -241,7 +243,8 @@ func (d decoder) unknownKeys(k *koanf.Koanf, key string) []*FieldError {
 	return errs
 }
 
-// reason says what is wrong with raw as a value of type t.
+// reason says what is wrong with raw as a value of type t (reflect: the
+// target type typeAt found, which mapstructure's errors lack).
 func reason(t reflect.Type, raw any, err error) string {
 	secret := t == secretType
 	var pe *mapstructure.ParseError
@@ -259,7 +262,8 @@ func reason(t reflect.Type, raw any, err error) string {
 
 func isString(v any) bool { _, ok := v.(string); return ok }
 
-// expected names what a value of type t is written as.
+// expected names what a value of type t is written as (reflect: t is
+// mapstructure's target type or typeAt's).
 func expected(t reflect.Type) string {
 	if t == nil {
 		return "a value"
@@ -419,6 +423,9 @@ func (d decoder) typeAt(key string) (reflect.Type, bool) {
 }
 
 // fieldByKey finds the struct field whose koanf tag is key.
+//
+// reflect: koanf and mapstructure match keys to tags while decoding but
+// offer no lookup of a tag's field for a key they were not given.
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		if f := t.Field(i); f.IsExported() && f.Tag.Get("koanf") == key {
@@ -429,6 +436,8 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 }
 
 // isSection reports whether t holds keys rather than a value.
+//
+// reflect: t comes from mapstructure's hooks or from typeAt.
 func isSection(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }

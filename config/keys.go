@@ -102,6 +102,7 @@ func envName(path []string) string {
 	return EnvPrefix + strings.Join(parts, envSeparator)
 }
 
+// deref is t without a pointer (reflect: see walkKeys).
 func deref(t reflect.Type) reflect.Type {
 	if t.Kind() == reflect.Pointer {
 		return t.Elem()
@@ -109,6 +110,7 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
+// typeName is the Type column of a key (reflect: see walkKeys).
 func typeName(t reflect.Type) string {
 	t = deref(t)
 	if names := enumNames(t); names != nil {
@@ -129,7 +131,8 @@ func typeName(t reflect.Type) string {
 	return t.Kind().String()
 }
 
-// yamlValue formats a default as it would be written in YAML.
+// yamlValue formats a default as it would be written in YAML (reflect:
+// the value comes from Defaults through walkKeys).
 func yamlValue(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case time.Duration:

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // Validate reports every problem with c at once, one *FieldError per
@@ -76,7 +76,7 @@ func (l LockingConfig) validate(src sources) []*FieldError {
 		errs = append(errs, l.unknownProvider(src))
 	}
 	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
-	errs = append(errs, coreErrors(src, "locking", reflect.TypeFor[LockingConfig](), l.Options().Validate(), sectionKey)...)
+	errs = append(errs, coreErrors(src, "locking", lockingKeys, l.Options().Validate(), sectionKey)...)
 	if s := l.Section(l.Provider); s != nil && l.Coordinated() {
 		sec := SectionKeys{prefix: "locking." + string(l.Provider), src: src}
 		own := s.Validate(sec)
@@ -102,29 +102,24 @@ func (s sources) fieldError(key, format string, a ...any) *FieldError {
 // problem is reported under the role's key unless the section already
 // reported it (the role inherits the values concerned).
 func (l LeadershipConfig) validate(src sources) []*FieldError {
-	t := reflect.TypeFor[LeadershipConfig]()
 	section := func(opt string) (string, string) { return "leadership." + opt, "leadership." + opt }
-	errs := coreErrors(src, "leadership", t, l.Options("").Validate(), section)
+	errs := coreErrors(src, "leadership", leadershipKeys, l.Options("").Validate(), section)
 	reported := map[string]bool{}
 	for _, e := range errs {
 		reported[e.Reason] = true
 	}
 	for _, r := range sortedKeys(l.Roles) {
-		// reflect: whether the role overrides an option is whether its
-		// pointer field is set; the option is known by its config name
-		// (from a core message), and a configuration built in code has
-		// no source record to ask instead.
-		o := reflect.ValueOf(l.Roles[r])
+		o := l.Roles[r]
 		// The role's own key is checked when its elector is built (K4, K5);
 		// here its timing, policy and format.
 		role := func(opt string) (string, string) {
 			key := "leadership.roles." + r + "." + opt
-			if f, ok := fieldByKey(o.Type(), opt); ok && !o.FieldByIndex(f.Index).IsNil() {
+			if o.sets(opt) {
 				return key, key
 			}
 			return key, "leadership." + opt
 		}
-		for _, e := range coreErrors(src, "leadership.roles."+r, t, l.Options(r).Validate(), role) {
+		for _, e := range coreErrors(src, "leadership.roles."+r, leadershipKeys, l.Options(r).Validate(), role) {
 			if !reported[e.Reason] {
 				errs = append(errs, e)
 			}
@@ -133,17 +128,66 @@ func (l LeadershipConfig) validate(src sources) []*FieldError {
 	return errs
 }
 
-// coreErrors turns the joined errors of a core Validate ("pkg: option
-// value …", options in config spelling) into FieldErrors. keys maps an
-// option named in a message to the key to report it under and the key its
-// value came from (a role's override, or the section-wide key the role
-// inherits). The error names the first option whose value the scope sets
-// itself, and the sources of every option the message names.
-//
-// reflect: t is the section's type; a word of a core message is an option
-// when it is one of t's koanf tags (fieldByKey). The core packages do not
-// know config's key names, and koanf only knows the keys a source set.
-func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(opt string) (name, from string)) []*FieldError {
+// lockingKeys are the keys of the locking section, by the locking.Options
+// field each sets (for the Field of a *locking.OptionError).
+var lockingKeys = map[string]string{
+	"Namespace":    "namespace",
+	"UseHashTags":  "use_hash_tags",
+	"MaxKeyLength": "max_key_length",
+	"MaxLease":     "max_lease",
+	"MaxHold":      "max_hold",
+}
+
+// leadershipKeys are the keys of the leadership section (and of a role's
+// overrides), by the leadership.Options field each sets.
+var leadershipKeys = map[string]string{
+	"Lease":             "lease",
+	"RenewInterval":     "renew_interval",
+	"RetryInterval":     "retry_interval",
+	"SafetyMargin":      "safety_margin",
+	"WhenUncoordinated": "when_uncoordinated",
+	"LockKeyFormat":     "lock_key_format",
+	"LockKey":           "lock_key",
+	"Balance":           "balance",
+	"Priority":          "priority",
+}
+
+// sets reports whether the overrides set the option of key (a key of
+// leadershipKeys), rather than inheriting the section-wide value.
+func (o RoleOverrides) sets(key string) bool {
+	switch key {
+	case "lease":
+		return o.Lease != nil
+	case "renew_interval":
+		return o.RenewInterval != nil
+	case "retry_interval":
+		return o.RetryInterval != nil
+	case "safety_margin":
+		return o.SafetyMargin != nil
+	case "when_uncoordinated":
+		return o.WhenUncoordinated != nil
+	case "lock_key_format":
+		return o.LockKeyFormat != nil
+	case "lock_key":
+		return o.LockKey != nil
+	case "balance":
+		return o.Balance != nil
+	case "priority":
+		return o.Priority != nil
+	}
+	return false
+}
+
+// coreErrors turns the joined errors of a core Validate into FieldErrors.
+// Each *locking.OptionError names its Go field and the fields its reason
+// relates it to; keyOf gives their keys, and keys maps a key to the key
+// to report it under and the key its value came from (a role's override,
+// or the section-wide key the role inherits). The error names the first
+// of the fields whose value the scope sets itself, the reason in the
+// configuration's words (Options.RenewInterval is renew_interval), and
+// the sources of every field it names. An error that is not an
+// OptionError is reported under scope as it is.
+func coreErrors(src sources, scope string, keyOf map[string]string, err error, keys func(opt string) (name, from string)) []*FieldError {
 	if err == nil {
 		return nil
 	}
@@ -153,23 +197,24 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 	}
 	out := make([]*FieldError, 0, len(parts))
 	for _, p := range parts {
-		msg := p.Error()
-		if pre, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pre, " ") {
-			msg = rest
-		}
-		msg = strings.TrimPrefix(msg, "invalid options: ")
-		msg = configSpelling(msg, t)
-		var opts []string
-		for _, w := range strings.Fields(msg) {
-			w = strings.TrimRight(w, ":,;")
-			if _, ok := fieldByKey(t, w); ok && !slices.Contains(opts, w) {
-				opts = append(opts, w)
-			}
-		}
-		if len(opts) == 0 {
-			out = append(out, &FieldError{Key: scope, Source: src.of(scope), Reason: msg})
+		var oe *locking.OptionError
+		if !errors.As(p, &oe) || keyOf[oe.Field] == "" {
+			out = append(out, &FieldError{Key: scope, Source: src.of(scope), Reason: p.Error()})
 			continue
 		}
+		opts := []string{keyOf[oe.Field]}
+		reason := oe.Reason
+		for _, f := range oe.Related {
+			if k := keyOf[f]; k != "" {
+				opts = append(opts, k)
+				reason = strings.ReplaceAll(reason, "Options."+f, k)
+			}
+		}
+		sep := " "
+		if strings.HasPrefix(reason, ":") {
+			sep = ""
+		}
+		reason = opts[0] + sep + reason
 		primary := 0
 		for i, o := range opts {
 			if name, from := keys(o); name == from {
@@ -183,30 +228,9 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 		for i, o := range opts {
 			_, from[i] = keys(o)
 		}
-		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: msg})
+		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: reason})
 	}
 	return out
-}
-
-// goField matches a Go field of a core Options type as core errors name
-// it (Options.RenewInterval).
-var goField = regexp.MustCompile(`\bOptions\.([A-Z][A-Za-z0-9]*)`)
-
-// configSpelling rewrites the Go field names in a core error message
-// (Options.MaxLease) as the keys of t that hold them (max_lease), so the
-// message speaks the configuration's words. A field t does not have is
-// left as it is.
-func configSpelling(msg string, t reflect.Type) string {
-	return goField.ReplaceAllStringFunc(msg, func(m string) string {
-		f, ok := t.FieldByName(m[len("Options."):])
-		if !ok {
-			return m
-		}
-		if key := f.Tag.Get("koanf"); key != "" {
-			return key
-		}
-		return m
-	})
 }
 
 // describe names the sources of keys: the first key's source, then each

@@ -99,31 +99,31 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate reports every problem with o at once, each naming the Go field
-// and its value and matching ErrInvalidOptions. Zero fields are valid
+// Validate reports every problem with o at once, each an *OptionError
+// naming the Go field and its value and matching ErrInvalidOptions. Zero fields are valid
 // (they take their defaults).
 func (o Options) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
+	bad := func(field string, value any, related []string, format string, a ...any) {
+		errs = append(errs, NewOptionError(ErrInvalidOptions, field, value, related, format, a...))
 	}
 	if o.MaxKeyLength < 0 {
-		bad("Options.MaxKeyLength %d must not be negative", o.MaxKeyLength)
+		bad("MaxKeyLength", o.MaxKeyLength, nil, "%d must not be negative", o.MaxKeyLength)
 	}
 	if o.MaxLease < 0 {
-		bad("Options.MaxLease %v must not be negative", o.MaxLease)
+		bad("MaxLease", o.MaxLease, nil, "%v must not be negative", o.MaxLease)
 	}
 	if o.MaxHold < 0 {
-		bad("Options.MaxHold %v must not be negative", o.MaxHold)
+		bad("MaxHold", o.MaxHold, nil, "%v must not be negative", o.MaxHold)
 	}
 	if reason := badChars(o.Namespace); reason != "" {
-		bad("Options.Namespace %q %s", o.Namespace, reason)
+		bad("Namespace", o.Namespace, nil, "%q %s", o.Namespace, reason)
 	}
 	if o.UseHashTags {
 		if o.Namespace == "" {
-			bad(`Options.UseHashTags requires a namespace, Options.Namespace is ""`)
+			bad("UseHashTags", o.UseHashTags, []string{"Namespace"}, `requires a namespace, Options.Namespace is ""`)
 		} else if strings.ContainsAny(o.Namespace, "{}") {
-			bad("Options.Namespace %q must not contain braces with Options.UseHashTags", o.Namespace)
+			bad("Namespace", o.Namespace, []string{"UseHashTags"}, "%q must not contain braces with Options.UseHashTags", o.Namespace)
 		}
 	}
 	return errors.Join(errs...)
