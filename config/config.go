@@ -70,7 +70,6 @@ func (l LockingConfig) Coordinated() bool {
 // disabled yields Disabled true.
 func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
-		Enabled:      l.Coordinated(),
 		Disabled:     !l.Coordinated(),
 		Namespace:    l.Namespace,
 		UseHashTags:  l.UseHashTags,

@@ -131,7 +131,7 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 	if c.Locking.Provider != config.ProviderMemory {
 		t.Errorf("provider %q, want memory", c.Locking.Provider)
 	}
-	if got, lo := c.Locking.Options(), (locking.Options{Enabled: true, MaxKeyLength: locking.DefaultMaxKeyLength,
+	if got, lo := c.Locking.Options(), (locking.Options{MaxKeyLength: locking.DefaultMaxKeyLength,
 		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), redislockbuild.Defaults()) {
 		t.Errorf("locking = %+v, want the defaults %+v", c.Locking, lo)
 	}
@@ -229,7 +229,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 	if c.Locking.Provider != redislockbuild.Name || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
+	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
 		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
 		t.Errorf("locking options %+v, want %+v", got, want)
 	}

@@ -25,19 +25,21 @@ const (
 // field that is set to an invalid value is an error naming the field and
 // the value, matching ErrInvalidOptions.
 type Options struct {
-	// Enabled is coordination on (true) or off (false, L4) for Options
-	// that start from DefaultOptions, which sets it to true: setting it to
-	// false there disables the lock. In an Options literal that did not
-	// come from DefaultOptions, false is the zero value and means "not
-	// set": the lock coordinates unless Disabled is set, so a zero Options
-	// never silently grants everyone. A disabled lock grants every caller
-	// a placeholder lease, sends nothing to the provider, and Coordinated
-	// reports false. The lock's own Options report Enabled == !Disabled.
-	Enabled bool
-
-	// Disabled turns coordination off, in any Options value (see
-	// Enabled). Default false (coordinated).
+	// Disabled turns coordination off (L4): a disabled lock grants every
+	// caller a placeholder lease, sends nothing to the provider, and
+	// Coordinated reports false. It is the one field that says so; its
+	// zero value coordinates, so a zero Options never silently grants
+	// everyone (L10). Default false.
 	Disabled bool
+
+	// Enabled is the earlier spelling of !Disabled, read only on Options
+	// that start from DefaultOptions (which sets it to true): setting it
+	// to false there disables the lock. A literal's zero value means "not
+	// set". The lock's own Options report Enabled == !Disabled.
+	//
+	// Deprecated: set Disabled. Enabled stays so that code written
+	// against it keeps compiling and meaning what it meant.
+	Enabled bool
 
 	// Namespace prefixes every provider key: {namespace}:lock:{key}. Replicas
 	// that must exclude each other need the same namespace. Default "".
