@@ -167,8 +167,13 @@ func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 	case cfg.Provider == config.ProviderMemory:
 		b.Provider = memlock.New()
 	default:
-		// Validate accepted the name, so a backend given here serves it.
-		p, err := byName[cfg.Provider].Build(cfg)
+		be, ok := byName[cfg.Provider]
+		if !ok {
+			// Load knew the backend, but Build was not given it.
+			return nil, &config.FieldError{Key: "locking.provider", Source: cfg.Source("locking.provider"),
+				Reason: fmt.Sprintf("%q was loaded with its backend, which Build was not given (lockbuild.WithBackends)", string(cfg.Provider))}
+		}
+		p, err := be.Build(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("lockbuild: provider %q: %w", string(cfg.Provider), err)
 		}

@@ -84,6 +84,23 @@ func TestBuild_X1_BackendByName(t *testing.T) {
 	}
 }
 
+// TestBuild_X1_LoadedBackendNotGivenToBuild: a configuration loaded with
+// a backend that Build is not given is an error naming locking.provider,
+// not a panic.
+func TestBuild_X1_LoadedBackendNotGivenToBuild(t *testing.T) {
+	var n int
+	cfg, err := config.Load("", lockbuild.LoadOption(testBackend{name: "sharded", shards: &n, closed: &n}),
+		config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=sharded"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lockbuild.Build(cfg.Locking)
+	want := `config: locking.provider: "sharded" was loaded with its backend, which Build was not given (lockbuild.WithBackends) (env HOSTLOOM_LOCKING__PROVIDER)`
+	if b != nil || err == nil || err.Error() != want {
+		t.Fatalf("Build = %v, %v; want %q", b, err, want)
+	}
+}
+
 // TestWithBackends_X1_RefusesBuiltInNamesAndDuplicates: a backend cannot
 // replace memory or disabled, nor be given twice; a provider no backend
 // serves names the providers linked.
