@@ -48,4 +48,17 @@ func TestWithBackends_X1_RefusesBadBackends(t *testing.T) {
 	if want := "config: locking.plain.x: unknown key (env HOSTLOOM_LOCKING__PLAIN__X)"; err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %q", err, want)
 	}
+	// A backend's section written as a value is an error naming it.
+	_, err = config.Load("", config.WithBackends(named{name: "plain", section: &oneKey{}}), config.WithEnviron([]string{
+		"HOSTLOOM_LOCKING__PROVIDER=plain", "HOSTLOOM_LOCKING__PLAIN=3"}))
+	if want := "config: locking.plain: is a section, not a value: got \"3\" (env HOSTLOOM_LOCKING__PLAIN)"; err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %q", err, want)
+	}
 }
+
+// oneKey is a section with one key, n.
+type oneKey struct {
+	N int `koanf:"n"`
+}
+
+func (*oneKey) Validate(config.SectionKeys) []*config.FieldError { return nil }
