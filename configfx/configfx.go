@@ -45,8 +45,9 @@ type backendParams struct {
 }
 
 // Module loads the configuration with config.Load(path, opts...), with
-// the backends of BackendGroup, and provides *config.Config and its
-// sections (Sections).
+// the backends of BackendGroup (provider redis, the library module's own
+// backend, needs none), and provides *config.Config and its sections
+// (Sections).
 //
 // It reads nothing while the fx.New options are put together: the file
 // and the environment are read when fx.New builds the graph, by the

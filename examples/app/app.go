@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
-	"github.com/hostloom/hostloom/backends/redis/redislockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/leadershipfx"
@@ -22,13 +21,12 @@ const (
 	roleInventory = "inventory"
 )
 
-// backends are the lock backends the example links: locking.provider may
-// be redis (locking.redis.*, or the app's own redis.UniversalClient) or
-// postgres (the pool from locking.postgres.dsn, or the app's own
-// *pgxpool.Pool), besides memory and disabled. A backend of another
-// module is added here.
+// backends are the lock backends the example plugs in: locking.provider
+// may be postgres (the pool from locking.postgres.dsn, or the app's own
+// *pgxpool.Pool), besides redis (the library module's own backend, linked
+// by default: locking.redis.*, or the app's own redis.UniversalClient),
+// memory and disabled. A backend of another module is added here.
 var backends = fx.Options(
-	redislockfx.Module,
 	pglockfx.Module,
 )
 
