@@ -1,10 +1,16 @@
 // Package redislockbuild is provider redis as a HostLoom backend, without
-// fx: its configuration section locking.redis (Config, decoded and checked
-// by config.Load when the backend is given to it), and Backend, the
-// lockbuild.Backend that builds the redislock provider over a client built
-// from that section or over the app's own.
+// fx: its configuration section locking.redis (Config, an alias of
+// config.RedisConfig) and Backend, the lockbuild.Backend that builds the
+// redislock provider over a client built from that section or over the
+// app's own.
 //
-//	backends := []lockbuild.Backend{redislockbuild.Backend{}}
+// Redis is the library module's own backend and is linked by default:
+// config.Load decodes and checks locking.redis with no option, and
+// lockbuild.Build builds Backend{} when it is given no backend named
+// redis. Pass a Backend to both only to give it a client or a logger; it
+// then takes the default's place:
+//
+//	backends := []lockbuild.Backend{redislockbuild.Backend{Client: client, Logger: log}}
 //	cfg, err := config.Load("app.yaml", lockbuild.LoadOption(backends...))
 //	…
 //	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithBackends(backends...))

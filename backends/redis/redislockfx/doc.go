@@ -1,6 +1,9 @@
 // Package redislockfx plugs the Redis and Valkey provider (package
-// redislock) into a HostLoom fx app: with Module next to lockingfx.Module,
-// locking.provider: redis and the locking.redis keys are all an app needs.
+// redislock) into a HostLoom fx app explicitly. Redis is the library
+// module's own backend, linked by default: lockingfx.Module alone already
+// builds it, with the graph's redis.UniversalClient and *zap.Logger, so
+// Module is optional; added, it takes the default's place (the backend is
+// provided once) and behaves the same.
 //
 //	fx.New(
 //		configfx.Module("app.yaml"),
