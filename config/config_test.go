@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -63,13 +64,11 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 		want string
 	}{
 		{"nothing", "", []config.LoadOption{config.WithEnviron(nil)},
-			"config: locking.provider: is not set: choose memory, redis, postgres, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
+			"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"missing optional file", filepath.Join(t.TempDir(), "nope.yaml"), []config.LoadOption{config.Optional(), config.WithEnviron(nil)},
 			"(not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"file without provider", path, []config.LoadOption{config.WithYAML("embedded", []byte("locking:\n  namespace: x\n")), config.WithEnviron(nil), config.WithEnvPrefix("APP_")},
 			"(not set in yaml embedded, file " + path + ", env APP_LOCKING__PROVIDER)"},
-		{"enabled false still names none", "", []config.LoadOption{config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=false"})},
-			"config: locking.provider: is not set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := config.Load(tt.path, tt.opts...)
@@ -85,8 +84,34 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			}
 		})
 	}
-	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, postgres, disabled") {
+	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, disabled") {
 		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
+	}
+}
+
+// TestLoad_RemovedKeysSayWhatToWrite: locking.enabled said what
+// locking.provider: disabled says, and a section-wide leadership.lock_key
+// cannot serve several roles; each is an error naming the key, its source
+// and what to write instead, not an unknown key.
+func TestLoad_RemovedKeysSayWhatToWrite(t *testing.T) {
+	path := writeFile(t, "locking:\n  provider: redis\n  enabled: false\nleadership:\n  lock_key: billing-exact\n")
+	_, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=true"}))
+	fe := fieldErrors(err)
+	if len(fe) != 2 {
+		t.Fatalf("errors %v, want one for each removed key", err)
+	}
+	for i, want := range []string{
+		"config: leadership.lock_key: is no longer a section-wide key, since one exact key cannot serve several roles: set leadership.roles.<role>.lock_key for the role, or leadership.lock_key_format (file " + path + ")",
+		"config: locking.enabled: is no longer a key: write locking.provider: disabled for a lock that grants everyone, or remove it (env HOSTLOOM_LOCKING__ENABLED)",
+	} {
+		if got := fe[i].Error(); got != want {
+			t.Errorf("error %d\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	for _, k := range config.Keys() {
+		if k.Name == "locking.enabled" || k.Name == "leadership.lock_key" {
+			t.Errorf("Keys lists the removed key %s", k.Name)
+		}
 	}
 }
 
@@ -99,8 +124,8 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 	if c.Locking.Provider != config.ProviderMemory {
 		t.Errorf("provider %q, want memory", c.Locking.Provider)
 	}
-	if got, lo := c.Locking.Options(), (locking.Options{Enabled: true, MaxKeyLength: locking.DefaultMaxKeyLength,
-		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(c.Locking.Redis, d.Locking.Redis) {
+	if got, lo := c.Locking.Options(), (locking.Options{MaxKeyLength: locking.DefaultMaxKeyLength,
+		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), redislockbuild.Defaults()) {
 		t.Errorf("locking = %+v, want the defaults %+v", c.Locking, lo)
 	}
 	if got, want := c.Leadership.Options("billing"), d.Leadership.Options("billing"); got != want || c.Leadership.Roles != nil || c.Leadership.Identity != "" {
@@ -123,7 +148,6 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 
 const fullYAML = `
 locking:
-  enabled: true
   provider: redis
   namespace: billing
   use_hash_tags: true
@@ -156,7 +180,6 @@ leadership:
   safety_margin: 100ms
   when_uncoordinated: lead
   lock_key_format: "election:eu:{role}"
-  lock_key: ""
   identity: pod-1
   balance: true
   priority: 2
@@ -196,10 +219,10 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
 		TLS: config.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
 	}
-	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Enabled || !reflect.DeepEqual(c.Locking.Redis, wantRedis) {
+	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
+	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
 		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
 		t.Errorf("locking options %+v, want %+v", got, want)
 	}
@@ -268,8 +291,8 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 	if c.Locking.Namespace != "fromfile" || !c.Locking.UseHashTags || c.Locking.MaxKeyLength != 100 {
 		t.Errorf("locking = %+v", c.Locking)
 	}
-	if !reflect.DeepEqual(c.Locking.Redis.Addrs, []string{"a:6379", "b:6379"}) {
-		t.Errorf("addrs = %q, want [a:6379 b:6379]", c.Locking.Redis.Addrs)
+	if !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking).Addrs, []string{"a:6379", "b:6379"}) {
+		t.Errorf("addrs = %q, want [a:6379 b:6379]", redislockbuild.SectionOf(c.Locking).Addrs)
 	}
 	if r := c.Leadership.For("billing"); r.RetryInterval != 750*time.Millisecond || r.Lease != 30*time.Second {
 		t.Errorf("billing = %+v", r)
@@ -332,7 +355,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "bad enum",
 			yaml: "locking:\n  provider: etcd\n",
-			want: []string{`locking.provider: "etcd" is not one of memory, redis, postgres, disabled`},
+			want: []string{`locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links)`},
 		},
 		{
 			name: "bad env enum",
@@ -627,15 +650,15 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Locking.Redis.Password.Value() != pw {
-		t.Fatalf("Value() = %q, want the password", c.Locking.Redis.Password.Value())
+	if redislockbuild.SectionOf(c.Locking).Password.Value() != pw {
+		t.Fatalf("Value() = %q, want the password", redislockbuild.SectionOf(c.Locking).Password.Value())
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
-	log.Info("config", zap.Object("redis", c.Locking.Redis), zap.Any("all", c), zap.Stringer("pw", c.Locking.Redis.Password))
+	log.Info("config", zap.Object("redis", redislockbuild.SectionOf(c.Locking)), zap.Any("all", c), zap.Stringer("pw", redislockbuild.SectionOf(c.Locking).Password))
 	js, _ := json.Marshal(c)
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%v %+v %#v %s %v %#v %q", c, c, c, c.Locking.Redis, *c, *c, c.Locking.Redis.Password)
+	fmt.Fprintf(&buf, "%v %+v %#v %s %v %#v %q", c, c, c, redislockbuild.SectionOf(c.Locking), *c, *c, redislockbuild.SectionOf(c.Locking).Password)
 	for _, e := range logs.All() {
 		fmt.Fprintf(&buf, "%v", e.ContextMap())
 	}
@@ -647,7 +670,7 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	if !strings.Contains(out, "[redacted]") {
 		t.Fatalf("no redaction marker in\n%s", out)
 	}
-	if got := c.Locking.Redis.String(); !strings.Contains(got, "password=[redacted]") || !strings.Contains(got, "addrs=[127.0.0.1:6379]") {
+	if got := redislockbuild.SectionOf(c.Locking).String(); !strings.Contains(got, "password=[redacted]") || !strings.Contains(got, "addrs=[127.0.0.1:6379]") {
 		t.Errorf("String() = %q", got)
 	}
 	if got := config.Secret("").String(); got != "" {
@@ -666,7 +689,7 @@ func TestKeys_CoverEveryField(t *testing.T) {
 	}
 	for _, w := range []config.Key{
 		{Name: "leadership.lease", Type: "duration", Default: "15s", Env: "HOSTLOOM_LEADERSHIP__LEASE"},
-		{Name: "locking.provider", Type: "memory | redis | postgres | disabled", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
+		{Name: "locking.provider", Type: "provider name", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
 		{Name: "leadership.safety_margin", Type: "duration", Default: "0s", Env: "HOSTLOOM_LEADERSHIP__SAFETY_MARGIN"},
 		{Name: "leadership.balance", Type: "bool", Default: "false", Env: "HOSTLOOM_LEADERSHIP__BALANCE"},
 		{Name: "leadership.roles.<role>.priority", Type: "int", Default: "leadership.priority", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__PRIORITY"},
@@ -698,5 +721,64 @@ func TestKeys_CoverEveryField(t *testing.T) {
 		if _, err := config.Load("", config.WithEnviron([]string{k.Env + "=%%bad%%"})); err != nil && strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("%s (%s) is listed but unknown to Load: %v", k.Name, k.Env, err)
 		}
+	}
+}
+
+// TestLoad_X1_F3_RedisLinkedByDefault: provider redis is the library
+// module's own backend: a file choosing it, with its locking.redis keys,
+// loads with no backend option, with the defaults of the keys it does
+// not set; the password never shows in an error or in the loaded
+// configuration printed, marshalled or logged. Passing the backend
+// explicitly registers it once.
+func TestLoad_X1_F3_RedisLinkedByDefault(t *testing.T) {
+	const pw = "hunter2-linked-by-default"
+	path := writeFile(t, "locking:\n  provider: redis\n  redis:\n    addrs: [\"127.0.0.1:6379\"]\n    password: "+pw+"\n")
+	for _, opts := range [][]config.LoadOption{
+		{config.WithEnviron(nil)},
+		{config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{})},
+	} {
+		c, err := config.Load(path, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := config.RedisDefaults()
+		want.Addrs, want.Password = []string{"127.0.0.1:6379"}, pw
+		if c.Locking.Provider != config.ProviderRedis || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), want) {
+			t.Errorf("locking = %+v, redis %#v; want %#v", c.Locking, redislockbuild.SectionOf(c.Locking), want)
+		}
+		if got := fmt.Sprint(c.Locking.Providers()); got != "[memory redis disabled]" {
+			t.Errorf("Providers() = %s, want redis once", got)
+		}
+		core, logs := observer.New(zapcore.DebugLevel)
+		zap.New(core).Info("config", zap.Any("all", c), zap.Object("redis", redislockbuild.SectionOf(c.Locking)))
+		js, _ := json.Marshal(c)
+		out := fmt.Sprintf("%v %+v %#v %v %s", c, c, c, logs.All()[0].ContextMap(), js)
+		if strings.Contains(out, pw) || !strings.Contains(out, "[redacted]") {
+			t.Errorf("the loaded configuration shows the password, or no redaction:\n%s", out)
+		}
+	}
+	bad := writeFile(t, "locking:\n  provider: redis\n  redis:\n    addrs: [\"nohost\"]\n    password: "+pw+"\n    db: -1\n")
+	_, err := config.Load(bad, config.WithEnviron(nil))
+	for _, want := range []string{
+		`config: locking.redis.addrs: "nohost" is not host:port (file ` + bad + `)`,
+		`config: locking.redis.db: -1 must not be negative (file ` + bad + `)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load error %v, want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), pw) {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+// TestLoad_X1_UnknownProviderNamesLinked: a provider no linked backend
+// serves is an error naming the key, the value, its source and the
+// providers this program links, redis among them by default.
+func TestLoad_X1_UnknownProviderNamesLinked(t *testing.T) {
+	_, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=etcd"}))
+	want := `config: locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %q", err, want)
 	}
 }

@@ -47,13 +47,12 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		t.Errorf("Locking.Options = %+v", lo)
 	}
 	for _, tt := range []struct {
-		enabled  bool
 		provider config.ProviderName
 		want     bool
-	}{{true, config.ProviderMemory, true}, {true, config.ProviderRedis, true}, {true, config.ProviderDisabled, false}, {false, config.ProviderMemory, false}} {
-		l := config.LockingConfig{Enabled: tt.enabled, Provider: tt.provider}
+	}{{config.ProviderMemory, true}, {config.ProviderRedis, true}, {config.ProviderDisabled, false}} {
+		l := config.LockingConfig{Provider: tt.provider}
 		if l.Options().Disabled == tt.want || l.Coordinated() != tt.want {
-			t.Errorf("enabled=%t provider=%s: Options().Disabled=%t, want %t (L4)", tt.enabled, tt.provider, l.Options().Disabled, !tt.want)
+			t.Errorf("provider=%s: Options().Disabled=%t, want %t (L4)", tt.provider, l.Options().Disabled, !tt.want)
 		}
 	}
 	for _, m := range []leadership.FullMode{leadership.Wait, leadership.DropWrite, leadership.DropNewest, leadership.DropOldest} {

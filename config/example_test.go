@@ -28,7 +28,7 @@ func ExampleLoad_errors() {
 	fmt.Println(err)
 	// Output:
 	// config: leadership.lease: invalid duration "banana" (use a unit, e.g. 15s, 500ms, 1m30s) (env HOSTLOOM_LEADERSHIP__LEASE)
-	// config: locking.provider: "etcd" is not one of memory, redis, postgres, disabled (env HOSTLOOM_LOCKING__PROVIDER)
+	// config: locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)
 }
 
 func ExampleSecret() {
@@ -58,5 +58,5 @@ func ExampleLoad_noProvider() {
 	_, err := config.Load("", config.WithEnviron(nil))
 	fmt.Println(err)
 	// Output:
-	// config: locking.provider: is not set: choose memory, redis, postgres, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
+	// config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
 }

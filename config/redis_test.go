@@ -56,7 +56,7 @@ func typeName(c redis.UniversalClient) string {
 }
 
 func TestRedis_TLSFilesNamedInErrors(t *testing.T) {
-	r := config.Defaults().Locking.Redis
+	r := config.RedisDefaults()
 	r.Addrs = []string{"127.0.0.1:6379"}
 	r.TLS = config.TLSConfig{Enabled: true, CAFile: filepath.Join(t.TempDir(), "missing.pem")}
 	if _, err := r.NewClient(); err == nil || !strings.Contains(err.Error(), "locking.redis.tls.ca_file") || !strings.Contains(err.Error(), "no such file") {

@@ -6,10 +6,11 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/dashboardfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
@@ -22,6 +23,15 @@ const (
 	roleBilling = "billing"
 	// roleInventory gates the inventory-changes channel.
 	roleInventory = "inventory"
+)
+
+// backends are the lock backends the example plugs in: locking.provider
+// may be postgres (the pool from locking.postgres.dsn, or the app's own
+// *pgxpool.Pool), besides redis (the library module's own backend, linked
+// by default: locking.redis.*, or the app's own redis.UniversalClient),
+// memory and disabled. A backend of another module is added here.
+var backends = fx.Options(
+	pglockfx.Module,
 )
 
 // newApp assembles the service: configuration, lock, two roles, a job on
@@ -41,8 +51,7 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		configfx.Module(s.configPath, cfgOpts...),
 		fx.Provide(newMetrics),
 		lockingfx.Module,
-		// locking.provider postgres: the pool from locking.postgres.dsn.
-		pglockfx.Module,
+		backends,
 		leadershipfx.Role(roleBilling),
 		leadershipfx.Role(roleInventory),
 		schedulingfx.Module,
@@ -100,11 +109,9 @@ func logStartup(p startupParams) {
 		zap.Strings("roles", roles),
 		zap.Duration("lease", p.Config.Leadership.Lease),
 	}
-	if p.Config.Locking.Provider == config.ProviderRedis {
-		fields = append(fields, zap.Object("redis", p.Config.Locking.Redis))
-	}
-	if p.Config.Locking.Provider == config.ProviderPostgres {
-		fields = append(fields, zap.Object("postgres", p.Config.Locking.Postgres))
+	// The backend's section, which logs itself with its secrets redacted.
+	if s, ok := p.Config.Locking.Section(p.Config.Locking.Provider).(zapcore.ObjectMarshaler); ok {
+		fields = append(fields, zap.Object(string(p.Config.Locking.Provider), s))
 	}
 	p.Log.Info("HostLoomExample", fields...)
 }

@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/hostloom/hostloom v0.3.0
 	github.com/hostloom/hostloom/core/locking/pglock v0.3.0
+	github.com/hostloom/hostloom/backends/postgres v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -62,6 +63,7 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
 
 
 

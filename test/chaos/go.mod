@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/hostloom/hostloom v0.3.0
 	github.com/hostloom/hostloom/core/locking/pglock v0.3.0
+	github.com/hostloom/hostloom/backends/postgres v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
@@ -30,6 +31,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
+
 
 
 
