@@ -101,10 +101,8 @@ func (p *Provider) writeJob(ctx context.Context, key string, r jobRead, st jobSt
 	}
 	jk := p.jobKey(key)
 	ops := []clientv3.Op{clientv3.OpPut(jk, string(b), clientv3.WithLease(lease))}
-	if r.rev == 0 {
-		// A new record set: the history of an earlier one is dropped.
-		ops = append(ops, clientv3.OpDelete(p.o.Prefix+"h/"+key+"\x00", clientv3.WithPrefix()))
-	}
+	// A new record set has no history to drop: an earlier set's ran out
+	// with its lease.
 	if seq > 0 {
 		ops = append(ops, clientv3.OpPut(p.historyKey(key, seq), rec, clientv3.WithLease(lease)))
 	}
