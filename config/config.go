@@ -1,15 +1,11 @@
 package config
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/scheduling/policy"
-	"go.uber.org/zap/zapcore"
 )
 
 // Config is the whole HostLoom configuration. Every field carries the koanf
@@ -37,11 +33,10 @@ func (c *Config) Source(key string) string { return c.src.of(key) }
 // LockingConfig is the locking section: which backend, and the limits of
 // locking.Options.
 type LockingConfig struct {
-	// Enabled turns coordination on; false grants every caller a
-	// placeholder lease, like provider disabled. Default true.
-	Enabled bool `koanf:"enabled"`
-	// Provider is memory, redis, postgres or disabled. Required: there is no default,
-	// so a replica never falls back to a lock of its own by accident (G6).
+	// Provider is memory, disabled, or the name of a backend the program
+	// registered (WithBackends), such as redis or postgres. Required:
+	// there is no default, so a replica never falls back to a lock of its
+	// own by accident (G6).
 	Provider ProviderName `koanf:"provider" required:"true"`
 	// Namespace prefixes every provider key. Default "".
 	Namespace string `koanf:"namespace"`
@@ -54,12 +49,11 @@ type LockingConfig struct {
 	MaxLease time.Duration `koanf:"max_lease"`
 	// MaxHold bounds automatic extension by locking.Acquire. Default 1h.
 	MaxHold time.Duration `koanf:"max_hold"`
-	// Redis configures the client built for provider redis.
-	Redis RedisConfig `koanf:"redis"`
-	// Postgres configures provider postgres.
-	Postgres PostgresConfig `koanf:"postgres"`
-
-	src sources
+	src     sources
+	// backends are the registered backends (WithBackends), in order.
+	backends []Backend
+	// sections are the registered backends' sections, by provider name.
+	sections map[ProviderName]Section
 }
 
 // Source reports where the value of the dotted key (locking.redis.password)
@@ -67,17 +61,15 @@ type LockingConfig struct {
 func (l LockingConfig) Source(key string) string { return l.src.of(key) }
 
 // Coordinated reports whether the section selects a lock that coordinates:
-// enabled and a provider other than disabled.
+// a provider other than disabled.
 func (l LockingConfig) Coordinated() bool {
-	return l.Enabled && l.Provider != ProviderDisabled
+	return l.Provider != ProviderDisabled
 }
 
-// Options returns the locking.Options the section describes, with Enabled
-// and Disabled both spelled out. Provider disabled, or enabled false,
-// yields Enabled false and Disabled true.
+// Options returns the locking.Options the section describes: provider
+// disabled yields Disabled true.
 func (l LockingConfig) Options() locking.Options {
 	return locking.Options{
-		Enabled:      l.Coordinated(),
 		Disabled:     !l.Coordinated(),
 		Namespace:    l.Namespace,
 		UseHashTags:  l.UseHashTags,
@@ -85,113 +77,6 @@ func (l LockingConfig) Options() locking.Options {
 		MaxLease:     l.MaxLease,
 		MaxHold:      l.MaxHold,
 	}
-}
-
-// RedisConfig is locking.redis: the client for provider redis. One address
-// with neither master_name nor cluster is a standalone server; master_name
-// selects Sentinel (addrs are the sentinels); cluster selects Redis
-// Cluster (addrs are seed nodes).
-//
-// Password and SentinelPassword are Secrets: String, MarshalLogObject,
-// JSON and errors never show them.
-type RedisConfig struct {
-	// Addrs are host:port addresses, port 1–65535. Required for provider
-	// redis unless the app supplies its own client.
-	Addrs []string `koanf:"addrs"`
-	// Username for Redis ACLs. Default "".
-	Username string `koanf:"username"`
-	// Password for AUTH. Default "". Never logged.
-	Password Secret `koanf:"password"`
-	// DB selects the database (standalone and Sentinel only). Default 0.
-	DB int `koanf:"db"`
-	// MasterName is the Sentinel master set; nonempty selects Sentinel.
-	MasterName string `koanf:"master_name"`
-	// SentinelUsername authenticates to the sentinels. Default "".
-	SentinelUsername string `koanf:"sentinel_username"`
-	// SentinelPassword authenticates to the sentinels. Never logged.
-	SentinelPassword Secret `koanf:"sentinel_password"`
-	// Cluster selects Redis Cluster. Default false.
-	Cluster bool `koanf:"cluster"`
-	// DialTimeout bounds connecting. Default 5s.
-	DialTimeout time.Duration `koanf:"dial_timeout"`
-	// ReadTimeout bounds each reply. Default 3s.
-	ReadTimeout time.Duration `koanf:"read_timeout"`
-	// WriteTimeout bounds each write. Default 3s.
-	WriteTimeout time.Duration `koanf:"write_timeout"`
-	// TLS configures TLS to the servers.
-	TLS TLSConfig `koanf:"tls"`
-	// Quarantine refuses the acquisition of a key for one lease after
-	// the server lost its state (restart without persistence, failover):
-	// see redislock.Options.Quarantine (Q3). Default false.
-	Quarantine bool `koanf:"quarantine"`
-	// MinReplicas counts an acquisition or renewal only once that many
-	// replicas acknowledged it (WAIT): see redislock.Options.MinReplicas
-	// (Q2). Default 0: no wait.
-	MinReplicas int `koanf:"min_replicas"`
-	// ReplicaAckTimeout bounds the wait for MinReplicas; below every
-	// lease. Default 0: 100ms.
-	ReplicaAckTimeout time.Duration `koanf:"replica_ack_timeout"`
-}
-
-// ProviderOptions are the redislock options of the section.
-func (r RedisConfig) ProviderOptions() redislock.Options {
-	return redislock.Options{Quarantine: r.Quarantine, MinReplicas: r.MinReplicas, ReplicaAckTimeout: r.ReplicaAckTimeout}
-}
-
-// TLSConfig is locking.redis.tls.
-type TLSConfig struct {
-	// Enabled turns TLS on. Default false.
-	Enabled bool `koanf:"enabled"`
-	// InsecureSkipVerify disables server certificate checks (tests only).
-	// Default false.
-	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
-	// ServerName overrides the name checked in the server certificate.
-	ServerName string `koanf:"server_name"`
-	// CAFile is a PEM file of CAs to trust instead of the system pool.
-	CAFile string `koanf:"ca_file"`
-	// CertFile is a PEM client certificate (mutual TLS); set with KeyFile.
-	CertFile string `koanf:"cert_file"`
-	// KeyFile is the PEM key of CertFile; set both or neither.
-	KeyFile string `koanf:"key_file"`
-}
-
-// String describes the section with the passwords redacted.
-func (r RedisConfig) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "addrs=%v username=%q password=%s db=%d", r.Addrs, r.Username, r.Password.String(), r.DB)
-	if r.MasterName != "" {
-		fmt.Fprintf(&b, " master_name=%q sentinel_username=%q sentinel_password=%s", r.MasterName, r.SentinelUsername, r.SentinelPassword.String())
-	}
-	fmt.Fprintf(&b, " cluster=%t tls=%t", r.Cluster, r.TLS.Enabled)
-	if r.Quarantine {
-		b.WriteString(" quarantine=true")
-	}
-	return b.String()
-}
-
-// GoString keeps %#v as safe as %v.
-func (r RedisConfig) GoString() string { return "config.RedisConfig{" + r.String() + "}" }
-
-// MarshalLogObject logs the section with the passwords redacted.
-func (r RedisConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if err := enc.AddArray("addrs", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-		for _, s := range r.Addrs {
-			a.AppendString(s)
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
-	enc.AddString("username", r.Username)
-	enc.AddString("password", r.Password.String())
-	enc.AddInt("db", r.DB)
-	enc.AddString("master_name", r.MasterName)
-	enc.AddString("sentinel_username", r.SentinelUsername)
-	enc.AddString("sentinel_password", r.SentinelPassword.String())
-	enc.AddBool("cluster", r.Cluster)
-	enc.AddBool("tls", r.TLS.Enabled)
-	enc.AddBool("quarantine", r.Quarantine)
-	return nil
 }
 
 // LeadershipConfig is the leadership section: the election timing and
@@ -212,8 +97,10 @@ type LeadershipConfig struct {
 	WhenUncoordinated leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
 	// LockKeyFormat names the key, with {role}. Default "leader:{role}".
 	LockKeyFormat string `koanf:"lock_key_format"`
-	// LockKey, when set, is the exact key (no expansion). Default "".
-	LockKey string `koanf:"lock_key"`
+	// LockKey is the exact key (no expansion) of one role: For sets it
+	// from the role's leadership.roles.<role>.lock_key. It has no
+	// section-wide key, since one exact key cannot serve several roles.
+	LockKey string `koanf:"-"`
 	// Identity is stored with the lease and reported as the holder.
 	// Default "" (hostname:pid).
 	Identity string `koanf:"identity"`
@@ -250,8 +137,9 @@ type RoleOverrides struct {
 	WhenUncoordinated *leadership.WhenUncoordinated `koanf:"when_uncoordinated"`
 	// LockKeyFormat overrides LeadershipConfig.LockKeyFormat.
 	LockKeyFormat *string `koanf:"lock_key_format"`
-	// LockKey overrides LeadershipConfig.LockKey.
-	LockKey *string `koanf:"lock_key"`
+	// LockKey is the role's exact key, used literally instead of the
+	// format. It has no section-wide default. Default "".
+	LockKey *string `koanf:"lock_key" default:"\"\""`
 	// Balance overrides LeadershipConfig.Balance.
 	Balance *bool `koanf:"balance"`
 	// Priority overrides LeadershipConfig.Priority.
@@ -357,21 +245,11 @@ func Defaults() *Config {
 	co := leadership.DefaultChannelOptions()
 	return &Config{
 		Locking: LockingConfig{
-			Enabled:      !lo.Disabled,
 			Namespace:    lo.Namespace,
 			UseHashTags:  lo.UseHashTags,
 			MaxKeyLength: lo.MaxKeyLength,
 			MaxLease:     lo.MaxLease,
 			MaxHold:      lo.MaxHold,
-			Redis: RedisConfig{
-				DialTimeout:  5 * time.Second,
-				ReadTimeout:  3 * time.Second,
-				WriteTimeout: 3 * time.Second,
-			},
-			Postgres: PostgresConfig{
-				Table:         DefaultPostgresTable,
-				Notifications: true,
-			},
 		},
 		Leadership: LeadershipConfig{
 			Lease:             ld.Lease,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -50,6 +51,13 @@ func fieldErrors(err error) []*config.FieldError {
 	return out
 }
 
+// load is config.Load for a program that links the Redis backend, as
+// every test here assumes: locking.provider accepts redis and the
+// locking.redis keys load. etcd stays an unregistered provider.
+func load(path string, opts ...config.LoadOption) (*config.Config, error) {
+	return config.Load(path, append(opts, config.WithBackends(redislockbuild.Backend{}))...)
+}
+
 // memory chooses the in-process lock, which every configuration must do
 // explicitly (G6).
 var memory = []string{"HOSTLOOM_LOCKING__PROVIDER=memory"}
@@ -63,16 +71,14 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 		want string
 	}{
 		{"nothing", "", []config.LoadOption{config.WithEnviron(nil)},
-			"config: locking.provider: is not set: choose memory, redis, postgres, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
+			"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"missing optional file", filepath.Join(t.TempDir(), "nope.yaml"), []config.LoadOption{config.Optional(), config.WithEnviron(nil)},
 			"(not set in env HOSTLOOM_LOCKING__PROVIDER)"},
 		{"file without provider", path, []config.LoadOption{config.WithYAML("embedded", []byte("locking:\n  namespace: x\n")), config.WithEnviron(nil), config.WithEnvPrefix("APP_")},
 			"(not set in yaml embedded, file " + path + ", env APP_LOCKING__PROVIDER)"},
-		{"enabled false still names none", "", []config.LoadOption{config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=false"})},
-			"config: locking.provider: is not set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := config.Load(tt.path, tt.opts...)
+			c, err := load(tt.path, tt.opts...)
 			if err == nil || c != nil {
 				t.Fatalf("Load = %+v, %v; want an error naming locking.provider", c, err)
 			}
@@ -85,13 +91,39 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			}
 		})
 	}
-	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, postgres, disabled") {
+	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, disabled") {
 		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
 	}
 }
 
+// TestLoad_RemovedKeysSayWhatToWrite: locking.enabled said what
+// locking.provider: disabled says, and a section-wide leadership.lock_key
+// cannot serve several roles; each is an error naming the key, its source
+// and what to write instead, not an unknown key.
+func TestLoad_RemovedKeysSayWhatToWrite(t *testing.T) {
+	path := writeFile(t, "locking:\n  provider: redis\n  enabled: false\nleadership:\n  lock_key: billing-exact\n")
+	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=true"}))
+	fe := fieldErrors(err)
+	if len(fe) != 2 {
+		t.Fatalf("errors %v, want one for each removed key", err)
+	}
+	for i, want := range []string{
+		"config: leadership.lock_key: is no longer a section-wide key, since one exact key cannot serve several roles: set leadership.roles.<role>.lock_key for the role, or leadership.lock_key_format (file " + path + ")",
+		"config: locking.enabled: is no longer a key: write locking.provider: disabled for a lock that grants everyone, or remove it (env HOSTLOOM_LOCKING__ENABLED)",
+	} {
+		if got := fe[i].Error(); got != want {
+			t.Errorf("error %d\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	for _, k := range config.Keys() {
+		if k.Name == "locking.enabled" || k.Name == "leadership.lock_key" {
+			t.Errorf("Keys lists the removed key %s", k.Name)
+		}
+	}
+}
+
 func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
-	c, err := config.Load("", config.WithEnviron(memory))
+	c, err := load("", config.WithEnviron(memory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +131,8 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 	if c.Locking.Provider != config.ProviderMemory {
 		t.Errorf("provider %q, want memory", c.Locking.Provider)
 	}
-	if got, lo := c.Locking.Options(), (locking.Options{Enabled: true, MaxKeyLength: locking.DefaultMaxKeyLength,
-		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(c.Locking.Redis, d.Locking.Redis) {
+	if got, lo := c.Locking.Options(), (locking.Options{MaxKeyLength: locking.DefaultMaxKeyLength,
+		MaxLease: locking.DefaultMaxLease, MaxHold: locking.DefaultMaxHold}); got != lo || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), redislockbuild.Defaults()) {
 		t.Errorf("locking = %+v, want the defaults %+v", c.Locking, lo)
 	}
 	if got, want := c.Leadership.Options("billing"), d.Leadership.Options("billing"); got != want || c.Leadership.Roles != nil || c.Leadership.Identity != "" {
@@ -123,7 +155,6 @@ func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
 
 const fullYAML = `
 locking:
-  enabled: true
   provider: redis
   namespace: billing
   use_hash_tags: true
@@ -156,7 +187,6 @@ leadership:
   safety_margin: 100ms
   when_uncoordinated: lead
   lock_key_format: "election:eu:{role}"
-  lock_key: ""
   identity: pod-1
   balance: true
   priority: 2
@@ -184,22 +214,22 @@ scheduling:
 
 func TestLoad_FileSetsEveryKey(t *testing.T) {
 	path := writeFile(t, fullYAML)
-	c, err := config.Load(path, config.WithEnviron(nil))
+	c, err := load(path, config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := func(s string) *time.Duration { v, _ := time.ParseDuration(s); return &v }
 	str := func(s string) *string { return &s }
 	follow, no, prio := leadership.Follow, false, -3
-	wantRedis := config.RedisConfig{
+	wantRedis := redislockbuild.Config{
 		Addrs: []string{"a:6379", "b:6379"}, Username: "app", Password: "s3cret-pw", Cluster: true,
 		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
-		TLS: config.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
+		TLS: redislockbuild.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
 	}
-	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Enabled || !reflect.DeepEqual(c.Locking.Redis, wantRedis) {
+	if c.Locking.Provider != redislockbuild.Name || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
-	if got, want := c.Locking.Options(), (locking.Options{Enabled: true, Namespace: "billing", UseHashTags: true,
+	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
 		MaxKeyLength: 256, MaxLease: time.Minute, MaxHold: 30 * time.Minute}); got != want {
 		t.Errorf("locking options %+v, want %+v", got, want)
 	}
@@ -247,7 +277,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 
 func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\nlocking:\n  namespace: fromfile\n")
-	c, err := config.Load(path, config.WithEnviron([]string{
+	c, err := load(path, config.WithEnviron([]string{
 		"HOSTLOOM_LEADERSHIP__LEASE=30s",
 		"HOSTLOOM_LOCKING__PROVIDER=redis",
 		"HOSTLOOM_LOCKING__REDIS__ADDRS=a:6379, b:6379",
@@ -268,8 +298,8 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 	if c.Locking.Namespace != "fromfile" || !c.Locking.UseHashTags || c.Locking.MaxKeyLength != 100 {
 		t.Errorf("locking = %+v", c.Locking)
 	}
-	if !reflect.DeepEqual(c.Locking.Redis.Addrs, []string{"a:6379", "b:6379"}) {
-		t.Errorf("addrs = %q, want [a:6379 b:6379]", c.Locking.Redis.Addrs)
+	if !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking).Addrs, []string{"a:6379", "b:6379"}) {
+		t.Errorf("addrs = %q, want [a:6379 b:6379]", redislockbuild.SectionOf(c.Locking).Addrs)
 	}
 	if r := c.Leadership.For("billing"); r.RetryInterval != 750*time.Millisecond || r.Lease != 30*time.Second {
 		t.Errorf("billing = %+v", r)
@@ -281,7 +311,7 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 
 func TestLoad_WithYAMLLayersBeforeFile(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\n")
-	c, err := config.Load(path,
+	c, err := load(path,
 		config.WithYAML("embedded", []byte("locking:\n  provider: memory\nleadership:\n  lease: 12s\n  retry_interval: 1s\n")),
 		config.WithEnviron(nil))
 	if err != nil {
@@ -332,7 +362,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 		{
 			name: "bad enum",
 			yaml: "locking:\n  provider: etcd\n",
-			want: []string{`locking.provider: "etcd" is not one of memory, redis, postgres, disabled`},
+			want: []string{`locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links)`},
 		},
 		{
 			name: "bad env enum",
@@ -492,7 +522,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			if !strings.Contains(tt.yaml, "provider:") && !strings.Contains(strings.Join(env, " "), "PROVIDER") {
 				env = append(env, memory...)
 			}
-			c, err := config.Load(path, config.WithEnviron(env))
+			c, err := load(path, config.WithEnviron(env))
 			if err == nil {
 				t.Fatalf("Load succeeded: %+v", c)
 			}
@@ -521,7 +551,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 
 func TestLoad_F2_AllProblemsAtOnce(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: soon\n  leese: 1s\nlocking:\n  provider: etcd\n")
-	_, err := config.Load(path, config.WithEnviron([]string{
+	_, err := load(path, config.WithEnviron([]string{
 		"HOSTLOOM_LEADER_CHANNEL__CAPACITY=lots",
 		"HOSTLOOM_SCHEDULING__NOPE=1",
 	}))
@@ -541,16 +571,16 @@ func TestLoad_F2_AllProblemsAtOnce(t *testing.T) {
 
 func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.yaml")
-	_, err := config.Load(missing, config.WithEnviron(nil))
+	_, err := load(missing, config.WithEnviron(nil))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("config: file %q: no such file or directory", missing)) {
 		t.Errorf("missing file: %v", err)
 	}
-	c, err := config.Load(missing, config.Optional(), config.WithEnviron(memory))
+	c, err := load(missing, config.Optional(), config.WithEnviron(memory))
 	if err != nil || c.Locking.Provider != config.ProviderMemory || c.Leadership.Lease != config.Defaults().Leadership.Lease {
 		t.Errorf("optional missing file: %v, %+v", err, c)
 	}
 	dir := t.TempDir()
-	if _, err := config.Load(dir, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if _, err := load(dir, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory: %v", err)
 	}
 	if os.Geteuid() != 0 { // root reads anything
@@ -558,7 +588,7 @@ func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 		if err := os.Chmod(p, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := config.Load(p, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		if _, err := load(p, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "permission denied") {
 			t.Errorf("unreadable optional file: %v", err)
 		}
 	}
@@ -566,7 +596,7 @@ func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 
 func TestLoad_YAMLSyntaxErrorKeepsLine(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\nlocking:\n  provider: memory\n    namespace: x\n")
-	_, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"}))
+	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"}))
 	if err == nil {
 		t.Fatal("Load succeeded")
 	}
@@ -575,7 +605,7 @@ func TestLoad_YAMLSyntaxErrorKeepsLine(t *testing.T) {
 		t.Errorf("error %q lacks the file and line", msg)
 	}
 	dup := writeFile(t, "leadership:\n  lease: 20s\n  lease: 30s\n")
-	if _, err := config.Load(dup, config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), `line 3: mapping key "lease" already defined at line 2`) {
+	if _, err := load(dup, config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), `line 3: mapping key "lease" already defined at line 2`) {
 		t.Errorf("duplicate key: %v", err)
 	}
 	if !strings.Contains(msg, "leadership.lease") {
@@ -604,7 +634,7 @@ func TestLoad_F3_PasswordNeverInErrors(t *testing.T) {
 			if tt.yaml != "" {
 				path = writeFile(t, tt.yaml)
 			}
-			_, err := config.Load(path, config.WithEnviron(tt.env))
+			_, err := load(path, config.WithEnviron(tt.env))
 			if err == nil {
 				t.Fatal("Load succeeded")
 			}
@@ -617,7 +647,7 @@ func TestLoad_F3_PasswordNeverInErrors(t *testing.T) {
 
 func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	const pw, spw = "hunter2-very-secret", "sentinel-secret-pw"
-	c, err := config.Load("", config.WithEnviron([]string{
+	c, err := load("", config.WithEnviron([]string{
 		"HOSTLOOM_LOCKING__PROVIDER=redis",
 		"HOSTLOOM_LOCKING__REDIS__ADDRS=127.0.0.1:6379",
 		"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw,
@@ -627,15 +657,15 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Locking.Redis.Password.Value() != pw {
-		t.Fatalf("Value() = %q, want the password", c.Locking.Redis.Password.Value())
+	if redislockbuild.SectionOf(c.Locking).Password.Value() != pw {
+		t.Fatalf("Value() = %q, want the password", redislockbuild.SectionOf(c.Locking).Password.Value())
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
-	log.Info("config", zap.Object("redis", c.Locking.Redis), zap.Any("all", c), zap.Stringer("pw", c.Locking.Redis.Password))
+	log.Info("config", zap.Object("redis", redislockbuild.SectionOf(c.Locking)), zap.Any("all", c), zap.Stringer("pw", redislockbuild.SectionOf(c.Locking).Password))
 	js, _ := json.Marshal(c)
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%v %+v %#v %s %v %#v %q", c, c, c, c.Locking.Redis, *c, *c, c.Locking.Redis.Password)
+	fmt.Fprintf(&buf, "%v %+v %#v %s %v %#v %q", c, c, c, redislockbuild.SectionOf(c.Locking), *c, *c, redislockbuild.SectionOf(c.Locking).Password)
 	for _, e := range logs.All() {
 		fmt.Fprintf(&buf, "%v", e.ContextMap())
 	}
@@ -647,7 +677,7 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	if !strings.Contains(out, "[redacted]") {
 		t.Fatalf("no redaction marker in\n%s", out)
 	}
-	if got := c.Locking.Redis.String(); !strings.Contains(got, "password=[redacted]") || !strings.Contains(got, "addrs=[127.0.0.1:6379]") {
+	if got := redislockbuild.SectionOf(c.Locking).String(); !strings.Contains(got, "password=[redacted]") || !strings.Contains(got, "addrs=[127.0.0.1:6379]") {
 		t.Errorf("String() = %q", got)
 	}
 	if got := config.Secret("").String(); got != "" {
@@ -656,7 +686,7 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 }
 
 func TestKeys_CoverEveryField(t *testing.T) {
-	keys := config.Keys()
+	keys := config.Keys(redislockbuild.Backend{})
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if seen[k.Name] {
@@ -666,7 +696,7 @@ func TestKeys_CoverEveryField(t *testing.T) {
 	}
 	for _, w := range []config.Key{
 		{Name: "leadership.lease", Type: "duration", Default: "15s", Env: "HOSTLOOM_LEADERSHIP__LEASE"},
-		{Name: "locking.provider", Type: "memory | redis | postgres | disabled", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
+		{Name: "locking.provider", Type: "provider name", Default: "required", Env: "HOSTLOOM_LOCKING__PROVIDER"},
 		{Name: "leadership.safety_margin", Type: "duration", Default: "0s", Env: "HOSTLOOM_LEADERSHIP__SAFETY_MARGIN"},
 		{Name: "leadership.balance", Type: "bool", Default: "false", Env: "HOSTLOOM_LEADERSHIP__BALANCE"},
 		{Name: "leadership.roles.<role>.priority", Type: "int", Default: "leadership.priority", Env: "HOSTLOOM_LEADERSHIP__ROLES__<ROLE>__PRIORITY"},
@@ -695,7 +725,7 @@ func TestKeys_CoverEveryField(t *testing.T) {
 		if strings.Contains(k.Name, "<") {
 			continue
 		}
-		if _, err := config.Load("", config.WithEnviron([]string{k.Env + "=%%bad%%"})); err != nil && strings.Contains(err.Error(), "unknown key") {
+		if _, err := load("", config.WithEnviron([]string{k.Env + "=%%bad%%"})); err != nil && strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("%s (%s) is listed but unknown to Load: %v", k.Name, k.Env, err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestConverters_DefaultsMatchCore(t *testing.T) {
 }
 
 func TestConverters_RoleOverridesAndEnums(t *testing.T) {
-	c, err := config.Load(writeFile(t, fullYAML), config.WithEnviron(nil))
+	c, err := load(writeFile(t, fullYAML), config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,17 +47,16 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		t.Errorf("Locking.Options = %+v", lo)
 	}
 	for _, tt := range []struct {
-		enabled  bool
 		provider config.ProviderName
 		want     bool
-	}{{true, config.ProviderMemory, true}, {true, config.ProviderRedis, true}, {true, config.ProviderDisabled, false}, {false, config.ProviderMemory, false}} {
-		l := config.LockingConfig{Enabled: tt.enabled, Provider: tt.provider}
+	}{{config.ProviderMemory, true}, {config.ProviderName("redis"), true}, {config.ProviderDisabled, false}} {
+		l := config.LockingConfig{Provider: tt.provider}
 		if l.Options().Disabled == tt.want || l.Coordinated() != tt.want {
-			t.Errorf("enabled=%t provider=%s: Options().Disabled=%t, want %t (L4)", tt.enabled, tt.provider, l.Options().Disabled, !tt.want)
+			t.Errorf("provider=%s: Options().Disabled=%t, want %t (L4)", tt.provider, l.Options().Disabled, !tt.want)
 		}
 	}
 	for _, m := range []leadership.FullMode{leadership.Wait, leadership.DropWrite, leadership.DropNewest, leadership.DropOldest} {
-		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADER_CHANNEL__FULL_MODE=" + m.String()}))
+		c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADER_CHANNEL__FULL_MODE=" + m.String()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +65,7 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		}
 	}
 	for _, w := range []leadership.WhenUncoordinated{leadership.Follow, leadership.Lead} {
-		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__X__WHEN_UNCOORDINATED=" + w.String()}))
+		c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__X__WHEN_UNCOORDINATED=" + w.String()}))
 		if err != nil {
 			t.Fatal(err)
 		}

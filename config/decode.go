@@ -25,14 +25,88 @@ var (
 	stringsType  = reflect.TypeFor[[]string]()
 )
 
-// decode unmarshals the merged sources in k into cfg with koanf's
-// Unmarshal (mapstructure): durations through StringToTimeDurationHookFunc,
-// enums and time zones through TextUnmarshallerHookFunc, unknown keys
-// from mapstructure's Metadata.Unused (see unusedKeys), names matched
-// exactly (mapstructure matches case-insensitively by default, which would
-// accept Lease for lease). It returns one *FieldError per problem, each
-// naming its source.
+// decode unmarshals the merged sources in k into cfg: first the section
+// of each registered backend (locking.<name>, cut from k and decoded
+// into the backend's own Section), then the rest into Config. Both go
+// through decoder.decode, so a backend's keys follow config's rules.
 func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
+	errs := removedKeys(k, src)
+	for _, b := range cfg.Locking.backends {
+		prefix := "locking." + string(b.Provider())
+		sec := cfg.Locking.sections[b.Provider()]
+		if sec == nil || !k.Exists(prefix) {
+			continue // a backend without keys: locking.<name>.* are unknown
+		}
+		switch raw := k.Get(prefix); raw.(type) {
+		case nil: // `redis:` with nothing below: an empty section
+		case map[string]any:
+			// reflect: a backend's section type is known only at run
+			// time; the decoder resolves its keys to fields like Config's.
+			d := decoder{root: reflect.TypeOf(sec).Elem(), prefix: prefix, src: src}
+			errs = append(errs, d.decode(k.Cut(prefix), sec)...)
+		default:
+			errs = append(errs, &FieldError{Key: prefix, Source: src.of(prefix), Reason: "is a section, not a value: got " + describe(raw, false)})
+		}
+		k.Delete(prefix)
+	}
+	d := decoder{root: reflect.TypeFor[Config](), src: src}
+	errs = append(errs, d.decode(k, cfg)...)
+	// A provider no backend serves is a value outside the names the
+	// program linked: reported with the other values that did not decode.
+	if p := cfg.Locking.Provider; p != "" && !slices.Contains(cfg.Locking.Providers(), p) {
+		errs = append(errs, cfg.Locking.unknownProvider(src))
+	}
+	return errs
+}
+
+// removed are the keys that said what another key says, with what to
+// write instead: there is one way to say each thing.
+var removed = []struct{ key, reason string }{
+	{"locking.enabled", "is no longer a key: write locking.provider: disabled for a lock that grants everyone, or remove it"},
+	{"leadership.lock_key", "is no longer a section-wide key, since one exact key cannot serve several roles: set leadership.roles.<role>.lock_key for the role, or leadership.lock_key_format"},
+}
+
+// removedKeys reports each removed key a source set, and takes it out of
+// k so that it is not also reported as unknown.
+func removedKeys(k *koanf.Koanf, src sources) []*FieldError {
+	var errs []*FieldError
+	for _, r := range removed {
+		if k.Exists(r.key) {
+			errs = append(errs, &FieldError{Key: r.key, Source: src.of(r.key), Reason: r.reason})
+			k.Delete(r.key)
+		}
+	}
+	return errs
+}
+
+// decoder decodes keys into a struct of type root, whose keys sit below
+// the dotted key prefix ("" for Config, "locking.redis" for a backend's
+// section), and names them in errors with their sources.
+type decoder struct {
+	root   reflect.Type
+	prefix string
+	src    sources
+}
+
+// full is the dotted key of key, a key relative to the decoder's root.
+func (d decoder) full(key string) string {
+	switch {
+	case d.prefix == "":
+		return key
+	case key == "":
+		return d.prefix
+	}
+	return d.prefix + "." + key
+}
+
+// decode unmarshals k into target (a pointer to a d.root) with koanf's
+// Unmarshal (mapstructure): durations through
+// StringToTimeDurationHookFunc, enums and time zones through
+// TextUnmarshallerHookFunc, unknown keys from mapstructure's
+// Metadata.Unused (see unusedKeys), names matched exactly (mapstructure
+// matches case-insensitively by default, which would accept Lease for
+// lease). It returns one *FieldError per problem, each naming its source.
+func (d decoder) decode(k *koanf.Koanf, target any) []*FieldError {
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			strictScalars,
@@ -42,14 +116,14 @@ func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 		IgnoreUntaggedFields: true,
 		MatchName:            exactName,
 	}
-	errs := nullLeaves(k, src)
-	for _, u := range unusedKeys(k) {
-		key, _ := splitName(u)
-		errs = append(errs, unknownKeys(k, src, key)...)
+	errs := d.nullLeaves(k)
+	for _, u := range d.unusedKeys(k) {
+		key, _ := d.splitName(u)
+		errs = append(errs, d.unknownKeys(k, key)...)
 	}
-	err := k.UnmarshalWithConf("", cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
+	err := k.UnmarshalWithConf("", target, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
 	walkDecodeErrors(err, func(name string, inner error) {
-		errs = append(errs, fieldErrors(k, src, name, inner))
+		errs = append(errs, d.fieldErrors(k, name, inner))
 	})
 	return errs
 }
@@ -57,13 +131,13 @@ func decode(k *koanf.Koanf, cfg *Config, src sources) []*FieldError {
 // exactName matches a key to a field's koanf tag exactly.
 func exactName(mapKey, fieldName string) bool { return mapKey == fieldName }
 
-// unusedKeys returns the keys of k that name no Config field, as
+// unusedKeys returns the keys of k that name no field of d.root, as
 // mapstructure's decoder metadata lists them (leadership.roles[billing].leese).
 // mapstructure records a struct's unused keys only when every field of
-// that struct decoded, so this pass decodes into a throwaway Config with
+// that struct decoded, so this pass decodes into a throwaway root with
 // every value replaced by its type's zero value: no value can fail, and
 // the list is complete even where a bad value sits beside an unknown key.
-func unusedKeys(k *koanf.Koanf) []string {
+func (d decoder) unusedKeys(k *koanf.Koanf) []string {
 	md := &mapstructure.Metadata{}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: func(_, to reflect.Type, data any) (any, error) {
@@ -81,7 +155,7 @@ func unusedKeys(k *koanf.Koanf) []string {
 	}
 	// Every value decodes (zero), so the error can only be a section
 	// written as a value, which the real decode reports.
-	_ = k.UnmarshalWithConf("", &Config{}, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
+	_ = k.UnmarshalWithConf("", reflect.New(d.root).Interface(), koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
 	slices.Sort(md.Unused)
 	return md.Unused
 }
@@ -89,14 +163,14 @@ func unusedKeys(k *koanf.Koanf) []string {
 // nullLeaves reports the keys written with no value (`namespace:`).
 // mapstructure skips a nil input silently, so the default would apply to
 // a key the user meant to set; an empty section (`roles:`) is fine.
-func nullLeaves(k *koanf.Koanf, src sources) []*FieldError {
+func (d decoder) nullLeaves(k *koanf.Koanf) []*FieldError {
 	var errs []*FieldError
 	for key, v := range k.All() {
 		if v != nil {
 			continue
 		}
-		if t, ok := typeAt(key); ok && !isSection(t) {
-			errs = append(errs, &FieldError{Key: key, Source: src.of(key), Reason: `has no value (write "" for an empty string)`})
+		if t, ok := d.typeAt(key); ok && !isSection(t) {
+			errs = append(errs, &FieldError{Key: d.full(key), Source: d.src.of(d.full(key)), Reason: `has no value (write "" for an empty string)`})
 		}
 	}
 	return errs
@@ -131,9 +205,9 @@ func walkDecodeErrors(err error, fn func(name string, inner error)) {
 // fieldErrors turns one mapstructure error at field name into
 // a FieldError: the dotted key, what is wrong with the value (never a
 // secret's value) and its source.
-func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) *FieldError {
-	key, item := splitName(name)
-	t, _ := typeAt(key)
+func (d decoder) fieldErrors(k *koanf.Koanf, name string, inner error) *FieldError {
+	key, item := d.splitName(name)
+	t, _ := d.typeAt(key)
 	raw := k.Get(key)
 	prefix := ""
 	if item >= 0 {
@@ -145,31 +219,32 @@ func fieldErrors(k *koanf.Koanf, src sources, name string, inner error) *FieldEr
 			t = t.Elem()
 		}
 	}
-	return &FieldError{Key: key, Source: src.of(key), Reason: prefix + reason(t, raw, inner)}
+	return &FieldError{Key: d.full(key), Source: d.src.of(d.full(key)), Reason: prefix + reason(t, raw, inner)}
 }
 
 // unknownKeys reports key, which names nothing in Config, as the leaf
 // keys the sources set under it (lockin.provider rather than lockin), each
 // with its own source.
-func unknownKeys(k *koanf.Koanf, src sources, key string) []*FieldError {
+func (d decoder) unknownKeys(k *koanf.Koanf, key string) []*FieldError {
 	if key == "" {
 		// A YAML key that is empty or not a string ("? !00") decodes to
 		// "": name it so the error still says where it is.
-		return []*FieldError{{Key: `""`, Source: src.of(key), Reason: "unknown key: an empty or non-string key"}}
+		return []*FieldError{{Key: d.full(`""`), Source: d.src.of(d.full(key)), Reason: "unknown key: an empty or non-string key"}}
 	}
 	var errs []*FieldError
 	for flat := range k.All() {
 		if flat == key || strings.HasPrefix(flat, key+".") {
-			errs = append(errs, &FieldError{Key: flat, Source: src.of(flat), Reason: "unknown key"})
+			errs = append(errs, &FieldError{Key: d.full(flat), Source: d.src.of(d.full(flat)), Reason: "unknown key"})
 		}
 	}
 	if len(errs) == 0 {
-		errs = append(errs, &FieldError{Key: key, Source: src.of(key), Reason: "unknown key"})
+		errs = append(errs, &FieldError{Key: d.full(key), Source: d.src.of(d.full(key)), Reason: "unknown key"})
 	}
 	return errs
 }
 
-// reason says what is wrong with raw as a value of type t.
+// reason says what is wrong with raw as a value of type t (reflect: the
+// target type typeAt found, which mapstructure's errors lack).
 func reason(t reflect.Type, raw any, err error) string {
 	secret := t == secretType
 	var pe *mapstructure.ParseError
@@ -187,7 +262,8 @@ func reason(t reflect.Type, raw any, err error) string {
 
 func isString(v any) bool { _, ok := v.(string); return ok }
 
-// expected names what a value of type t is written as.
+// expected names what a value of type t is written as (reflect: t is
+// mapstructure's target type or typeAt's).
 func expected(t reflect.Type) string {
 	if t == nil {
 		return "a value"
@@ -295,7 +371,7 @@ func notOneOfNames(s string, names []string) error {
 // leadership.roles[billing].lease is leadership.roles.billing.lease; for
 // an item of a list (locking.redis.addrs[1]) it also returns the index,
 // else -1.
-func splitName(name string) (key string, item int) {
+func (d decoder) splitName(name string) (key string, item int) {
 	var b strings.Builder
 	for {
 		i := strings.IndexByte(name, '[')
@@ -306,7 +382,7 @@ func splitName(name string) (key string, item int) {
 		}
 		b.WriteString(name[:i])
 		inside, rest := name[i+1:j], name[j+1:]
-		if t, ok := typeAt(b.String()); ok && t.Kind() == reflect.Slice && rest == "" {
+		if t, ok := d.typeAt(b.String()); ok && t.Kind() == reflect.Slice && rest == "" {
 			if n, err := strconv.Atoi(inside); err == nil {
 				return b.String(), n
 			}
@@ -316,13 +392,13 @@ func splitName(name string) (key string, item int) {
 	}
 }
 
-// typeAt returns the type of the Config field at the dotted key (a map
-// level takes any name), pointers removed.
+// typeAt returns the type of the field of d.root at the dotted key (a
+// map level takes any name), pointers removed.
 //
 // reflect: see the comment on durationType; mapstructure's errors carry
 // no target type.
-func typeAt(key string) (reflect.Type, bool) {
-	t := reflect.TypeFor[Config]()
+func (d decoder) typeAt(key string) (reflect.Type, bool) {
+	t := d.root
 	if key == "" {
 		return t, true
 	}
@@ -347,6 +423,9 @@ func typeAt(key string) (reflect.Type, bool) {
 }
 
 // fieldByKey finds the struct field whose koanf tag is key.
+//
+// reflect: koanf and mapstructure match keys to tags while decoding but
+// offer no lookup of a tag's field for a key they were not given.
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		if f := t.Field(i); f.IsExported() && f.Tag.Get("koanf") == key {
@@ -357,6 +436,8 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 }
 
 // isSection reports whether t holds keys rather than a value.
+//
+// reflect: t comes from mapstructure's hooks or from typeAt.
 func isSection(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }

@@ -9,7 +9,7 @@
 // sources winning key by key. koanf merges the sources and its Unmarshal
 // (mapstructure) decodes them: durations through mapstructure's duration
 // hook, enums (the core types leadership.WhenUncoordinated and
-// leadership.FullMode, and ProviderName) and TimeZone through
+// leadership.FullMode) and TimeZone through
 // UnmarshalText, unknown keys refused by ErrorUnused. One hook of our own,
 // strictScalars, refuses what mapstructure would accept too loosely (a
 // bare number as a duration, 1.5 as an int) and parses the strings
@@ -24,6 +24,18 @@
 // are configuration. Role names given through the environment are lower
 // case; a role whose name contains "." cannot be overridden.
 //
+// # Backends
+//
+// config knows two providers itself, memory and disabled. Every other
+// locking.provider value names a Backend the program links and passes to
+// Load with WithBackends (lockbuild.LoadOption; in an fx app, each
+// backend's fx module): the backend's Section holds its keys,
+// locking.<name>.*, which Load decodes with the rules below and checks
+// with the section's Validate when the backend is in use. A provider no
+// passed backend serves, and the keys of a backend not passed, are
+// errors. There is no global registry. docs/providers.md shows how to
+// write a backend.
+//
 // # Fail closed
 //
 // There is no default lock (G6): locking.provider must be set by some
@@ -36,7 +48,8 @@
 // (durations need a unit: 15s, 500ms), enum values must be one of the
 // listed ones, and the options must satisfy the core packages' checks (for
 // example renew_interval at most half the lease, safety_margin below
-// renew_interval) and the Redis checks (host:port, port 1–65535). Load
+// renew_interval) and the checks of the backend in use (for Redis:
+// host:port, port 1–65535). Load
 // reports every problem at once, one *FieldError per problem, naming the
 // dotted key, the value and its source (file path, document name,
 // variable name, or default); a check relating two keys names the key the
@@ -51,9 +64,10 @@
 //
 // # Secrets
 //
-// Redis passwords are Secret values: String, GoString, JSON, text and zap
+// Passwords and connection strings are Secret values (a backend's
+// section declares its own): String, GoString, JSON, text and zap
 // encodings show "[redacted]", and no error carries them. Use Value where
-// the password is needed.
+// the secret is needed.
 //
 // # fx
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 )
 
@@ -44,8 +45,12 @@ func TestDocs_ConfigurationReferenceMatchesKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The keys of this module's backends; a row of another module's
+	// backend (locking.<name>.*, such as locking.postgres.*) is checked by
+	// that module's own test.
+	linked := config.Keys(redislockbuild.Backend{})
 	keys := map[string]config.Key{}
-	for _, k := range config.Keys() {
+	for _, k := range linked {
 		keys[k.Name] = k
 	}
 	seen := map[string]bool{}
@@ -59,6 +64,9 @@ func TestDocs_ConfigurationReferenceMatchesKeys(t *testing.T) {
 			continue
 		}
 		name := strings.Trim(cells[0], "`")
+		if strings.HasPrefix(name, "locking.postgres.") {
+			continue
+		}
 		k, ok := keys[name]
 		if !ok {
 			t.Errorf("line %d: %q is documented but is not a configuration key", n+1, name)
@@ -81,7 +89,7 @@ func TestDocs_ConfigurationReferenceMatchesKeys(t *testing.T) {
 			t.Errorf("line %d: %s has no description", n+1, name)
 		}
 	}
-	for _, k := range config.Keys() {
+	for _, k := range linked {
 		if !seen[k.Name] {
 			t.Errorf("%s (%s, default %s, %s) is missing from docs/configuration.md", k.Name, k.Type, k.Default, k.Env)
 		}

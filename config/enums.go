@@ -12,38 +12,20 @@ import (
 // ProviderName selects the lock backend: locking.provider.
 type ProviderName string
 
-// Lock backends.
+// The providers config knows itself; every other locking.provider value
+// names a backend the program registers with WithBackends.
 const (
 	// ProviderMemory is an in-process lock: it coordinates the electors of
 	// one process only. For development, tests and single instances; it is
 	// used only when chosen (G6).
 	ProviderMemory ProviderName = "memory"
-	// ProviderRedis is Redis or Valkey (standalone, Sentinel or Cluster),
-	// configured under locking.redis.
-	ProviderRedis ProviderName = "redis"
-	// ProviderPostgres is PostgreSQL, configured under locking.postgres.
-	// Its provider lives in a module of its own (core/locking/pglock, with
-	// its fx glue pglockfx), so a program that uses it includes that
-	// module: the library itself links no database driver.
-	ProviderPostgres ProviderName = "postgres"
 	// ProviderDisabled grants every caller a placeholder lease: nothing is
 	// coordinated and leadership.when_uncoordinated applies.
 	ProviderDisabled ProviderName = "disabled"
 )
 
-// UnmarshalText accepts memory, redis, postgres or disabled.
-func (p *ProviderName) UnmarshalText(text []byte) error {
-	s := ProviderName(text)
-	switch s {
-	case ProviderMemory, ProviderRedis, ProviderPostgres, ProviderDisabled:
-		*p = s
-		return nil
-	}
-	return notOneOfNames(string(text), providerNames)
-}
-
-// providerNames are the values of locking.provider.
-var providerNames = []string{string(ProviderMemory), string(ProviderRedis), string(ProviderPostgres), string(ProviderDisabled)}
+// String returns the name.
+func (p ProviderName) String() string { return string(p) }
 
 // enumNames lists the values of an enum setting in config spelling, for
 // Keys and for errors; nil when t is not an enum. The core enums accept
@@ -54,8 +36,6 @@ var providerNames = []string{string(ProviderMemory), string(ProviderRedis), stri
 // of other packages, which cannot gain a method for config's spelling.
 func enumNames(t reflect.Type) []string {
 	switch t {
-	case reflect.TypeFor[ProviderName]():
-		return providerNames
 	case reflect.TypeFor[leadership.WhenUncoordinated]():
 		return []string{leadership.Follow.String(), leadership.Lead.String()}
 	case reflect.TypeFor[leadership.FullMode]():

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,11 +26,26 @@ type Key struct {
 }
 
 // Keys lists every configuration key in declaration order, with its type,
-// default and environment variable.
-func Keys() []Key {
+// default and environment variable; the keys of each backend given
+// (locking.<name>.*, from its Section's defaults) follow the locking
+// section's own.
+func Keys(backends ...Backend) []Key {
 	var out []Key
 	walkKeys(reflect.ValueOf(*Defaults()), nil, "", &out)
-	return out
+	var own []Key
+	for _, b := range backends {
+		if b == nil || b.Section() == nil {
+			continue
+		}
+		walkKeys(reflect.ValueOf(b.Section()).Elem(), []string{"locking", string(b.Provider())}, "", &own)
+	}
+	at := 0
+	for i, k := range out {
+		if strings.HasPrefix(k.Name, "locking.") {
+			at = i + 1
+		}
+	}
+	return slices.Concat(out[:at], own, out[at:])
 }
 
 // walkKeys appends the keys of the struct v to out.
@@ -46,6 +62,9 @@ func walkKeys(v reflect.Value, path []string, inherit string, out *[]Key) {
 			continue
 		}
 		name := f.Tag.Get("koanf")
+		if name == "-" {
+			continue // a field no key sets (LeadershipConfig.LockKey)
+		}
 		p := append(path[:len(path):len(path)], name)
 		fv := v.Field(i)
 		switch {
@@ -83,6 +102,7 @@ func envName(path []string) string {
 	return EnvPrefix + strings.Join(parts, envSeparator)
 }
 
+// deref is t without a pointer (reflect: see walkKeys).
 func deref(t reflect.Type) reflect.Type {
 	if t.Kind() == reflect.Pointer {
 		return t.Elem()
@@ -90,6 +110,7 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
+// typeName is the Type column of a key (reflect: see walkKeys).
 func typeName(t reflect.Type) string {
 	t = deref(t)
 	if names := enumNames(t); names != nil {
@@ -104,11 +125,14 @@ func typeName(t reflect.Type) string {
 		return "list"
 	case t == reflect.TypeFor[TimeZone]():
 		return "time zone"
+	case t == reflect.TypeFor[ProviderName]():
+		return "provider name"
 	}
 	return t.Kind().String()
 }
 
-// yamlValue formats a default as it would be written in YAML.
+// yamlValue formats a default as it would be written in YAML (reflect:
+// the value comes from Defaults through walkKeys).
 func yamlValue(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case time.Duration:

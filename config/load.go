@@ -55,6 +55,7 @@ type loadSettings struct {
 	prefix   string
 	environ  func() []string
 	layers   []layer
+	backends []Backend
 }
 
 type layer struct {
@@ -103,8 +104,10 @@ func WithYAML(name string, data []byte) LoadOption {
 // koanf merges the sources and decodes them (mapstructure) into Config.
 //
 // Load is strict: an unknown key, a value that does not parse, a value
-// outside an enum, options the core packages reject, and a missing
-// locking.provider (G6) are errors naming the dotted key, the value and
+// outside an enum, options the core packages reject, a missing
+// locking.provider (G6), one that names no backend given with
+// WithBackends (nor memory or disabled), and the checks of the chosen
+// backend's section are errors naming the dotted key, the value and
 // its source. Every problem is reported at once (errors.Join of
 // *FieldError and file errors); the result is nil then. Secrets are never
 // part of an error.
@@ -119,6 +122,9 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 		if o != nil {
 			o.apply(&s)
 		}
+	}
+	if err := checkBackends(s.backends); err != nil {
+		return nil, err
 	}
 	all := koanf.New(".")
 	src := sources{}
@@ -173,6 +179,7 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	}
 
 	cfg := Defaults()
+	cfg.Locking = cfg.Locking.WithBackends(s.backends...)
 	errs = append(errs, decode(all, cfg, src)...)
 	slices.SortStableFunc(errs, func(a, b *FieldError) int {
 		if c := cmp.Compare(order(a.Source), order(b.Source)); c != 0 {

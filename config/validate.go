@@ -3,16 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/locking/redislock"
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // Validate reports every problem with c at once, one *FieldError per
@@ -32,7 +28,7 @@ func (c *Config) validate() []*FieldError {
 	errs := c.Locking.validate(c.src)
 	errs = append(errs, c.Leadership.validate(c.src)...)
 	errs = append(errs, c.LeaderChannel.validate(c.src)...)
-	errs = append(errs, c.ackTimeoutErrors()...)
+	errs = append(errs, c.backendErrors()...)
 	if c.Scheduling.MisfireWindow < 0 {
 		errs = append(errs, c.src.fieldError("scheduling.misfire_window", "%v must not be negative", c.Scheduling.MisfireWindow))
 	}
@@ -42,37 +38,21 @@ func (c *Config) validate() []*FieldError {
 	return errs
 }
 
-// ackTimeoutErrors: with locking.redis.min_replicas, the wait for the
-// replicas must end well before any role's lease (Q2): an acquisition or
-// renewal may take that long.
-func (c *Config) ackTimeoutErrors() []*FieldError {
-	r := c.Locking.Redis
-	if c.Locking.Provider != ProviderRedis || r.MinReplicas <= 0 || r.ReplicaAckTimeout < 0 {
+// backendErrors are the checks of the backend in use against the whole
+// configuration (ConfigChecker).
+func (c *Config) backendErrors() []*FieldError {
+	if !c.Locking.Coordinated() {
 		return nil
 	}
-	wait := r.ProviderOptions().ReplicaAckTimeout
-	if wait == 0 {
-		wait = redislock.DefaultReplicaAckTimeout
+	if cc, ok := c.Locking.Section(c.Locking.Provider).(ConfigChecker); ok {
+		return cc.CheckConfig(c.Locking.SectionKeys(c.Locking.Provider), c)
 	}
-	var errs []*FieldError
-	check := func(leaseKey string, lease time.Duration) {
-		if lease > 0 && wait >= lease {
-			errs = append(errs, c.src.fieldError("locking.redis.replica_ack_timeout",
-				"%v must be below %s %v (an acquisition or renewal waits that long for the replicas)", wait, leaseKey, lease))
-		}
-	}
-	check("leadership.lease", c.Leadership.Lease)
-	for _, role := range sortedKeys(c.Leadership.Roles) {
-		if l := c.Leadership.For(role).Lease; l != c.Leadership.Lease {
-			check("leadership.roles."+role+".lease", l)
-		}
-	}
-	return errs
+	return nil
 }
 
 // Validate checks the section alone, as Config.Validate does: the
-// provider is chosen (G6), the locking.Options checks, and for provider
-// redis the client settings. Every problem is a *FieldError; they are
+// provider is chosen (G6) and registered, the locking.Options checks,
+// and the section of the backend in use (Section.Validate). Every problem is a *FieldError; they are
 // joined. lockbuild.Build calls it.
 func (l LockingConfig) Validate() error {
 	errs := l.validate(l.src)
@@ -85,24 +65,32 @@ func (l LockingConfig) Validate() error {
 
 func (l LockingConfig) validate(src sources) []*FieldError {
 	var errs []*FieldError
-	providers := providerNames
+	if err := checkBackends(l.backends); err != nil {
+		errs = append(errs, &FieldError{Key: "locking.provider", Reason: err.Error()})
+	}
 	switch p := l.Provider; {
 	case p == "":
 		errs = append(errs, &FieldError{Key: "locking.provider", Reason: fmt.Sprintf(
-			"is not set: choose %s (memory coordinates this process only)", strings.Join(providers, ", "))})
-	case !slices.Contains(providers, string(p)):
-		errs = append(errs, &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
-			Reason: notOneOfNames(string(p), providers).Error()})
+			"is not set: choose %s (memory coordinates this process only)", l.providerList())})
+	case !slices.Contains(l.Providers(), p):
+		errs = append(errs, l.unknownProvider(src))
 	}
 	sectionKey := func(opt string) (string, string) { return "locking." + opt, "locking." + opt }
-	errs = append(errs, coreErrors(src, "locking", reflect.TypeFor[LockingConfig](), l.Options().Validate(), sectionKey)...)
-	if l.Provider == ProviderRedis && l.Coordinated() {
-		errs = append(errs, l.Redis.validate(src)...)
-	}
-	if l.Provider == ProviderPostgres && l.Coordinated() {
-		errs = append(errs, l.Postgres.validate(src)...)
+	errs = append(errs, coreErrors(src, "locking", lockingKeys, l.Options().Validate(), sectionKey)...)
+	if s := l.Section(l.Provider); s != nil && l.Coordinated() {
+		sec := SectionKeys{prefix: "locking." + string(l.Provider), src: src}
+		own := s.Validate(sec)
+		slices.SortStableFunc(own, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
+		errs = append(errs, own...)
 	}
 	return errs
+}
+
+// unknownProvider is the error for a locking.provider that is neither
+// memory, disabled nor a registered backend's name.
+func (l LockingConfig) unknownProvider(src sources) *FieldError {
+	return &FieldError{Key: "locking.provider", Source: src.of("locking.provider"),
+		Reason: fmt.Sprintf("%q is not one of %s (the providers this program links)", string(l.Provider), l.providerList())}
 }
 
 // fieldError is a FieldError for key with the key's source.
@@ -110,84 +98,28 @@ func (s sources) fieldError(key, format string, a ...any) *FieldError {
 	return &FieldError{Key: key, Source: s.of(key), Reason: fmt.Sprintf(format, a...)}
 }
 
-// validate checks the section for provider redis. An empty addrs is not
-// an error here (the app may supply its own client); building a client
-// from the section checks it (UniversalOptions).
-func (r RedisConfig) validate(src sources) []*FieldError {
-	var errs []*FieldError
-	bad := func(key, format string, a ...any) {
-		errs = append(errs, src.fieldError("locking.redis."+key, format, a...))
-	}
-	for _, a := range r.Addrs {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" {
-			bad("addrs", "%q is not host:port", a)
-			continue
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			bad("addrs", "%q: port %q is not a number from 1 to 65535", a, port)
-		}
-	}
-	if len(r.Addrs) > 1 && !r.Cluster && r.MasterName == "" {
-		bad("addrs", "%d addresses need cluster: true (seed nodes) or master_name (sentinels)", len(r.Addrs))
-	}
-	if r.Cluster && r.MasterName != "" {
-		bad("cluster", "true and master_name %q select both Cluster and Sentinel; choose one", r.MasterName)
-	}
-	if r.Cluster && r.DB != 0 {
-		bad("db", "%d: Redis Cluster has database 0 only", r.DB)
-	}
-	if r.DB < 0 {
-		bad("db", "%d must not be negative", r.DB)
-	}
-	for _, t := range []struct {
-		key string
-		d   time.Duration
-	}{{"dial_timeout", r.DialTimeout}, {"read_timeout", r.ReadTimeout}, {"write_timeout", r.WriteTimeout}} {
-		if t.d <= 0 {
-			bad(t.key, "%v must be positive", t.d)
-		}
-	}
-	if r.MinReplicas < 0 {
-		bad("min_replicas", "%d must not be negative", r.MinReplicas)
-	}
-	if r.ReplicaAckTimeout < 0 {
-		bad("replica_ack_timeout", "%v must not be negative", r.ReplicaAckTimeout)
-	}
-	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
-		bad("tls.cert_file", "cert_file %q and key_file %q: set both or neither", r.TLS.CertFile, r.TLS.KeyFile)
-	}
-	slices.SortStableFunc(errs, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
-	return errs
-}
-
 // validate checks the section-wide options, then each role's: a role's
 // problem is reported under the role's key unless the section already
 // reported it (the role inherits the values concerned).
 func (l LeadershipConfig) validate(src sources) []*FieldError {
-	t := reflect.TypeFor[LeadershipConfig]()
 	section := func(opt string) (string, string) { return "leadership." + opt, "leadership." + opt }
-	errs := coreErrors(src, "leadership", t, l.Options("").Validate(), section)
+	errs := coreErrors(src, "leadership", leadershipKeys, l.Options("").Validate(), section)
 	reported := map[string]bool{}
 	for _, e := range errs {
 		reported[e.Reason] = true
 	}
 	for _, r := range sortedKeys(l.Roles) {
-		// reflect: whether the role overrides an option is whether its
-		// pointer field is set; the option is known by its config name
-		// (from a core message), and a configuration built in code has
-		// no source record to ask instead.
-		o := reflect.ValueOf(l.Roles[r])
+		o := l.Roles[r]
 		// The role's own key is checked when its elector is built (K4, K5);
 		// here its timing, policy and format.
 		role := func(opt string) (string, string) {
 			key := "leadership.roles." + r + "." + opt
-			if f, ok := fieldByKey(o.Type(), opt); ok && !o.FieldByIndex(f.Index).IsNil() {
+			if o.sets(opt) {
 				return key, key
 			}
 			return key, "leadership." + opt
 		}
-		for _, e := range coreErrors(src, "leadership.roles."+r, t, l.Options(r).Validate(), role) {
+		for _, e := range coreErrors(src, "leadership.roles."+r, leadershipKeys, l.Options(r).Validate(), role) {
 			if !reported[e.Reason] {
 				errs = append(errs, e)
 			}
@@ -196,17 +128,66 @@ func (l LeadershipConfig) validate(src sources) []*FieldError {
 	return errs
 }
 
-// coreErrors turns the joined errors of a core Validate ("pkg: option
-// value …", options in config spelling) into FieldErrors. keys maps an
-// option named in a message to the key to report it under and the key its
-// value came from (a role's override, or the section-wide key the role
-// inherits). The error names the first option whose value the scope sets
-// itself, and the sources of every option the message names.
-//
-// reflect: t is the section's type; a word of a core message is an option
-// when it is one of t's koanf tags (fieldByKey). The core packages do not
-// know config's key names, and koanf only knows the keys a source set.
-func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(opt string) (name, from string)) []*FieldError {
+// lockingKeys are the keys of the locking section, by the locking.Options
+// field each sets (for the Field of a *locking.OptionError).
+var lockingKeys = map[string]string{
+	"Namespace":    "namespace",
+	"UseHashTags":  "use_hash_tags",
+	"MaxKeyLength": "max_key_length",
+	"MaxLease":     "max_lease",
+	"MaxHold":      "max_hold",
+}
+
+// leadershipKeys are the keys of the leadership section (and of a role's
+// overrides), by the leadership.Options field each sets.
+var leadershipKeys = map[string]string{
+	"Lease":             "lease",
+	"RenewInterval":     "renew_interval",
+	"RetryInterval":     "retry_interval",
+	"SafetyMargin":      "safety_margin",
+	"WhenUncoordinated": "when_uncoordinated",
+	"LockKeyFormat":     "lock_key_format",
+	"LockKey":           "lock_key",
+	"Balance":           "balance",
+	"Priority":          "priority",
+}
+
+// sets reports whether the overrides set the option of key (a key of
+// leadershipKeys), rather than inheriting the section-wide value.
+func (o RoleOverrides) sets(key string) bool {
+	switch key {
+	case "lease":
+		return o.Lease != nil
+	case "renew_interval":
+		return o.RenewInterval != nil
+	case "retry_interval":
+		return o.RetryInterval != nil
+	case "safety_margin":
+		return o.SafetyMargin != nil
+	case "when_uncoordinated":
+		return o.WhenUncoordinated != nil
+	case "lock_key_format":
+		return o.LockKeyFormat != nil
+	case "lock_key":
+		return o.LockKey != nil
+	case "balance":
+		return o.Balance != nil
+	case "priority":
+		return o.Priority != nil
+	}
+	return false
+}
+
+// coreErrors turns the joined errors of a core Validate into FieldErrors.
+// Each *locking.OptionError names its Go field and the fields its reason
+// relates it to; keyOf gives their keys, and keys maps a key to the key
+// to report it under and the key its value came from (a role's override,
+// or the section-wide key the role inherits). The error names the first
+// of the fields whose value the scope sets itself, the reason in the
+// configuration's words (Options.RenewInterval is renew_interval), and
+// the sources of every field it names. An error that is not an
+// OptionError is reported under scope as it is.
+func coreErrors(src sources, scope string, keyOf map[string]string, err error, keys func(opt string) (name, from string)) []*FieldError {
 	if err == nil {
 		return nil
 	}
@@ -216,23 +197,24 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 	}
 	out := make([]*FieldError, 0, len(parts))
 	for _, p := range parts {
-		msg := p.Error()
-		if pre, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pre, " ") {
-			msg = rest
-		}
-		msg = strings.TrimPrefix(msg, "invalid options: ")
-		msg = configSpelling(msg, t)
-		var opts []string
-		for _, w := range strings.Fields(msg) {
-			w = strings.TrimRight(w, ":,;")
-			if _, ok := fieldByKey(t, w); ok && !slices.Contains(opts, w) {
-				opts = append(opts, w)
-			}
-		}
-		if len(opts) == 0 {
-			out = append(out, &FieldError{Key: scope, Source: src.of(scope), Reason: msg})
+		var oe *locking.OptionError
+		if !errors.As(p, &oe) || keyOf[oe.Field] == "" {
+			out = append(out, &FieldError{Key: scope, Source: src.of(scope), Reason: p.Error()})
 			continue
 		}
+		opts := []string{keyOf[oe.Field]}
+		reason := oe.Reason
+		for _, f := range oe.Related {
+			if k := keyOf[f]; k != "" {
+				opts = append(opts, k)
+				reason = strings.ReplaceAll(reason, "Options."+f, k)
+			}
+		}
+		sep := " "
+		if strings.HasPrefix(reason, ":") {
+			sep = ""
+		}
+		reason = opts[0] + sep + reason
 		primary := 0
 		for i, o := range opts {
 			if name, from := keys(o); name == from {
@@ -246,30 +228,9 @@ func coreErrors(src sources, scope string, t reflect.Type, err error, keys func(
 		for i, o := range opts {
 			_, from[i] = keys(o)
 		}
-		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: msg})
+		out = append(out, &FieldError{Key: name, Source: src.describe(from), Reason: reason})
 	}
 	return out
-}
-
-// goField matches a Go field of a core Options type as core errors name
-// it (Options.RenewInterval).
-var goField = regexp.MustCompile(`\bOptions\.([A-Z][A-Za-z0-9]*)`)
-
-// configSpelling rewrites the Go field names in a core error message
-// (Options.MaxLease) as the keys of t that hold them (max_lease), so the
-// message speaks the configuration's words. A field t does not have is
-// left as it is.
-func configSpelling(msg string, t reflect.Type) string {
-	return goField.ReplaceAllStringFunc(msg, func(m string) string {
-		f, ok := t.FieldByName(m[len("Options."):])
-		if !ok {
-			return m
-		}
-		if key := f.Tag.Get("koanf"); key != "" {
-			return key
-		}
-		return m
-	})
 }
 
 // describe names the sources of keys: the first key's source, then each

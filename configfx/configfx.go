@@ -1,6 +1,8 @@
 package configfx
 
 import (
+	"slices"
+
 	"go.uber.org/fx"
 
 	"github.com/hostloom/hostloom/config"
@@ -29,8 +31,22 @@ func Provide(c *config.Config) Sections {
 	}
 }
 
-// Module loads the configuration with config.Load(path, opts...) and
-// provides *config.Config and its sections (Sections).
+// BackendGroup is the fx value group of the config.Backend values Module
+// passes to config.Load (config.WithBackends), so that locking.provider
+// accepts their names and their sections load. A backend's fx module adds
+// its backend to it (lockingfx.ProvideBackend does).
+const BackendGroup = "hostloom.config_backends"
+
+// backendParams are the backends of the graph.
+type backendParams struct {
+	fx.In
+
+	Backends []config.Backend `group:"hostloom.config_backends"`
+}
+
+// Module loads the configuration with config.Load(path, opts...), with
+// the backends of BackendGroup, and provides *config.Config and its
+// sections (Sections).
 //
 // It reads nothing while the fx.New options are put together: the file
 // and the environment are read when fx.New builds the graph, by the
@@ -43,8 +59,8 @@ func Provide(c *config.Config) Sections {
 // the app reports, and with leadershipfx.ZapEventLogger the only one.
 func Module(path string, opts ...config.LoadOption) fx.Option {
 	return fx.Module("hostloom.config",
-		fx.Provide(fx.Private, func() *loaded {
-			c, err := config.Load(path, opts...)
+		fx.Provide(fx.Private, func(p backendParams) *loaded {
+			c, err := config.Load(path, append(slices.Clip(opts), config.WithBackends(p.Backends...))...)
 			return &loaded{c: c, err: err}
 		}),
 		fx.Provide(func(l *loaded) (Sections, error) {

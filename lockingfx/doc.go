@@ -4,16 +4,29 @@
 //		fx.Provide(zap.NewProduction),
 //		configfx.Module("app.yaml"), // must set locking.provider
 //		lockingfx.Module,
+//		redislockfx.Module, // the backends the app links
 //		leadershipfx.Role("billing"),
 //	)
 //
 // # What it provides
 //
 // Module provides locking.Lock, *locking.DistributedLock and
-// locking.Provider, built from the config.LockingConfig section: Redis or
-// Valkey for provider redis, the in-process memory provider for provider
-// memory, and a lock that grants everyone for provider disabled or enabled
-// false.
+// locking.Provider, built from the config.LockingConfig section: the
+// in-process memory provider for provider memory, a lock that grants
+// everyone for provider disabled, and for any other name
+// the provider of the backend the app links under that name.
+//
+// # Backends
+//
+// lockingfx knows no backend. Each backend's fx module (redislockfx for
+// Redis and Valkey, pglockfx for PostgreSQL, or one of another module)
+// puts its lockbuild.Backend in the graph with ProvideBackend, in the two
+// value groups BackendGroup and configfx.BackendGroup: configfx.Module then
+// accepts its locking.provider name and loads its section
+// (locking.<name>.*), and New builds its provider. Backend does the same
+// for a backend that needs nothing from the graph. A provider name no
+// linked backend serves fails fx.New naming the key, its source and the
+// names linked. docs/providers.md shows how to write a backend.
 //
 // # Fail closed
 //
@@ -24,32 +37,19 @@
 // New then logs HostLoomLockMemory once at Warn: it coordinates the
 // electors of this process only.
 //
-// # Redis clients
+// # At start
 //
-// With provider redis, an app that already has a redis.UniversalClient in
-// its graph gets it used; otherwise New builds one from locking.redis
-// (standalone, Sentinel or Cluster, TLS) and closes it when the app stops.
-// A client the app supplied is never closed, checked or re-logged here.
-//
-// For a client it builds, New:
-//   - routes go-redis's own log to the graph's *zap.Logger at Debug
-//     (message RedisClientLog) with redis.SetLogger, which is process-wide.
-//     For a client of your own, call
-//     redis.SetLogger(lockingfx.NewRedisLogger(logger)) yourself (O5);
-//   - sends one PING at start, waiting at most dial_timeout +
-//     read_timeout. A refused authentication (WRONGPASS, NOAUTH) is a
-//     configuration error (O4): logged once at Error as
-//     HostLoomLockAuthFailed with the user name (never the password), and
-//     start fails with a *config.FieldError naming locking.redis.password
-//     and its source. Any other failure does not stop the app: it is
-//     logged once at Warn as HostLoomLockUnreachable, and electors apply
-//     their outage policy (E7: nobody leads, logged once per outage,
-//     retried on the candidate cadence) until the server answers.
+// A backend may check its server once when the app starts
+// (lockbuild.Provided.Check: the Redis and PostgreSQL backends do for a
+// client or pool they built). A configuration the server refuses
+// (credentials, say) fails start with a *config.FieldError naming the key;
+// any other failure is an outage the electors ride out (E7), and the app
+// starts.
 //
 // # Without fx
 //
-// Build does the same work without fx, contacting no server, and returns a
-// Built whose Close releases what it opened.
+// lockbuild.Build does the same work without fx, contacting no server,
+// and returns a Built whose Close releases what it opened.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package lockingfx

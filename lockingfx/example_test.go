@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/lockingfx"
 )
 
-func ExampleBuild() {
+// Without fx, lockbuild.Build does what Module does, over the same
+// backends.
+func Example_build() {
 	cfg := config.Defaults().Locking
 	cfg.Provider = config.ProviderMemory // chosen explicitly: there is no default (G6)
-	b, err := lockingfx.Build(cfg, nil)
+	b, err := lockbuild.Build(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -14,10 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
@@ -66,7 +68,7 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	if path == "" {
 		path = getenv(sio.environ, configEnv)
 	}
-	cfg, err := config.Load(path, config.WithEnviron(sio.environ))
+	cfg, err := config.Load(path, config.WithEnviron(sio.environ), lockbuild.LoadOption(backends()...))
 	if err != nil {
 		return nil, fileCause(err)
 	}
@@ -88,16 +90,17 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lc.Provider == config.ProviderPostgres {
+	if lc.Provider == pglockbuild.Name {
 		return openPostgres(ctx, g, sio, cfg, roles)
 	}
-	client, err := lc.Redis.NewClient()
+	rc := redislockbuild.SectionOf(lc)
+	client, err := rc.NewClient()
 	if err != nil {
 		return nil, err
 	}
 	timeout := g.timeout
 	if timeout <= 0 {
-		timeout = lc.Redis.DialTimeout
+		timeout = rc.DialTimeout
 	}
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -141,7 +144,7 @@ func openPostgres(ctx context.Context, g *globals, sio stdio, cfg *config.Config
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	p, err := pglock.New(pool, pglockbuild.Options(lc.Postgres))
+	p, err := pglock.New(pool, pglockbuild.Options(pglockbuild.SectionOf(lc)))
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -225,7 +228,7 @@ func fileCause(err error) error {
 // refused authentication is the service's error: the key and where its
 // value came from (file or variable).
 func unreachable(lc config.LockingConfig, timeout time.Duration, flag bool, err error) error {
-	r := lc.Redis
+	r := redislockbuild.SectionOf(lc)
 	where := "redis " + strings.Join(r.Addrs, ",")
 	bound := "locking.redis.dial_timeout"
 	if flag {

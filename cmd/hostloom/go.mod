@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/hostloom/hostloom v0.0.0
+	github.com/hostloom/hostloom/backends/postgres v0.0.0
 	github.com/hostloom/hostloom/core/locking/pglock v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -52,3 +53,5 @@ replace github.com/hostloom/hostloom => ../..
 replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
 
 replace github.com/hostloom/hostloom/core => ../../core
+
+replace github.com/hostloom/hostloom/backends/postgres => ../../backends/postgres

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/core/locking"
 )
 
@@ -66,7 +67,7 @@ func (e *env) store() storeJSON {
 			Namespace: e.namespace(),
 		}
 	}
-	r := e.cfg.Locking.Redis
+	r := redislockbuild.SectionOf(e.cfg.Locking)
 	return storeJSON{
 		Provider:  string(e.cfg.Locking.Provider),
 		Addrs:     r.Addrs,

@@ -1,22 +1,27 @@
 // Package lockbuild builds the lock a config.LockingConfig describes,
-// without fx: Build returns the *locking.DistributedLock over memlock,
-// redislock (over a client of the caller's or one built from the
-// locking.redis keys) or a lock that grants everyone, and Built.Close
-// releases what it opened. lockingfx.Module uses it in fx apps; a command
-// line or a program without fx calls it directly.
+// without fx: Build returns the *locking.DistributedLock over memlock, over
+// the provider of a backend the program links, or a lock that grants
+// everyone, and Built.Close releases what it opened. lockingfx.Module
+// uses it in fx apps; a command line or a program without fx calls it
+// directly.
 //
-// # Providers of other modules
+// # Backends
 //
-// A backend with a driver of its own (PostgreSQL through pgx, say) lives
-// in a module of its own, so the library does not require the driver.
-// Such a module exports a ProviderFunc, and the program passes it to
-// Build under the locking.provider name it serves:
+// Every provider other than memory and disabled is a Backend: a value
+// from the backend's own package (redislockbuild for Redis and Valkey,
+// pglockbuild for PostgreSQL, and others written the same way) that
+// names its locking.provider value, decodes and checks its section
+// (locking.<name>.*) and builds its provider. The program lists the
+// backends it links and passes the same list to config.Load and Build:
 //
-//	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithProvider("postgres", pglockfn))
+//	backends := []lockbuild.Backend{redislockbuild.Backend{}, pglockbuild.Backend{}}
+//	cfg, err := config.Load("app.yaml", lockbuild.LoadOption(backends...))
+//	…
+//	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithBackends(backends...))
 //
-// In an fx app, lockingfx.WithProvider does the same through the graph.
-// There is no global registry: what a program can build is what it
-// passes.
+// There is no global registry and no init-time registration: what a
+// program can build is what it passes. docs/providers.md shows how to
+// write a backend.
 //
 // Rule ids (G6, L4, …) are explained in docs/rules.md.
 package lockbuild

@@ -1,23 +1,54 @@
 package lockbuild
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
-	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
-// ProviderFunc builds the locking.Provider of a backend from the locking
-// section (its own keys included). closeFn, when not nil, runs once at
-// Built.Close: use it to close the provider and what the function opened,
-// such as a connection pool. It should not contact the server: Build
-// never does, so that a configuration error is found before any I/O.
-type ProviderFunc func(cfg config.LockingConfig) (p locking.Provider, closeFn func() error, err error)
+// Backend is a lock backend a program links: its configuration section
+// (config.Backend: the locking.provider name and the section
+// locking.<name>.*) and its builder. A backend's own package implements
+// it; a program passes the backends it links to Build (WithBackends), to
+// config.Load (config.WithBackends, or LoadOption here), and in an fx app
+// through lockingfx.Backend. Nothing registers itself: what a program can
+// build is what it passes.
+type Backend interface {
+	config.Backend
+	// Build makes the provider the configuration describes (cfg is the
+	// whole locking section, validated, with this backend's section in
+	// cfg.Section). It must not contact the server: Build never does, so
+	// that a configuration error is found before any I/O. Errors about a
+	// key are *config.FieldError values naming the key and its source.
+	Build(cfg config.LockingConfig) (Provided, error)
+}
+
+// Provided is what a Backend's Build returns.
+type Provided struct {
+	// Provider is the backend's provider. Required.
+	Provider locking.Provider
+	// Close, when not nil, runs once at Built.Close, after the lock (and
+	// so the provider) closed: it releases what Build opened, such as a
+	// client or a pool, never what the app supplied.
+	Close func() error
+	// Check, when not nil, contacts the server once, through l (the lock
+	// built over Provider); lockingfx runs it when the app starts, the
+	// hostloom CLI before a command. A *config.FieldError means the server
+	// refuses the configuration (credentials, a table), which retrying
+	// cannot cure: start fails. Any other error is an outage, which the
+	// electors ride out. The backend logs what it finds, if it was given
+	// a logger.
+	Check func(ctx context.Context, l *locking.DistributedLock) error
+	// LogFields describe the backend in lockingfx's HostLoomLock line,
+	// secrets redacted. Optional.
+	LogFields []zap.Field
+}
 
 // Option configures Build.
 type Option interface {
@@ -25,63 +56,71 @@ type Option interface {
 }
 
 type settings struct {
-	client    redis.UniversalClient
-	providers map[config.ProviderName]ProviderFunc
-	err       error
+	backends []Backend
 }
 
 type optionFunc func(*settings)
 
 func (f optionFunc) apply(s *settings) { f(s) }
 
-// WithRedisClient makes provider redis use client instead of a client
-// built from the locking.redis keys. The caller keeps closing it.
-// Default: none (Build builds the client and Built.Close closes it).
-func WithRedisClient(client redis.UniversalClient) Option {
-	return optionFunc(func(s *settings) { s.client = client })
-}
-
-// WithProvider makes build the provider of locking.provider name: the
-// hook through which a backend of its own module (PostgreSQL, say) plugs
-// in without the library importing its driver. name must be a value
-// config accepts for locking.provider and not one Build knows itself
-// (memory, redis, disabled); a later WithProvider for the same name
-// replaces an earlier one. Default: none.
-func WithProvider(name config.ProviderName, build ProviderFunc) Option {
+// WithBackends makes Build build the providers of backends, by their
+// locking.provider names; several calls add up, nil backends are skipped.
+// A name given twice, or one Build knows itself (memory, disabled), is
+// an error. Default: none (Build builds memory and disabled only).
+func WithBackends(backends ...Backend) Option {
 	return optionFunc(func(s *settings) {
-		switch {
-		case name == config.ProviderMemory || name == config.ProviderRedis || name == config.ProviderDisabled:
-			s.err = errors.Join(s.err, fmt.Errorf("lockbuild: WithProvider(%q): a provider Build knows itself", string(name)))
-		case build == nil:
-			s.err = errors.Join(s.err, fmt.Errorf("lockbuild: WithProvider(%q): nil ProviderFunc", string(name)))
-		default:
-			if s.providers == nil {
-				s.providers = map[config.ProviderName]ProviderFunc{}
+		for _, b := range backends {
+			if b != nil {
+				s.backends = append(s.backends, b)
 			}
-			s.providers[name] = build
 		}
 	})
 }
 
+// LoadOption is config.WithBackends(backends...): the option that makes
+// config.Load accept the backends' provider names and keys.
+func LoadOption(backends ...Backend) config.LoadOption {
+	cb := make([]config.Backend, 0, len(backends))
+	for _, b := range backends {
+		if b != nil {
+			cb = append(cb, b)
+		}
+	}
+	return config.WithBackends(cb...)
+}
+
 // Built is what Build returns.
 type Built struct {
-	// Kind is the provider in use: memory, redis, one added with
-	// WithProvider, or disabled (also when locking.enabled is false).
+	// Kind is the provider in use: memory, the name of a backend, or
+	// disabled.
 	Kind config.ProviderName
 	// Lock is the lock over Provider.
 	Lock *locking.DistributedLock
 	// Provider is nil when coordination is disabled.
 	Provider locking.Provider
-	// Client is the Redis client in use (the caller's or one Build
-	// created), nil for other providers.
-	Client redis.UniversalClient
+	// LogFields are the backend's Provided.LogFields.
+	LogFields []zap.Field
+	// check is the backend's Provided.Check; see Check.
+	check func(ctx context.Context, l *locking.DistributedLock) error
 	// closers run in reverse order by Close.
 	closers []func() error
 }
 
-// Close releases what Build opened: the provider's subscriptions, the
-// Redis client Build created (never one passed with WithRedisClient) and
-// what a ProviderFunc asked to close. It is safe to call more than once.
+// HasCheck reports whether the backend contacts its server in Check.
+func (b *Built) HasCheck() bool { return b.check != nil }
+
+// Check runs the backend's start check (Provided.Check): nil when the
+// backend has none.
+func (b *Built) Check(ctx context.Context) error {
+	if b.check == nil {
+		return nil
+	}
+	return b.check(ctx, b.Lock)
+}
+
+// Close releases what Build opened: the lock and its provider, then what
+// the backend's Provided.Close releases. It is safe to call more than
+// once.
 func (b *Built) Close() error {
 	var errs []error
 	for i := len(b.closers) - 1; i >= 0; i-- {
@@ -91,13 +130,14 @@ func (b *Built) Close() error {
 	return errors.Join(errs...)
 }
 
-// Build builds the lock cfg describes: memlock for provider memory,
-// redislock for provider redis, the ProviderFunc of a WithProvider option
-// for its name (a name config accepts that none builds is a
-// *config.FieldError naming locking.provider), and a lock that grants
-// everyone for provider disabled or enabled false (L4). It validates cfg first (cfg.Validate): a
-// configuration without a provider is an error naming locking.provider
-// and the choices (G6). It contacts no server.
+// Build builds the lock cfg describes: memlock for provider memory, the
+// Build of the backend given with WithBackends whose name it is, and a
+// lock that grants everyone for provider disabled (L4).
+// It registers the backends with cfg (cfg.WithBackends, keeping the
+// sections Load decoded) and validates it first: a configuration without
+// a provider is an error naming locking.provider and the choices (G6), a
+// provider no backend serves one naming it and the providers linked. It
+// contacts no server.
 func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 	var s settings
 	for _, o := range opts {
@@ -105,8 +145,17 @@ func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 			o.apply(&s)
 		}
 	}
-	if s.err != nil {
-		return nil, s.err
+	byName := map[config.ProviderName]Backend{}
+	for _, be := range s.backends {
+		name := be.Provider()
+		if name == config.ProviderMemory || name == config.ProviderDisabled {
+			return nil, fmt.Errorf("lockbuild: backend %q (%T): a provider Build knows itself", string(name), be)
+		}
+		if _, dup := byName[name]; dup {
+			return nil, fmt.Errorf("lockbuild: backend %q given twice", string(name))
+		}
+		byName[name] = be
+		cfg = cfg.WithBackends(be)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -117,37 +166,27 @@ func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 		b.Kind = config.ProviderDisabled
 	case cfg.Provider == config.ProviderMemory:
 		b.Provider = memlock.New()
-	case cfg.Provider == config.ProviderRedis:
-		client := s.client
-		if client == nil {
-			c, err := cfg.Redis.NewClient()
-			if err != nil {
-				return nil, err
-			}
-			client = c
-			b.closers = append(b.closers, c.Close)
-		}
-		b.Client = client
-		rp, err := redislock.NewWithOptions(client, cfg.Redis.ProviderOptions())
-		if err != nil {
-			_ = b.Close()
-			return nil, err
-		}
-		b.Provider = rp
 	default:
-		build, ok := s.providers[cfg.Provider]
+		be, ok := byName[cfg.Provider]
 		if !ok {
+			// Load knew the backend, but Build was not given it.
 			return nil, &config.FieldError{Key: "locking.provider", Source: cfg.Source("locking.provider"),
-				Reason: fmt.Sprintf("%q is built by a module of its own, which this program does not include (lockbuild.WithProvider, or lockingfx.WithProvider in an fx app)", string(cfg.Provider))}
+				Reason: fmt.Sprintf("%q was loaded with its backend, which Build was not given (lockbuild.WithBackends)", string(cfg.Provider))}
 		}
-		p, closeFn, err := build(cfg)
+		p, err := be.Build(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("lockbuild: provider %q: %w", string(cfg.Provider), err)
 		}
-		if closeFn != nil {
-			b.closers = append(b.closers, closeFn)
+		if p.Provider == nil {
+			if p.Close != nil {
+				_ = p.Close()
+			}
+			return nil, fmt.Errorf("lockbuild: provider %q: the backend built no provider", string(cfg.Provider))
 		}
-		b.Provider = p
+		if p.Close != nil {
+			b.closers = append(b.closers, p.Close)
+		}
+		b.Provider, b.check, b.LogFields = p.Provider, p.Check, p.LogFields
 	}
 	l, err := locking.New(b.Provider, cfg.Options())
 	if err != nil {
@@ -156,7 +195,7 @@ func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 	}
 	b.Lock = l
 	// The lock owns its provider (L10): closing it ends the provider's
-	// subscriptions, before the client (or whatever a ProviderFunc's close
+	// subscriptions, before the client (or whatever the backend's close
 	// function releases) closes.
 	b.closers = append(b.closers, l.Close)
 	return b, nil

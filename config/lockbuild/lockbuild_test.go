@@ -1,12 +1,13 @@
 package lockbuild_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
-	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
 )
 
 func memoryConfig() config.LockingConfig {
@@ -23,31 +24,113 @@ func TestBuild_G6_NoProviderNamesTheKey(t *testing.T) {
 	}
 }
 
-// TestWithProvider_RefusesBuiltInNamesAndNil: the built-in providers
-// cannot be replaced and a nil ProviderFunc is an error naming the
-// provider; Build fails before building anything.
-func TestWithProvider_RefusesBuiltInNamesAndNil(t *testing.T) {
-	noop := func(config.LockingConfig) (locking.Provider, func() error, error) { return nil, nil, nil }
+// section is the keys of testBackend: locking.<name>.*.
+type section struct {
+	Shards int `koanf:"shards"`
+}
+
+func (s *section) Validate(keys config.SectionKeys) []*config.FieldError {
+	if s.Shards < 1 {
+		return []*config.FieldError{keys.Errorf("shards", "%d must be positive", s.Shards)}
+	}
+	return nil
+}
+
+// testBackend is a backend of this test: its provider is memlock, its
+// section has one key, and it records what Build saw and Close closed.
+type testBackend struct {
+	name   config.ProviderName
+	shards *int
+	closed *int
+}
+
+func (b testBackend) Provider() config.ProviderName { return b.name }
+func (b testBackend) Section() config.Section       { return &section{Shards: 1} }
+func (b testBackend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
+	*b.shards = cfg.Section(b.name).(*section).Shards
+	return lockbuild.Provided{Provider: memlock.New(), Close: func() error { *b.closed++; return nil }}, nil
+}
+
+// TestBuild_X1_BackendByName: a backend given to Load and Build is
+// selected by its name; its section is decoded, defaulted and checked by
+// Load; its Close runs once at Built.Close.
+func TestBuild_X1_BackendByName(t *testing.T) {
+	var shards, closed int
+	be := testBackend{name: "sharded", shards: &shards, closed: &closed}
+	cfg, err := config.Load("", lockbuild.LoadOption(be), config.WithEnviron([]string{
+		"HOSTLOOM_LOCKING__PROVIDER=sharded", "HOSTLOOM_LOCKING__SHARDED__SHARDS=4"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithBackends(be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kind != "sharded" || shards != 4 || !b.Lock.Coordinated() {
+		t.Fatalf("kind %s, shards %d, coordinated %t", b.Kind, shards, b.Lock.Coordinated())
+	}
+	if err := errors.Join(b.Close(), b.Close()); err != nil || closed != 1 {
+		t.Fatalf("Close: %v, closed %d times", err, closed)
+	}
+	_, err = config.Load("", lockbuild.LoadOption(be), config.WithEnviron([]string{
+		"HOSTLOOM_LOCKING__PROVIDER=sharded", "HOSTLOOM_LOCKING__SHARDED__SHARDS=0", "HOSTLOOM_LOCKING__SHARDED__SHARTS=2"}))
+	for _, want := range []string{
+		"config: locking.sharded.sharts: unknown key (env HOSTLOOM_LOCKING__SHARDED__SHARTS)",
+		"config: locking.sharded.shards: 0 must be positive (env HOSTLOOM_LOCKING__SHARDED__SHARDS)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load error %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+// TestBuild_X1_LoadedBackendNotGivenToBuild: a configuration loaded with
+// a backend that Build is not given is an error naming locking.provider,
+// not a panic.
+func TestBuild_X1_LoadedBackendNotGivenToBuild(t *testing.T) {
+	var n int
+	cfg, err := config.Load("", lockbuild.LoadOption(testBackend{name: "sharded", shards: &n, closed: &n}),
+		config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=sharded"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lockbuild.Build(cfg.Locking)
+	want := `config: locking.provider: "sharded" was loaded with its backend, which Build was not given (lockbuild.WithBackends) (env HOSTLOOM_LOCKING__PROVIDER)`
+	if b != nil || err == nil || err.Error() != want {
+		t.Fatalf("Build = %v, %v; want %q", b, err, want)
+	}
+}
+
+// TestWithBackends_X1_RefusesBuiltInNamesAndDuplicates: a backend cannot
+// replace memory or disabled, nor be given twice; a provider no backend
+// serves names the providers linked.
+func TestWithBackends_X1_RefusesBuiltInNamesAndDuplicates(t *testing.T) {
+	var n int
 	for _, tc := range []struct {
 		opt  lockbuild.Option
 		want string
 	}{
-		{lockbuild.WithProvider(config.ProviderMemory, noop), `lockbuild: WithProvider("memory"): a provider Build knows itself`},
-		{lockbuild.WithProvider(config.ProviderDisabled, noop), `lockbuild: WithProvider("disabled"): a provider Build knows itself`},
-		{lockbuild.WithProvider("postgres", nil), `lockbuild: WithProvider("postgres"): nil ProviderFunc`},
+		{lockbuild.WithBackends(testBackend{name: config.ProviderMemory, shards: &n, closed: &n}), `lockbuild: backend "memory" (lockbuild_test.testBackend): a provider Build knows itself`},
+		{lockbuild.WithBackends(testBackend{name: "x", shards: &n, closed: &n}, testBackend{name: "x", shards: &n, closed: &n}), `lockbuild: backend "x" given twice`},
 	} {
 		b, err := lockbuild.Build(memoryConfig(), tc.opt)
 		if b != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("Build = %v, %v; want %q", b, err, tc.want)
 		}
 	}
+	cfg := memoryConfig()
+	cfg.Provider = "etcd"
+	_, err := lockbuild.Build(cfg, lockbuild.WithBackends(testBackend{name: "sharded", shards: &n, closed: &n}))
+	if want := `config: locking.provider: "etcd" is not one of memory, sharded, disabled (the providers this program links)`; err == nil || err.Error() != want {
+		t.Errorf("Build(etcd) = %v, want %q", err, want)
+	}
 }
 
-// TestBuild_L4_DisabledGrantsEveryone: enabled false is the disabled kind
-// with no provider, whatever provider is named.
+// TestBuild_L4_DisabledGrantsEveryone: provider disabled is the disabled
+// kind with no provider.
 func TestBuild_L4_DisabledGrantsEveryone(t *testing.T) {
 	cfg := memoryConfig()
-	cfg.Enabled = false
+	cfg.Provider = config.ProviderDisabled
 	b, err := lockbuild.Build(cfg)
 	if err != nil {
 		t.Fatal(err)

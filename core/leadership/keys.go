@@ -41,17 +41,17 @@ func (o Options) ResolveLockKey(role string, maxKeyLength int) (string, error) {
 func (o Options) keySyntaxErrors() []error {
 	if o.LockKey != "" {
 		if err := locking.CheckKey(o.LockKey, 0); err != nil {
-			return []error{invalid("Options.LockKey: %w", err)}
+			return []error{invalid("LockKey", o.LockKey, nil, ": %v", err)}
 		}
 		return nil
 	}
 	var errs []error
 	if !strings.Contains(o.LockKeyFormat, RolePlaceholder) {
-		errs = append(errs, invalid("Options.LockKeyFormat %q must contain %s", o.LockKeyFormat, RolePlaceholder))
+		errs = append(errs, invalid("LockKeyFormat", o.LockKeyFormat, nil, "%q must contain %s", o.LockKeyFormat, RolePlaceholder))
 	}
 	if o.LockKeyFormat != "" {
 		if err := locking.CheckKey(o.LockKeyFormat, 0); err != nil {
-			errs = append(errs, invalid("Options.LockKeyFormat: %w", err))
+			errs = append(errs, invalid("LockKeyFormat", o.LockKeyFormat, nil, ": %v", err))
 		}
 	}
 	return errs

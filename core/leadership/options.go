@@ -134,9 +134,10 @@ func (o Options) withDefaults() Options {
 // NewElector for its options) for a field set to an invalid value.
 var ErrInvalidOptions = errors.New("leadership: invalid options")
 
-// invalid returns an error matching ErrInvalidOptions.
-func invalid(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+// invalid returns the *locking.OptionError of field with value, matching
+// ErrInvalidOptions; related are the other fields its reason names.
+func invalid(field string, value any, related []string, format string, a ...any) error {
+	return locking.NewOptionError(ErrInvalidOptions, field, value, related, format, a...)
 }
 
 // DefaultOptions returns the documented defaults, with every field spelled
@@ -181,28 +182,28 @@ func (o Options) timingErrors() []error {
 	cadence := func(name string, d time.Duration) bool {
 		switch {
 		case d <= 0:
-			errs = append(errs, invalid("%s %v must be positive", name, d))
+			errs = append(errs, invalid(name, d, nil, "%v must be positive", d))
 		case d > MaxWait:
-			errs = append(errs, invalid("%s %v exceeds the longest wait %v", name, d, MaxWait))
+			errs = append(errs, invalid(name, d, nil, "%v exceeds the longest wait %v", d, MaxWait))
 		default:
 			return true
 		}
 		return false
 	}
-	leaseOK := cadence("Options.Lease", o.Lease)
-	renewOK := cadence("Options.RenewInterval", o.RenewInterval)
-	cadence("Options.RetryInterval", o.RetryInterval)
+	leaseOK := cadence("Lease", o.Lease)
+	renewOK := cadence("RenewInterval", o.RenewInterval)
+	cadence("RetryInterval", o.RetryInterval)
 	if leaseOK && renewOK && o.RenewInterval > o.Lease/2 {
-		errs = append(errs, invalid("Options.RenewInterval %v exceeds half of Options.Lease %v", o.RenewInterval, o.Lease))
+		errs = append(errs, invalid("RenewInterval", o.RenewInterval, []string{"Lease"}, "%v exceeds half of Options.Lease %v", o.RenewInterval, o.Lease))
 	}
 	if o.SafetyMargin < 0 || (renewOK && o.SafetyMargin >= o.RenewInterval) {
-		errs = append(errs, invalid("Options.SafetyMargin %v must be at least 0 and below Options.RenewInterval %v", o.SafetyMargin, o.RenewInterval))
+		errs = append(errs, invalid("SafetyMargin", o.SafetyMargin, []string{"RenewInterval"}, "%v must be at least 0 and below Options.RenewInterval %v", o.SafetyMargin, o.RenewInterval))
 	}
 	if o.Priority < math.MinInt32 || o.Priority > math.MaxInt32 {
-		errs = append(errs, invalid("Options.Priority %d is outside the int32 range", o.Priority))
+		errs = append(errs, invalid("Priority", o.Priority, nil, "%d is outside the int32 range", o.Priority))
 	}
 	if o.WhenUncoordinated != Follow && o.WhenUncoordinated != Lead {
-		errs = append(errs, invalid("Options.WhenUncoordinated %d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))
+		errs = append(errs, invalid("WhenUncoordinated", o.WhenUncoordinated, nil, "%d must be follow (%d) or lead (%d)", int(o.WhenUncoordinated), int(Follow), int(Lead)))
 	}
 	return errs
 }

@@ -260,3 +260,22 @@ func TestCheckComposition_K5_T2(t *testing.T) {
 		t.Errorf("valid composition: %v", err)
 	}
 }
+
+// TestOptions_L10_ErrorsAreStructured: a relation between two fields is
+// one *locking.OptionError naming the field, its value and the related
+// field; an invalid exact key keeps its *locking.KeyError as the cause.
+func TestOptions_L10_ErrorsAreStructured(t *testing.T) {
+	o := leadership.DefaultOptions()
+	o.Lease, o.RenewInterval = 10*time.Second, 6*time.Second
+	var oe *locking.OptionError
+	if err := o.Validate(); !errors.As(err, &oe) || !errors.Is(err, leadership.ErrInvalidOptions) ||
+		oe.Field != "RenewInterval" || oe.Value != 6*time.Second || len(oe.Related) != 1 || oe.Related[0] != "Lease" {
+		t.Fatalf("Validate() = %v (%+v)", err, oe)
+	}
+	o = leadership.DefaultOptions()
+	o.LockKey = "two words"
+	var ke *locking.KeyError
+	if err := o.Validate(); !errors.As(err, &oe) || oe.Field != "LockKey" || oe.Value != "two words" || !errors.As(err, &ke) {
+		t.Fatalf("Validate() = %v, want an OptionError for LockKey caused by a KeyError", err)
+	}
+}

@@ -52,11 +52,11 @@
 //
 // # Disabled mode
 //
-// With Options.Disabled (or Enabled set to false on DefaultOptions()) every
-// caller is granted a placeholder lease, nothing reaches the provider, and
-// Coordinated reports false, so callers (the elector) can refuse to treat
-// it as exclusion. The zero Options coordinates: in a literal, Enabled's
-// zero value means "not set".
+// With Options.Disabled every caller is granted a placeholder lease,
+// nothing reaches the provider, and Coordinated reports false, so callers
+// (the elector) can refuse to treat it as exclusion. The zero Options
+// coordinates. (The deprecated Enabled, set to false on DefaultOptions(),
+// still disables, for code written against it.)
 //
 // # The provider contract
 //

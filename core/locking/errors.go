@@ -3,6 +3,7 @@ package locking
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -148,4 +149,60 @@ func NewRecordError(key, record, value string) *RecordError {
 		value = value[:64] + "..."
 	}
 	return &RecordError{Key: key, Record: record, Value: value}
+}
+
+// OptionError is one invalid field of an options value (L10): Field is
+// the Go field (MaxLease), Value its value, Reason what is wrong with it
+// (starting with the value as written, or with ": " and an inner error).
+// A reason that relates the field to others names each as
+// Options.<Field>, and lists them in Related, so that a layer with its own
+// names for the fields (the configuration's keys) can say the same in its
+// words without parsing the message. Err is the sentinel of the package
+// that reports it (locking.ErrInvalidOptions, leadership.ErrInvalidOptions)
+// and Cause an inner error (a *KeyError), both matched by errors.Is and
+// errors.As.
+type OptionError struct {
+	Field   string
+	Value   any
+	Reason  string
+	Related []string
+	Err     error
+	Cause   error
+}
+
+// NewOptionError returns the OptionError of field with value, its reason
+// made from format and a (an inner error among a is also its Cause), the
+// related fields it names, and the sentinel err.
+func NewOptionError(err error, field string, value any, related []string, format string, a ...any) *OptionError {
+	e := &OptionError{Field: field, Value: value, Related: related, Err: err, Reason: fmt.Sprintf(format, a...)}
+	for _, x := range a {
+		if inner, ok := x.(error); ok {
+			e.Cause = inner
+		}
+	}
+	return e
+}
+
+// Error returns "<package>: invalid options: Options.<Field> <Reason>".
+func (e *OptionError) Error() string {
+	sep := " "
+	if strings.HasPrefix(e.Reason, ":") {
+		sep = ""
+	}
+	prefix := "invalid options"
+	if e.Err != nil {
+		prefix = e.Err.Error()
+	}
+	return prefix + ": Options." + e.Field + sep + e.Reason
+}
+
+// Unwrap returns Err and Cause, those that are set.
+func (e *OptionError) Unwrap() []error {
+	var out []error
+	for _, x := range []error{e.Err, e.Cause} {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
 }

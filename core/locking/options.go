@@ -25,19 +25,21 @@ const (
 // field that is set to an invalid value is an error naming the field and
 // the value, matching ErrInvalidOptions.
 type Options struct {
-	// Enabled is coordination on (true) or off (false, L4) for Options
-	// that start from DefaultOptions, which sets it to true: setting it to
-	// false there disables the lock. In an Options literal that did not
-	// come from DefaultOptions, false is the zero value and means "not
-	// set": the lock coordinates unless Disabled is set, so a zero Options
-	// never silently grants everyone. A disabled lock grants every caller
-	// a placeholder lease, sends nothing to the provider, and Coordinated
-	// reports false. The lock's own Options report Enabled == !Disabled.
-	Enabled bool
-
-	// Disabled turns coordination off, in any Options value (see
-	// Enabled). Default false (coordinated).
+	// Disabled turns coordination off (L4): a disabled lock grants every
+	// caller a placeholder lease, sends nothing to the provider, and
+	// Coordinated reports false. It is the one field that says so; its
+	// zero value coordinates, so a zero Options never silently grants
+	// everyone (L10). Default false.
 	Disabled bool
+
+	// Enabled is the earlier spelling of !Disabled, read only on Options
+	// that start from DefaultOptions (which sets it to true): setting it
+	// to false there disables the lock. A literal's zero value means "not
+	// set". The lock's own Options report Enabled == !Disabled.
+	//
+	// Deprecated: set Disabled. Enabled stays so that code written
+	// against it keeps compiling and meaning what it meant.
+	Enabled bool
 
 	// Namespace prefixes every provider key: {namespace}:lock:{key}. Replicas
 	// that must exclude each other need the same namespace. Default "".
@@ -99,31 +101,31 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate reports every problem with o at once, each naming the Go field
-// and its value and matching ErrInvalidOptions. Zero fields are valid
+// Validate reports every problem with o at once, each an *OptionError
+// naming the Go field and its value and matching ErrInvalidOptions. Zero fields are valid
 // (they take their defaults).
 func (o Options) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
+	bad := func(field string, value any, related []string, format string, a ...any) {
+		errs = append(errs, NewOptionError(ErrInvalidOptions, field, value, related, format, a...))
 	}
 	if o.MaxKeyLength < 0 {
-		bad("Options.MaxKeyLength %d must not be negative", o.MaxKeyLength)
+		bad("MaxKeyLength", o.MaxKeyLength, nil, "%d must not be negative", o.MaxKeyLength)
 	}
 	if o.MaxLease < 0 {
-		bad("Options.MaxLease %v must not be negative", o.MaxLease)
+		bad("MaxLease", o.MaxLease, nil, "%v must not be negative", o.MaxLease)
 	}
 	if o.MaxHold < 0 {
-		bad("Options.MaxHold %v must not be negative", o.MaxHold)
+		bad("MaxHold", o.MaxHold, nil, "%v must not be negative", o.MaxHold)
 	}
 	if reason := badChars(o.Namespace); reason != "" {
-		bad("Options.Namespace %q %s", o.Namespace, reason)
+		bad("Namespace", o.Namespace, nil, "%q %s", o.Namespace, reason)
 	}
 	if o.UseHashTags {
 		if o.Namespace == "" {
-			bad(`Options.UseHashTags requires a namespace, Options.Namespace is ""`)
+			bad("UseHashTags", o.UseHashTags, []string{"Namespace"}, `requires a namespace, Options.Namespace is ""`)
 		} else if strings.ContainsAny(o.Namespace, "{}") {
-			bad("Options.Namespace %q must not contain braces with Options.UseHashTags", o.Namespace)
+			bad("Namespace", o.Namespace, []string{"UseHashTags"}, "%q must not contain braces with Options.UseHashTags", o.Namespace)
 		}
 	}
 	return errors.Join(errs...)

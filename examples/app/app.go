@@ -3,10 +3,12 @@ package main
 import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
+	"github.com/hostloom/hostloom/backends/redis/redislockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 	"github.com/hostloom/hostloom/schedulingfx"
@@ -18,6 +20,16 @@ const (
 	roleBilling = "billing"
 	// roleInventory gates the inventory-changes channel.
 	roleInventory = "inventory"
+)
+
+// backends are the lock backends the example links: locking.provider may
+// be redis (locking.redis.*, or the app's own redis.UniversalClient) or
+// postgres (the pool from locking.postgres.dsn, or the app's own
+// *pgxpool.Pool), besides memory and disabled. A backend of another
+// module is added here.
+var backends = fx.Options(
+	redislockfx.Module,
+	pglockfx.Module,
 )
 
 // newApp assembles the service: configuration, lock, two roles, a job on
@@ -37,8 +49,7 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		configfx.Module(s.configPath, cfgOpts...),
 		fx.Provide(newMetrics),
 		lockingfx.Module,
-		// locking.provider postgres: the pool from locking.postgres.dsn.
-		pglockfx.Module,
+		backends,
 		leadershipfx.Role(roleBilling),
 		leadershipfx.Role(roleInventory),
 		schedulingfx.Module,
@@ -74,11 +85,9 @@ func logStartup(p startupParams) {
 		zap.Strings("roles", roles),
 		zap.Duration("lease", p.Config.Leadership.Lease),
 	}
-	if p.Config.Locking.Provider == config.ProviderRedis {
-		fields = append(fields, zap.Object("redis", p.Config.Locking.Redis))
-	}
-	if p.Config.Locking.Provider == config.ProviderPostgres {
-		fields = append(fields, zap.Object("postgres", p.Config.Locking.Postgres))
+	// The backend's section, which logs itself with its secrets redacted.
+	if s, ok := p.Config.Locking.Section(p.Config.Locking.Provider).(zapcore.ObjectMarshaler); ok {
+		fields = append(fields, zap.Object(string(p.Config.Locking.Provider), s))
 	}
 	p.Log.Info("HostLoomExample", fields...)
 }

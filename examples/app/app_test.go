@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/internal/redistest"
@@ -131,7 +133,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 		got = append(got, k)
 	}
 	var want []string
-	for _, k := range config.Keys() {
+	for _, k := range config.Keys(redislockbuild.Backend{}, pglockbuild.Backend{}) {
 		want = append(want, k.Name)
 	}
 	slices.Sort(got)
@@ -140,7 +142,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("config.yaml keys\n%q\nconfig.Keys\n%q", got, want)
 	}
-	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil)); err != nil {
+	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{})); err != nil {
 		t.Fatalf("the sample does not load: %v", err)
 	}
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 )
 
 // Example shows what the embedded config.yaml selects when no file and no
 // variable override it.
 func Example() {
-	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil))
+	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{}))
 	if err != nil {
 		fmt.Println(err)
 		return

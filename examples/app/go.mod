@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/hostloom/hostloom v0.0.0
+	github.com/hostloom/hostloom/backends/postgres v0.0.0
 	github.com/hostloom/hostloom/core/locking/pglock v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
@@ -62,3 +63,5 @@ replace github.com/hostloom/hostloom => ../..
 replace github.com/hostloom/hostloom/core/locking/pglock => ../../core/locking/pglock
 
 replace github.com/hostloom/hostloom/core => ../../core
+
+replace github.com/hostloom/hostloom/backends/postgres => ../../backends/postgres

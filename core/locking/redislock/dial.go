@@ -39,7 +39,7 @@ const (
 // (go-redis probes with it too, so even once its count of failed dials is
 // reached, dialling resumes that soon). The provider's subscription dials
 // once per attempt, so a lost connection is reported at once.
-// The hostloom config (config.RedisConfig) builds its clients with it;
+// The hostloom config (redislockbuild.Config) builds its clients with it;
 // pass it when building your own client.
 func Dialer(tlsConfig *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 5 * time.Minute}

@@ -44,11 +44,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/test/chaos"
 )

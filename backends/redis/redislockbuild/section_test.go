@@ -1,4 +1,4 @@
-package config_test
+package redislockbuild_test
 
 import (
 	"os"
@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestRedis_NewClientByMode(t *testing.T) {
 	tests := []struct {
 		name string
-		r    config.RedisConfig
+		r    redislockbuild.Config
 		want string
 	}{
-		{"standalone", config.RedisConfig{Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
-		{"sentinel", config.RedisConfig{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, MasterName: "mymaster"}, "*redis.Client"},
-		{"cluster", config.RedisConfig{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, Cluster: true}, "*redis.ClusterClient"},
+		{"standalone", redislockbuild.Config{Addrs: []string{"127.0.0.1:1"}}, "*redis.Client"},
+		{"sentinel", redislockbuild.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, MasterName: "mymaster"}, "*redis.Client"},
+		{"cluster", redislockbuild.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, Cluster: true}, "*redis.ClusterClient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,9 +56,9 @@ func typeName(c redis.UniversalClient) string {
 }
 
 func TestRedis_TLSFilesNamedInErrors(t *testing.T) {
-	r := config.Defaults().Locking.Redis
+	r := redislockbuild.Defaults()
 	r.Addrs = []string{"127.0.0.1:6379"}
-	r.TLS = config.TLSConfig{Enabled: true, CAFile: filepath.Join(t.TempDir(), "missing.pem")}
+	r.TLS = redislockbuild.TLSConfig{Enabled: true, CAFile: filepath.Join(t.TempDir(), "missing.pem")}
 	if _, err := r.NewClient(); err == nil || !strings.Contains(err.Error(), "locking.redis.tls.ca_file") || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing CA file: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestRedis_TLSFilesNamedInErrors(t *testing.T) {
 	if _, err := r.NewClient(); err == nil || !strings.Contains(err.Error(), "no PEM certificate found") {
 		t.Errorf("bad CA file: %v", err)
 	}
-	r.TLS = config.TLSConfig{Enabled: true, ServerName: "redis.internal"}
+	r.TLS = redislockbuild.TLSConfig{Enabled: true, ServerName: "redis.internal"}
 	o, err := r.UniversalOptions()
 	if err != nil || o.TLSConfig == nil || o.TLSConfig.ServerName != "redis.internal" {
 		t.Errorf("TLS options %+v, %v", o, err)

@@ -1,12 +1,14 @@
-package config
+package redislockbuild
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
+	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/redis/go-redis/v9"
 )
@@ -46,10 +48,10 @@ func (t TLSConfig) ClientConfig() (*tls.Config, error) {
 // UniversalOptions returns the go-redis options the section describes.
 // ContextTimeoutEnabled is on, so a caller's context deadline bounds each
 // command (the elector relies on it to give up a renewal in time).
-func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
-	errs := r.validate(nil)
+func (r Config) UniversalOptions() (*redis.UniversalOptions, error) {
+	errs := r.Validate(config.LockingConfig{}.SectionKeys(Name))
 	if len(r.Addrs) == 0 {
-		errs = append(errs, &FieldError{Key: "locking.redis.addrs", Reason: "provider redis needs at least one host:port address (or a redis.UniversalClient from the app)"})
+		errs = append(errs, &config.FieldError{Key: "locking.redis.addrs", Reason: "provider redis needs at least one host:port address (or a redis.UniversalClient from the app)"})
 	}
 	if len(errs) > 0 {
 		joined := make([]error, len(errs))
@@ -87,7 +89,7 @@ func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
 // when cluster is set, a Sentinel failover *redis.Client when master_name is
 // set, otherwise a *redis.Client for the one address. It does not connect;
 // the caller closes the client.
-func (r RedisConfig) NewClient() (redis.UniversalClient, error) {
+func (r Config) NewClient() (redis.UniversalClient, error) {
 	o, err := r.UniversalOptions()
 	if err != nil {
 		return nil, err
@@ -100,4 +102,13 @@ func (r RedisConfig) NewClient() (redis.UniversalClient, error) {
 	default:
 		return redis.NewClient(o.Simple()), nil
 	}
+}
+
+// unwrapPath drops the *fs.PathError wrapper (the path is already named).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 )

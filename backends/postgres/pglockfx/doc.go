@@ -10,9 +10,9 @@
 //		leadershipfx.Module,
 //	)
 //
-// It lives in pglock's module, so HostLoom's library module links no
-// database driver; a program without fx uses package pglockbuild, which
-// Module is built on.
+// It lives in a module of its own with pglockbuild, outside core, so
+// HostLoom's library module links no database driver; a program without
+// fx uses package pglockbuild, which Module is built on.
 //
 // # The pool
 //

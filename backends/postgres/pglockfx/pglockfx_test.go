@@ -15,13 +15,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
+	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/pglock"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockfx"
 	"github.com/hostloom/hostloom/leadershipfx"
 	"github.com/hostloom/hostloom/lockingfx"
 )
@@ -255,7 +255,7 @@ func TestModule_D1_UnreachableServerStartsLeaderless(t *testing.T) {
 // Without fx: lockbuild builds the same provider through Build.
 func TestBuild_D1_WithLockbuild(t *testing.T) {
 	db := newDatabase(t)
-	cfg, err := config.Load("", config.WithEnviron([]string{
+	cfg, err := config.Load("", lockbuild.LoadOption(pglockbuild.Backend{}), config.WithEnviron([]string{
 		"HOSTLOOM_LOCKING__PROVIDER=postgres",
 		"HOSTLOOM_LOCKING__POSTGRES__DSN=" + urlDSN("postgres", db),
 		"HOSTLOOM_LOCKING__POSTGRES__TABLE=svc_locks",
@@ -265,7 +265,7 @@ func TestBuild_D1_WithLockbuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithProvider(config.ProviderPostgres, pglockbuild.Build))
+	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithBackends(pglockbuild.Backend{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +288,6 @@ func TestBuild_D1_WithLockbuild(t *testing.T) {
 	pc, err := pglockbuild.PoolConfig(cfg.Locking)
 	if err != nil || pc.MaxConns != 2 {
 		t.Errorf("pool config: max_conns %v, %v", pc, err)
-	}
-}
-
-// config's defaults and limits for the table are pglock's.
-func TestConfig_D1_TableRulesMatchPglock(t *testing.T) {
-	if config.DefaultPostgresTable != pglock.DefaultTable || config.MaxPostgresTableLength != pglock.MaxTableLength {
-		t.Errorf("config %q/%d, pglock %q/%d", config.DefaultPostgresTable, config.MaxPostgresTableLength, pglock.DefaultTable, pglock.MaxTableLength)
 	}
 }
 

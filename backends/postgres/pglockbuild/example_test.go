@@ -3,16 +3,17 @@ package pglockbuild_test
 import (
 	"fmt"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
-	"github.com/hostloom/hostloom/core/locking/pglock/pglockbuild"
 )
 
 // Without fx, lockbuild builds provider postgres through Build. Building
 // contacts no server (pglockbuild.Check does); a DSN that does not parse is
 // an error naming the key, without quoting the string or its password.
 func ExampleBuild() {
-	cfg, err := config.Load("", config.WithEnviron([]string{
+	backends := []lockbuild.Backend{pglockbuild.Backend{}}
+	cfg, err := config.Load("", lockbuild.LoadOption(backends...), config.WithEnviron([]string{
 		"HOSTLOOM_LOCKING__PROVIDER=postgres",
 		"HOSTLOOM_LOCKING__POSTGRES__DSN=postgres://svc:secret@db.internal:5432/app?sslmode=sometimes",
 	}))
@@ -20,7 +21,7 @@ func ExampleBuild() {
 		fmt.Println(err)
 		return
 	}
-	_, err = lockbuild.Build(cfg.Locking, lockbuild.WithProvider(config.ProviderPostgres, pglockbuild.Build))
+	_, err = lockbuild.Build(cfg.Locking, lockbuild.WithBackends(backends...))
 	fmt.Println(err)
 	// Output:
 	// lockbuild: provider "postgres": config: locking.postgres.dsn: does not parse as a postgres:// URL or key=value connection string: failed to configure TLS (sslmode is invalid) (env HOSTLOOM_LOCKING__POSTGRES__DSN)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
@@ -21,7 +22,7 @@ import (
 const DefaultConnectTimeout = 10 * time.Second
 
 // Options returns the pglock options the section describes.
-func Options(c config.PostgresConfig) pglock.Options {
+func Options(c Config) pglock.Options {
 	return pglock.Options{
 		Table:                c.Table,
 		Schema:               c.Schema,
@@ -34,7 +35,7 @@ func Options(c config.PostgresConfig) pglock.Options {
 // unset or unparsable DSN is a *config.FieldError naming
 // locking.postgres.dsn and its source; the reason never quotes the DSN.
 func PoolConfig(cfg config.LockingConfig) (*pgxpool.Config, error) {
-	pg := cfg.Postgres
+	pg := SectionOf(cfg)
 	src := cfg.Source("locking.postgres.dsn")
 	if !pg.DSN.IsSet() {
 		return nil, &config.FieldError{Key: "locking.postgres.dsn", Source: src,
@@ -90,7 +91,7 @@ func NewPool(cfg config.LockingConfig) (*pgxpool.Pool, locking.Provider, func() 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pglockbuild: pool: %w", err)
 	}
-	prov, err := pglock.New(pool, Options(cfg.Postgres))
+	prov, err := pglock.New(pool, Options(SectionOf(cfg)))
 	if err != nil {
 		pool.Close()
 		return nil, nil, nil, &config.FieldError{Key: "locking.postgres", Source: cfg.Source("locking.postgres"), Reason: err.Error()}
@@ -98,26 +99,75 @@ func NewPool(cfg config.LockingConfig) (*pgxpool.Pool, locking.Provider, func() 
 	return pool, prov.ForLock(), func() error { pool.Close(); return nil }, nil
 }
 
-// Build is the lockbuild.ProviderFunc of provider postgres over a pool
-// built from locking.postgres.dsn (PoolConfig), closed by the close
-// function it returns. It does not connect; Check does.
-func Build(cfg config.LockingConfig) (locking.Provider, func() error, error) {
-	_, prov, closeFn, err := NewPool(cfg)
-	return prov, closeFn, err
+// Backend is provider postgres as a lockbuild.Backend (and
+// config.Backend): the section locking.postgres (Config) and a builder
+// over a pool built from locking.postgres.dsn, or over Pool. Its zero
+// value builds its own pool and logs nothing.
+type Backend struct {
+	// Pool, when not nil, is used instead of a pool built from
+	// locking.postgres.dsn and max_conns; the caller keeps closing it and
+	// checking its credentials (there is no start check for it). Default
+	// nil.
+	Pool *pgxpool.Pool
+	// Logger, when not nil, receives one HostLoomLockPostgres line at
+	// Build (the DSN redacted) and the start check's findings. Default
+	// nil: nothing is logged.
+	Logger *zap.Logger
 }
 
-// WithPool returns the lockbuild.ProviderFunc of provider postgres over
-// the caller's pool, which the caller keeps closing (the function returns
-// no close function for it); locking.postgres.dsn and max_conns are not
-// used.
-func WithPool(pool *pgxpool.Pool) lockbuild.ProviderFunc {
-	return func(cfg config.LockingConfig) (locking.Provider, func() error, error) {
-		prov, err := pglock.New(pool, Options(cfg.Postgres))
-		if err != nil {
-			return nil, nil, fmt.Errorf("pglockbuild: %w", err)
-		}
-		return prov.ForLock(), nil, nil
+var _ lockbuild.Backend = Backend{}
+
+// Provider returns Name, "postgres".
+func (Backend) Provider() config.ProviderName { return Name }
+
+// Section returns the defaults of locking.postgres, for config.Load to
+// decode into.
+func (Backend) Section() config.Section {
+	d := Defaults()
+	return &d
+}
+
+// Build makes the pglock provider (its ForLock view, so the lock reports
+// what the configuration enables) over b.Pool, or over a pool built from
+// the section (PoolConfig) and closed by Provided.Close. It does not
+// connect. The start check (Provided.Check) of a pool it built is Check:
+// a *config.FieldError is logged once at Error
+// (HostLoomLockConfigRefused), an outage once at Warn
+// (HostLoomLockUnreachable, with the cause).
+func (b Backend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
+	log := b.Logger
+	if log == nil {
+		log = zap.NewNop()
 	}
+	pg := SectionOf(cfg)
+	if b.Pool != nil {
+		prov, err := pglock.New(b.Pool, Options(pg))
+		if err != nil {
+			return lockbuild.Provided{}, fmt.Errorf("pglockbuild: %w", err)
+		}
+		log.Info("HostLoomLockPostgres", zap.Bool("app_pool", true), zap.Object("postgres", pg))
+		return lockbuild.Provided{Provider: prov.ForLock()}, nil
+	}
+	pool, prov, closeFn, err := NewPool(cfg)
+	if err != nil {
+		return lockbuild.Provided{}, err
+	}
+	log.Info("HostLoomLockPostgres", zap.Bool("app_pool", false), zap.Object("postgres", pg))
+	check := func(ctx context.Context, _ *locking.DistributedLock) error {
+		err := Check(ctx, pool, prov, cfg)
+		var fe *config.FieldError
+		switch {
+		case err == nil:
+		case errors.As(err, &fe):
+			log.Error("HostLoomLockConfigRefused", zap.String("key", fe.Key), zap.String("source", fe.Source), zap.String("reason", fe.Reason))
+		default:
+			log.Warn("HostLoomLockUnreachable", zap.String("provider", string(Name)),
+				zap.String("host", pool.Config().ConnConfig.Host), zap.Uint16("port", pool.Config().ConnConfig.Port),
+				zap.String("cause", err.Error()))
+		}
+		return err
+	}
+	return lockbuild.Provided{Provider: prov, Close: closeFn, Check: check}, nil
 }
 
 // Check connects once through pool and reads the lease table through

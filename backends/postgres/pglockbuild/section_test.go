@@ -1,4 +1,4 @@
-package config_test
+package pglockbuild_test
 
 import (
 	"encoding/json"
@@ -7,24 +7,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/config/lockbuild"
+	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
 const testDSN = "postgres://svc:hunter2@db.internal:5432/app"
 
 func TestPostgres_D1_LoadFromEnvWithDefaults(t *testing.T) {
-	cfg, err := config.Load("", config.WithEnviron([]string{
+	cfg, err := config.Load("", lockbuild.LoadOption(pglockbuild.Backend{}), config.WithEnviron([]string{
 		"HOSTLOOM_LOCKING__PROVIDER=postgres",
 		"HOSTLOOM_LOCKING__POSTGRES__DSN=" + testDSN,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg := cfg.Locking.Postgres
-	if cfg.Locking.Provider != config.ProviderPostgres || pg.DSN.Value() != testDSN {
+	pg := pglockbuild.SectionOf(cfg.Locking)
+	if cfg.Locking.Provider != pglockbuild.Name || pg.DSN.Value() != testDSN {
 		t.Fatalf("provider %q dsn %q", cfg.Locking.Provider, pg.DSN.Value())
 	}
-	if pg.Table != config.DefaultPostgresTable || !pg.Notifications || pg.MaxConns != 0 || pg.Schema != "" || pg.ExternalSchema {
+	if pg.Table != pglock.DefaultTable || !pg.Notifications || pg.MaxConns != 0 || pg.Schema != "" || pg.ExternalSchema {
 		t.Errorf("defaults: %v", pg)
 	}
 	if got := cfg.Source("locking.postgres.dsn"); got != "env HOSTLOOM_LOCKING__POSTGRES__DSN" {
@@ -33,7 +36,7 @@ func TestPostgres_D1_LoadFromEnvWithDefaults(t *testing.T) {
 }
 
 func TestPostgres_D1_DSNNeverPrinted(t *testing.T) {
-	pg := config.PostgresConfig{DSN: testDSN, Table: "t", Notifications: true}
+	pg := pglockbuild.Config{DSN: testDSN, Table: "t", Notifications: true}
 	j, err := json.Marshal(pg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +67,7 @@ func TestPostgres_D1_BadValuesNameKeyValueAndSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			_, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=postgres", tt.env}))
+			_, err := config.Load("", lockbuild.LoadOption(pglockbuild.Backend{}), config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=postgres", tt.env}))
 			if err == nil {
 				t.Fatal("Load accepted " + tt.env)
 			}
@@ -83,7 +86,7 @@ func TestPostgres_D1_BadValuesNameKeyValueAndSource(t *testing.T) {
 }
 
 func TestPostgres_D1_SectionCheckedOnlyForPostgres(t *testing.T) {
-	_, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LOCKING__POSTGRES__MAX_CONNS=-1"}))
+	_, err := config.Load("", lockbuild.LoadOption(pglockbuild.Backend{}), config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LOCKING__POSTGRES__MAX_CONNS=-1"}))
 	if err != nil {
 		t.Fatalf("provider memory: locking.postgres is not used, yet: %v", err)
 	}

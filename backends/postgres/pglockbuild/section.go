@@ -1,39 +1,34 @@
-package config
+package pglockbuild
 
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
-// DefaultPostgresTable is locking.postgres.table's default, the lease
-// table of pglock (pglock.DefaultTable).
-const DefaultPostgresTable = "hostloom_locks"
+// Name is the locking.provider value of the backend, and its section:
+// locking.postgres.
+const Name config.ProviderName = "postgres"
 
-// MaxPostgresTableLength is the longest locking.postgres.table, in bytes:
-// pglock derives four more table names from it (the longest adds
-// "_participants"), and each must fit PostgreSQL's 63-byte identifiers
-// (pglock.MaxTableLength).
-const MaxPostgresTableLength = 63 - len("_participants")
-
-// PostgresConfig is locking.postgres: provider postgres, built by the
-// pglock module (pglockfx in an fx app). config reads and checks the keys
-// only; it links no database driver, so the DSN's syntax is checked when
-// the pool is built (an error naming locking.postgres.dsn).
+// Config is locking.postgres: provider postgres.
 //
-// DSN is a Secret: String, MarshalLogObject, JSON and errors never show
-// it, since a connection string usually carries the password.
-type PostgresConfig struct {
+// DSN is a config.Secret: String, MarshalLogObject, JSON and errors never
+// show it, since a connection string usually carries the password. Its
+// syntax is checked when the pool is built (an error naming
+// locking.postgres.dsn).
+type Config struct {
 	// DSN is the connection string, a postgres:// URL or key=value pairs
 	// as libpq takes them. Required for provider postgres unless the app
 	// supplies its own pool. Never logged.
-	DSN Secret `koanf:"dsn"`
+	DSN config.Secret `koanf:"dsn"`
 	// Table is the lease table's name; four more tables take it as a
 	// prefix. Letters, digits and underscores, not starting with a digit,
-	// at most MaxPostgresTableLength bytes. Default hostloom_locks.
+	// at most pglock.MaxTableLength bytes. Default hostloom_locks.
 	Table string `koanf:"table"`
 	// Schema holds the tables. Default "": the connection's search_path.
 	Schema string `koanf:"schema"`
@@ -50,24 +45,45 @@ type PostgresConfig struct {
 	MaxConns int `koanf:"max_conns"`
 }
 
+// Defaults returns the section's defaults.
+func Defaults() Config {
+	return Config{Table: pglock.DefaultTable, Notifications: true}
+}
+
+// SectionOf returns the locking.postgres section of cfg (a copy): as
+// loaded when the configuration was loaded with the backend, else the
+// defaults.
+func SectionOf(cfg config.LockingConfig) Config {
+	if s, ok := cfg.Section(Name).(*Config); ok && s != nil {
+		return *s
+	}
+	return Defaults()
+}
+
+// With returns a copy of cfg whose locking.postgres section is p, for a
+// configuration changed in code.
+func With(cfg config.LockingConfig, p Config) config.LockingConfig {
+	return cfg.WithBackends(Backend{}).WithSection(Name, &p)
+}
+
 // pgIdentifier is what table and schema accept, as pglock does.
 var pgIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validate checks the section for provider postgres. An empty dsn is not
+// Validate checks the section for provider postgres. An empty dsn is not
 // an error here (the app may supply its own pool); building the pool from
 // the section checks it.
-func (p PostgresConfig) validate(src sources) []*FieldError {
-	var errs []*FieldError
+func (p *Config) Validate(keys config.SectionKeys) []*config.FieldError {
+	var errs []*config.FieldError
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, src.fieldError("locking.postgres."+key, format, a...))
+		errs = append(errs, keys.Errorf(key, format, a...))
 	}
 	switch {
 	case p.Table == "":
-		bad("table", `"" is empty: name a table (default %s)`, DefaultPostgresTable)
+		bad("table", `"" is empty: name a table (default %s)`, pglock.DefaultTable)
 	case !pgIdentifier.MatchString(p.Table):
 		bad("table", "%q: want letters, digits and underscores, not starting with a digit", p.Table)
-	case len(p.Table) > MaxPostgresTableLength:
-		bad("table", "%q: %d bytes, at most %d", p.Table, len(p.Table), MaxPostgresTableLength)
+	case len(p.Table) > pglock.MaxTableLength:
+		bad("table", "%q: %d bytes, at most %d", p.Table, len(p.Table), pglock.MaxTableLength)
 	}
 	if p.Schema != "" && (!pgIdentifier.MatchString(p.Schema) || len(p.Schema) > 63) {
 		bad("schema", "%q: want letters, digits and underscores, not starting with a digit, at most 63 bytes", p.Schema)
@@ -78,21 +94,20 @@ func (p PostgresConfig) validate(src sources) []*FieldError {
 	if p.DSN.IsSet() && strings.TrimSpace(p.DSN.Value()) == "" {
 		bad("dsn", "is blank")
 	}
-	slices.SortStableFunc(errs, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
 	return errs
 }
 
 // String describes the section with the DSN redacted.
-func (p PostgresConfig) String() string {
+func (p Config) String() string {
 	return fmt.Sprintf("dsn=%s table=%q schema=%q external_schema=%t notifications=%t max_conns=%d",
 		p.DSN.String(), p.Table, p.Schema, p.ExternalSchema, p.Notifications, p.MaxConns)
 }
 
 // GoString keeps %#v as safe as %v.
-func (p PostgresConfig) GoString() string { return "config.PostgresConfig{" + p.String() + "}" }
+func (p Config) GoString() string { return "pglockbuild.Config{" + p.String() + "}" }
 
 // MarshalLogObject logs the section with the DSN redacted.
-func (p PostgresConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+func (p Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("dsn", p.DSN.String())
 	enc.AddString("table", p.Table)
 	enc.AddString("schema", p.Schema)
