@@ -5,6 +5,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockfx"
 	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
 	"github.com/hostloom/hostloom/backends/redis/redislockfx"
 	"github.com/hostloom/hostloom/config"
@@ -23,13 +24,15 @@ const (
 )
 
 // backends are the lock backends the example links: locking.provider may
-// be redis (locking.redis.*, or the app's own redis.UniversalClient) or
+// be redis (locking.redis.*, or the app's own redis.UniversalClient),
 // postgres (the pool from locking.postgres.dsn, or the app's own
-// *pgxpool.Pool), besides memory and disabled. A backend of another
+// *pgxpool.Pool) or etcd (a client from locking.etcd.*, or the app's own
+// *clientv3.Client), besides memory and disabled. A backend of another
 // module is added here.
 var backends = fx.Options(
 	redislockfx.Module,
 	pglockfx.Module,
+	etcdlockfx.Module,
 )
 
 // newApp assembles the service: configuration, lock, two roles, a job on

@@ -174,6 +174,9 @@ func launch(bin string, o Options) (*Cluster, error) {
 			"--heartbeat-interval", strconv.FormatInt(o.HeartbeatInterval.Milliseconds(), 10),
 			"--election-timeout", strconv.FormatInt(o.ElectionTimeout.Milliseconds(), 10),
 			"--unsafe-no-fsync",
+			// NewClient's clients probe every second (the default minimum,
+			// 5s, would make the member close their connections).
+			"--grpc-keepalive-min-time", "500ms",
 			"--log-level", "warn",
 		}}
 		if err := os.MkdirAll(mdir, 0o700); err != nil {
@@ -232,12 +235,17 @@ func (c *Cluster) Client() (*clientv3.Client, error) {
 	return NewClient(c.Endpoints()...)
 }
 
-// NewClient returns a quiet client of endpoints with a short dial timeout.
+// NewClient returns a quiet client of endpoints with a short dial timeout
+// and keep-alive probes every second, so a paused member's connection is
+// found dead within seconds.
 func NewClient(endpoints ...string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
+		// Find a paused member's connection dead within seconds.
+		DialKeepAliveTime:    time.Second,
+		DialKeepAliveTimeout: time.Second,
+		Logger:               zap.NewNop(),
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 )
 
@@ -21,24 +23,29 @@ func TestCluster_N5_MemberFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// A request in flight when the leader dies fails (etcd asks the
+	// client to retry), and one sent to a paused member waits: each
+	// attempt gets a few seconds, retried until the deadline.
 	put := func(what string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		// A request in flight when the leader dies fails (etcd asks the
-		// client to retry): retry until the deadline.
+		deadline := time.Now().Add(60 * time.Second)
 		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, err := cl.Put(ctx, "k", what)
+			var r *clientv3.GetResponse
 			if err == nil {
-				break
+				r, err = cl.Get(ctx, "k")
 			}
-			if ctx.Err() != nil {
+			cancel()
+			if err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Value) == what {
+				return
+			}
+			if err == nil {
+				t.Fatalf("get after put %s = %v", what, r.Kvs)
+			}
+			if time.Now().After(deadline) {
 				t.Fatalf("put %s: %v", what, err)
 			}
-		}
-		r, err := cl.Get(ctx, "k")
-		if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != what {
-			t.Fatalf("get after put %s = %v, %v", what, r, err)
 		}
 	}
 	put("start")
