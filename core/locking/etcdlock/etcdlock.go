@@ -46,6 +46,7 @@ type Provider struct {
 	spares   map[int64][]spareLease // by granted TTL in seconds: granted leases bound to no key
 	sessions map[int64]*session     // by TTL in seconds: participant registrations
 	yields   map[string]time.Time   // by key: when this provider first found it free while yielding (B2)
+	swept    time.Time              // the latest sweep of held
 
 	hub *hub
 }
@@ -436,6 +437,7 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	p.mu.Lock()
 	p.held[r.Value] = heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
 	delete(p.yields, r.Key)
+	p.sweep()
 	p.mu.Unlock()
 	res.Acquired, res.Fence = true, uint64(resp.Header.Revision)
 	return res, false, nil
@@ -610,6 +612,26 @@ func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h h
 	p.mu.Unlock()
 	p.putSpare(seconds(h.ttl), spareLease{id: h.id, ttl: h.ttl, refreshed: h.refreshed})
 	return true, nil
+}
+
+// sweepEvery is how often, at most, acquisitions drop the records of
+// leases that certainly ran out (their holders neither extended nor
+// released them).
+const sweepEvery = 10 * time.Second
+
+// sweep drops the records of held leases not refreshed for two of their
+// TTLs; p.mu must be held.
+func (p *Provider) sweep() {
+	now := time.Now()
+	if now.Sub(p.swept) < sweepEvery {
+		return
+	}
+	p.swept = now
+	for v, h := range p.held {
+		if now.Sub(h.refreshed) > 2*h.ttl {
+			delete(p.held, v)
+		}
+	}
 }
 
 // forget drops the record of an acquisition whose lease is gone.
