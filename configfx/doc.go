@@ -10,6 +10,12 @@
 //		leadershipfx.Module,
 //	)
 //
+// Module loads with the backends of the value group BackendGroup, which
+// each backend's fx module fills (redislockfx.Module, pglockfx.Module, or
+// one of another module, through lockingfx.ProvideBackend): their
+// locking.provider names are accepted and their sections load. Supply
+// takes the configuration as it was loaded.
+//
 // Package config itself imports no fx, so a program that only loads
 // configuration (a command line, a test) links neither fx nor dig.
 //
