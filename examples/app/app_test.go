@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockbuild"
 	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
@@ -133,7 +134,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 		got = append(got, k)
 	}
 	var want []string
-	for _, k := range config.Keys(redislockbuild.Backend{}, pglockbuild.Backend{}) {
+	for _, k := range config.Keys(redislockbuild.Backend{}, pglockbuild.Backend{}, etcdlockbuild.Backend{}) {
 		want = append(want, k.Name)
 	}
 	slices.Sort(got)
@@ -142,7 +143,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("config.yaml keys\n%q\nconfig.Keys\n%q", got, want)
 	}
-	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{})); err != nil {
+	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{}, etcdlockbuild.Backend{})); err != nil {
 		t.Fatalf("the sample does not load: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockbuild"
 	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
@@ -11,7 +12,7 @@ import (
 // Example shows what the embedded config.yaml selects when no file and no
 // variable override it.
 func Example() {
-	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{}))
+	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{}, pglockbuild.Backend{}, etcdlockbuild.Backend{}))
 	if err != nil {
 		fmt.Println(err)
 		return
