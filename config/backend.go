@@ -14,8 +14,9 @@ import (
 // backend's own package implements it (with the builder lockbuild needs,
 // lockbuild.Backend); a program passes the backends it links to Load with
 // WithBackends, and locking.provider then accepts their names besides
-// memory and disabled. Nothing is registered globally: what a program can
-// select is what it passes.
+// memory, disabled and redis (the library module's own backend, always
+// linked). Nothing is registered globally: what a program can select is
+// redis and what it passes.
 type Backend interface {
 	// Provider is the locking.provider value that selects the backend,
 	// and the name of its section: lower-case letters, digits and
@@ -80,7 +81,10 @@ func (s SectionKeys) Errorf(name, format string, a ...any) *FieldError {
 // and decode their sections (locking.<name>.*). Several calls add up; a
 // nil backend is skipped. A name that is invalid, reserved (memory,
 // disabled, a key of the locking section) or given twice fails Load.
-// Default: none; locking.provider then accepts memory and disabled only.
+// Default: none; locking.provider then accepts memory, redis (the library
+// module's own backend, whose section is RedisConfig) and disabled. A
+// backend named redis (redislockbuild.Backend) takes the place of the
+// built-in one; it is not registered twice.
 func WithBackends(backends ...Backend) LoadOption {
 	return optionFunc(func(s *loadSettings) {
 		for _, b := range backends {
@@ -167,11 +171,13 @@ func (l LockingConfig) SectionKeys(provider ProviderName) SectionKeys {
 	return SectionKeys{prefix: "locking." + string(provider), src: l.src}
 }
 
-// Providers lists the values locking.provider accepts: memory, the names
-// of the registered backends in the order given, and disabled.
+// Providers lists the values locking.provider accepts: memory, redis
+// (the library module's own backend, unless a backend of that name was
+// registered in its place), the names of the other registered backends in
+// the order given, and disabled.
 func (l LockingConfig) Providers() []ProviderName {
 	out := []ProviderName{ProviderMemory}
-	for _, b := range l.backends {
+	for _, b := range withDefaultBackends(l.backends) {
 		out = append(out, b.Provider())
 	}
 	return append(out, ProviderDisabled)

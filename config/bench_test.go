@@ -32,7 +32,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.Run("Load", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := load("", config.WithYAML("bench", doc), config.WithEnviron(env)); err != nil {
+			if _, err := config.Load("", config.WithYAML("bench", doc), config.WithEnviron(env)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -51,13 +51,6 @@ func fieldErrors(err error) []*config.FieldError {
 	return out
 }
 
-// load is config.Load for a program that links the Redis backend, as
-// every test here assumes: locking.provider accepts redis and the
-// locking.redis keys load. etcd stays an unregistered provider.
-func load(path string, opts ...config.LoadOption) (*config.Config, error) {
-	return config.Load(path, append(opts, config.WithBackends(redislockbuild.Backend{}))...)
-}
-
 // memory chooses the in-process lock, which every configuration must do
 // explicitly (G6).
 var memory = []string{"HOSTLOOM_LOCKING__PROVIDER=memory"}
@@ -78,7 +71,7 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			"(not set in yaml embedded, file " + path + ", env APP_LOCKING__PROVIDER)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := load(tt.path, tt.opts...)
+			c, err := config.Load(tt.path, tt.opts...)
 			if err == nil || c != nil {
 				t.Fatalf("Load = %+v, %v; want an error naming locking.provider", c, err)
 			}
@@ -91,7 +84,7 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 			}
 		})
 	}
-	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, disabled") {
+	if err := config.Defaults().Validate(); err == nil || !strings.Contains(err.Error(), "locking.provider: is not set: choose memory, redis, disabled") {
 		t.Errorf("Defaults().Validate() = %v, want the missing provider", err)
 	}
 }
@@ -102,7 +95,7 @@ func TestLoad_G6_NoProviderFailsNamingKeyAndChoices(t *testing.T) {
 // and what to write instead, not an unknown key.
 func TestLoad_RemovedKeysSayWhatToWrite(t *testing.T) {
 	path := writeFile(t, "locking:\n  provider: redis\n  enabled: false\nleadership:\n  lock_key: billing-exact\n")
-	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=true"}))
+	_, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_LOCKING__ENABLED=true"}))
 	fe := fieldErrors(err)
 	if len(fe) != 2 {
 		t.Fatalf("errors %v, want one for each removed key", err)
@@ -123,7 +116,7 @@ func TestLoad_RemovedKeysSayWhatToWrite(t *testing.T) {
 }
 
 func TestLoad_DefaultsWithMemoryChosen(t *testing.T) {
-	c, err := load("", config.WithEnviron(memory))
+	c, err := config.Load("", config.WithEnviron(memory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,19 +207,19 @@ scheduling:
 
 func TestLoad_FileSetsEveryKey(t *testing.T) {
 	path := writeFile(t, fullYAML)
-	c, err := load(path, config.WithEnviron(nil))
+	c, err := config.Load(path, config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := func(s string) *time.Duration { v, _ := time.ParseDuration(s); return &v }
 	str := func(s string) *string { return &s }
 	follow, no, prio := leadership.Follow, false, -3
-	wantRedis := redislockbuild.Config{
+	wantRedis := config.RedisConfig{
 		Addrs: []string{"a:6379", "b:6379"}, Username: "app", Password: "s3cret-pw", Cluster: true,
 		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 600 * time.Millisecond,
-		TLS: redislockbuild.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
+		TLS: config.TLSConfig{Enabled: true, ServerName: "redis.internal", CAFile: "/etc/ca.pem"},
 	}
-	if c.Locking.Provider != redislockbuild.Name || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
+	if c.Locking.Provider != config.ProviderRedis || !c.Locking.Coordinated() || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), wantRedis) {
 		t.Errorf("locking = %#v", c.Locking)
 	}
 	if got, want := c.Locking.Options(), (locking.Options{Namespace: "billing", UseHashTags: true,
@@ -277,7 +270,7 @@ func TestLoad_FileSetsEveryKey(t *testing.T) {
 
 func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\nlocking:\n  namespace: fromfile\n")
-	c, err := load(path, config.WithEnviron([]string{
+	c, err := config.Load(path, config.WithEnviron([]string{
 		"HOSTLOOM_LEADERSHIP__LEASE=30s",
 		"HOSTLOOM_LOCKING__PROVIDER=redis",
 		"HOSTLOOM_LOCKING__REDIS__ADDRS=a:6379, b:6379",
@@ -311,7 +304,7 @@ func TestLoad_F2_EnvOverridesFile(t *testing.T) {
 
 func TestLoad_WithYAMLLayersBeforeFile(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\n")
-	c, err := load(path,
+	c, err := config.Load(path,
 		config.WithYAML("embedded", []byte("locking:\n  provider: memory\nleadership:\n  lease: 12s\n  retry_interval: 1s\n")),
 		config.WithEnviron(nil))
 	if err != nil {
@@ -522,7 +515,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 			if !strings.Contains(tt.yaml, "provider:") && !strings.Contains(strings.Join(env, " "), "PROVIDER") {
 				env = append(env, memory...)
 			}
-			c, err := load(path, config.WithEnviron(env))
+			c, err := config.Load(path, config.WithEnviron(env))
 			if err == nil {
 				t.Fatalf("Load succeeded: %+v", c)
 			}
@@ -551,7 +544,7 @@ func TestLoad_F2_BadValuesNameKeyValueAndSource(t *testing.T) {
 
 func TestLoad_F2_AllProblemsAtOnce(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: soon\n  leese: 1s\nlocking:\n  provider: etcd\n")
-	_, err := load(path, config.WithEnviron([]string{
+	_, err := config.Load(path, config.WithEnviron([]string{
 		"HOSTLOOM_LEADER_CHANNEL__CAPACITY=lots",
 		"HOSTLOOM_SCHEDULING__NOPE=1",
 	}))
@@ -571,16 +564,16 @@ func TestLoad_F2_AllProblemsAtOnce(t *testing.T) {
 
 func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.yaml")
-	_, err := load(missing, config.WithEnviron(nil))
+	_, err := config.Load(missing, config.WithEnviron(nil))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("config: file %q: no such file or directory", missing)) {
 		t.Errorf("missing file: %v", err)
 	}
-	c, err := load(missing, config.Optional(), config.WithEnviron(memory))
+	c, err := config.Load(missing, config.Optional(), config.WithEnviron(memory))
 	if err != nil || c.Locking.Provider != config.ProviderMemory || c.Leadership.Lease != config.Defaults().Leadership.Lease {
 		t.Errorf("optional missing file: %v, %+v", err, c)
 	}
 	dir := t.TempDir()
-	if _, err := load(dir, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if _, err := config.Load(dir, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory: %v", err)
 	}
 	if os.Geteuid() != 0 { // root reads anything
@@ -588,7 +581,7 @@ func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 		if err := os.Chmod(p, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := load(p, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		if _, err := config.Load(p, config.Optional(), config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), "permission denied") {
 			t.Errorf("unreadable optional file: %v", err)
 		}
 	}
@@ -596,7 +589,7 @@ func TestLoad_MissingAndUnreadableFiles(t *testing.T) {
 
 func TestLoad_YAMLSyntaxErrorKeepsLine(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\nlocking:\n  provider: memory\n    namespace: x\n")
-	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"}))
+	_, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=banana"}))
 	if err == nil {
 		t.Fatal("Load succeeded")
 	}
@@ -605,7 +598,7 @@ func TestLoad_YAMLSyntaxErrorKeepsLine(t *testing.T) {
 		t.Errorf("error %q lacks the file and line", msg)
 	}
 	dup := writeFile(t, "leadership:\n  lease: 20s\n  lease: 30s\n")
-	if _, err := load(dup, config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), `line 3: mapping key "lease" already defined at line 2`) {
+	if _, err := config.Load(dup, config.WithEnviron(nil)); err == nil || !strings.Contains(err.Error(), `line 3: mapping key "lease" already defined at line 2`) {
 		t.Errorf("duplicate key: %v", err)
 	}
 	if !strings.Contains(msg, "leadership.lease") {
@@ -634,7 +627,7 @@ func TestLoad_F3_PasswordNeverInErrors(t *testing.T) {
 			if tt.yaml != "" {
 				path = writeFile(t, tt.yaml)
 			}
-			_, err := load(path, config.WithEnviron(tt.env))
+			_, err := config.Load(path, config.WithEnviron(tt.env))
 			if err == nil {
 				t.Fatal("Load succeeded")
 			}
@@ -647,7 +640,7 @@ func TestLoad_F3_PasswordNeverInErrors(t *testing.T) {
 
 func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 	const pw, spw = "hunter2-very-secret", "sentinel-secret-pw"
-	c, err := load("", config.WithEnviron([]string{
+	c, err := config.Load("", config.WithEnviron([]string{
 		"HOSTLOOM_LOCKING__PROVIDER=redis",
 		"HOSTLOOM_LOCKING__REDIS__ADDRS=127.0.0.1:6379",
 		"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw,
@@ -686,7 +679,7 @@ func TestConfig_F3_PasswordNeverPrintedOrLogged(t *testing.T) {
 }
 
 func TestKeys_CoverEveryField(t *testing.T) {
-	keys := config.Keys(redislockbuild.Backend{})
+	keys := config.Keys()
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if seen[k.Name] {
@@ -725,8 +718,67 @@ func TestKeys_CoverEveryField(t *testing.T) {
 		if strings.Contains(k.Name, "<") {
 			continue
 		}
-		if _, err := load("", config.WithEnviron([]string{k.Env + "=%%bad%%"})); err != nil && strings.Contains(err.Error(), "unknown key") {
+		if _, err := config.Load("", config.WithEnviron([]string{k.Env + "=%%bad%%"})); err != nil && strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("%s (%s) is listed but unknown to Load: %v", k.Name, k.Env, err)
 		}
+	}
+}
+
+// TestLoad_X1_F3_RedisLinkedByDefault: provider redis is the library
+// module's own backend: a file choosing it, with its locking.redis keys,
+// loads with no backend option, with the defaults of the keys it does
+// not set; the password never shows in an error or in the loaded
+// configuration printed, marshalled or logged. Passing the backend
+// explicitly registers it once.
+func TestLoad_X1_F3_RedisLinkedByDefault(t *testing.T) {
+	const pw = "hunter2-linked-by-default"
+	path := writeFile(t, "locking:\n  provider: redis\n  redis:\n    addrs: [\"127.0.0.1:6379\"]\n    password: "+pw+"\n")
+	for _, opts := range [][]config.LoadOption{
+		{config.WithEnviron(nil)},
+		{config.WithEnviron(nil), config.WithBackends(redislockbuild.Backend{})},
+	} {
+		c, err := config.Load(path, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := config.RedisDefaults()
+		want.Addrs, want.Password = []string{"127.0.0.1:6379"}, pw
+		if c.Locking.Provider != config.ProviderRedis || !reflect.DeepEqual(redislockbuild.SectionOf(c.Locking), want) {
+			t.Errorf("locking = %+v, redis %#v; want %#v", c.Locking, redislockbuild.SectionOf(c.Locking), want)
+		}
+		if got := fmt.Sprint(c.Locking.Providers()); got != "[memory redis disabled]" {
+			t.Errorf("Providers() = %s, want redis once", got)
+		}
+		core, logs := observer.New(zapcore.DebugLevel)
+		zap.New(core).Info("config", zap.Any("all", c), zap.Object("redis", redislockbuild.SectionOf(c.Locking)))
+		js, _ := json.Marshal(c)
+		out := fmt.Sprintf("%v %+v %#v %v %s", c, c, c, logs.All()[0].ContextMap(), js)
+		if strings.Contains(out, pw) || !strings.Contains(out, "[redacted]") {
+			t.Errorf("the loaded configuration shows the password, or no redaction:\n%s", out)
+		}
+	}
+	bad := writeFile(t, "locking:\n  provider: redis\n  redis:\n    addrs: [\"nohost\"]\n    password: "+pw+"\n    db: -1\n")
+	_, err := config.Load(bad, config.WithEnviron(nil))
+	for _, want := range []string{
+		`config: locking.redis.addrs: "nohost" is not host:port (file ` + bad + `)`,
+		`config: locking.redis.db: -1 must not be negative (file ` + bad + `)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load error %v, want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), pw) {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+// TestLoad_X1_UnknownProviderNamesLinked: a provider no linked backend
+// serves is an error naming the key, the value, its source and the
+// providers this program links, redis among them by default.
+func TestLoad_X1_UnknownProviderNamesLinked(t *testing.T) {
+	_, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=etcd"}))
+	want := `config: locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %q", err, want)
 	}
 }

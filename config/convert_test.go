@@ -23,7 +23,7 @@ func TestConverters_DefaultsMatchCore(t *testing.T) {
 }
 
 func TestConverters_RoleOverridesAndEnums(t *testing.T) {
-	c, err := load(writeFile(t, fullYAML), config.WithEnviron(nil))
+	c, err := config.Load(writeFile(t, fullYAML), config.WithEnviron(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +49,14 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 	for _, tt := range []struct {
 		provider config.ProviderName
 		want     bool
-	}{{config.ProviderMemory, true}, {config.ProviderName("redis"), true}, {config.ProviderDisabled, false}} {
+	}{{config.ProviderMemory, true}, {config.ProviderRedis, true}, {config.ProviderDisabled, false}} {
 		l := config.LockingConfig{Provider: tt.provider}
 		if l.Options().Disabled == tt.want || l.Coordinated() != tt.want {
 			t.Errorf("provider=%s: Options().Disabled=%t, want %t (L4)", tt.provider, l.Options().Disabled, !tt.want)
 		}
 	}
 	for _, m := range []leadership.FullMode{leadership.Wait, leadership.DropWrite, leadership.DropNewest, leadership.DropOldest} {
-		c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADER_CHANNEL__FULL_MODE=" + m.String()}))
+		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADER_CHANNEL__FULL_MODE=" + m.String()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestConverters_RoleOverridesAndEnums(t *testing.T) {
 		}
 	}
 	for _, w := range []leadership.WhenUncoordinated{leadership.Follow, leadership.Lead} {
-		c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__X__WHEN_UNCOORDINATED=" + w.String()}))
+		c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__X__WHEN_UNCOORDINATED=" + w.String()}))
 		if err != nil {
 			t.Fatal(err)
 		}

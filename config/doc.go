@@ -26,15 +26,18 @@
 //
 // # Backends
 //
-// config knows two providers itself, memory and disabled. Every other
+// config knows two providers itself, memory and disabled, and links the
+// library module's own backend, redis: locking.provider: redis and the
+// locking.redis keys (RedisConfig) load without any option. Every other
 // locking.provider value names a Backend the program links and passes to
 // Load with WithBackends (lockbuild.LoadOption; in an fx app, each
 // backend's fx module): the backend's Section holds its keys,
 // locking.<name>.*, which Load decodes with the rules below and checks
-// with the section's Validate when the backend is in use. A provider no
-// passed backend serves, and the keys of a backend not passed, are
-// errors. There is no global registry. docs/providers.md shows how to
-// write a backend.
+// with the section's Validate when the backend is in use. A backend named
+// redis passed this way (redislockbuild.Backend) takes the place of the
+// built-in one. A provider no linked backend serves, and the keys of a
+// backend not passed, are errors. There is no global registry.
+// docs/providers.md shows how to write a backend.
 //
 // # Fail closed
 //

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 )
 
@@ -45,10 +44,11 @@ func TestDocs_ConfigurationReferenceMatchesKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The keys of this module's backends; a row of another module's
-	// backend (locking.<name>.*, such as locking.postgres.*, whose section
-	// this module does not know) is checked by that module's own test.
-	linked := config.Keys(redislockbuild.Backend{})
+	// The keys of this module, with its own backend's (locking.redis.*);
+	// a row of another module's backend (locking.<name>.*, such as
+	// locking.postgres.*, whose section this module does not know) is
+	// checked by that module's own test.
+	linked := config.Keys()
 	keys := map[string]config.Key{}
 	sections := map[string]bool{} // locking.<name> of this module
 	for _, k := range linked {

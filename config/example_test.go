@@ -28,15 +28,15 @@ func ExampleLoad_errors() {
 	fmt.Println(err)
 	// Output:
 	// config: leadership.lease: invalid duration "banana" (use a unit, e.g. 15s, 500ms, 1m30s) (env HOSTLOOM_LEADERSHIP__LEASE)
-	// config: locking.provider: "etcd" is not one of memory, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)
+	// config: locking.provider: "etcd" is not one of memory, redis, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)
 }
 
 func ExampleSecret() {
-	s := config.Secret("hunter2")
-	fmt.Println(s, fmt.Sprintf("%#v", s))
-	fmt.Println(s.Value())
+	r := config.RedisConfig{Addrs: []string{"127.0.0.1:6379"}, Password: "hunter2"}
+	fmt.Println(r)
+	fmt.Println(r.Password.Value())
 	// Output:
-	// [redacted] "[redacted]"
+	// addrs=[127.0.0.1:6379] username="" password=[redacted] db=0 cluster=false tls=false
 	// hunter2
 }
 
@@ -58,5 +58,5 @@ func ExampleLoad_noProvider() {
 	_, err := config.Load("", config.WithEnviron(nil))
 	fmt.Println(err)
 	// Output:
-	// config: locking.provider: is not set: choose memory, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
+	// config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
 }

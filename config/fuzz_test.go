@@ -34,7 +34,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	const pw = "Fz-pw-7c1d0e"
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		c, err := load("", config.WithYAML("fuzz", doc), config.WithEnviron([]string{"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw}))
+		c, err := config.Load("", config.WithYAML("fuzz", doc), config.WithEnviron([]string{"HOSTLOOM_LOCKING__REDIS__PASSWORD=" + pw}))
 		if err != nil && !bytes.Contains(doc, []byte(pw)) && strings.Contains(err.Error(), pw) {
 			t.Fatalf("error shows the password: %v", err)
 		}

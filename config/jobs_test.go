@@ -12,7 +12,7 @@ import (
 
 func TestSchedulingJobs_DecodeFromFileAndEnv(t *testing.T) {
 	path := writeFile(t, "locking:\n  provider: memory\nscheduling:\n  jobs:\n    invoices:\n      catch_up: all\n      overlap: buffer_one\n")
-	c, err := load(path, config.WithEnviron([]string{"HOSTLOOM_SCHEDULING__JOBS__INVOICES__PAUSED=true", "HOSTLOOM_SCHEDULING__JOBS__REPORTS__OVERLAP=cancel_previous"}))
+	c, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_SCHEDULING__JOBS__INVOICES__PAUSED=true", "HOSTLOOM_SCHEDULING__JOBS__REPORTS__OVERLAP=cancel_previous"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestSchedulingJobs_DecodeFromFileAndEnv(t *testing.T) {
 
 func TestSchedulingJobs_BadValueNamesKeyAndSource(t *testing.T) {
 	path := writeFile(t, "locking:\n  provider: memory\nscheduling:\n  jobs:\n    invoices:\n      catch_up: sometimes\n")
-	_, err := load(path, config.WithEnviron([]string{"HOSTLOOM_SCHEDULING__JOBS__INVOICES__OVERLAP=queue"}))
+	_, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_SCHEDULING__JOBS__INVOICES__OVERLAP=queue"}))
 	if err == nil {
 		t.Fatal("Load succeeded")
 	}
@@ -54,7 +54,7 @@ func TestSchedulingJobs_BadValueNamesKeyAndSource(t *testing.T) {
 }
 
 func TestSchedulingJobs_CheckJobsNamesUnknownJob(t *testing.T) {
-	c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_SCHEDULING__JOBS__INVOICE__PAUSED=true"}))
+	c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_SCHEDULING__JOBS__INVOICE__PAUSED=true"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,15 @@ type Key struct {
 }
 
 // Keys lists every configuration key in declaration order, with its type,
-// default and environment variable; the keys of each backend given
+// default and environment variable; the keys of provider redis (the
+// library module's own backend) and of each backend given
 // (locking.<name>.*, from its Section's defaults) follow the locking
 // section's own.
 func Keys(backends ...Backend) []Key {
 	var out []Key
 	walkKeys(reflect.ValueOf(*Defaults()), nil, "", &out)
 	var own []Key
-	for _, b := range backends {
+	for _, b := range withDefaultBackends(backends) {
 		if b == nil || b.Section() == nil {
 			continue
 		}

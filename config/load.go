@@ -179,7 +179,7 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	}
 
 	cfg := Defaults()
-	cfg.Locking = cfg.Locking.WithBackends(s.backends...)
+	cfg.Locking = cfg.Locking.WithBackends(withDefaultBackends(s.backends)...)
 	errs = append(errs, decode(all, cfg, src)...)
 	slices.SortStableFunc(errs, func(a, b *FieldError) int {
 		if c := cmp.Compare(order(a.Source), order(b.Source)); c != 0 {

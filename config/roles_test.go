@@ -10,7 +10,7 @@ import (
 
 func TestCheckRoles_O4_UndeclaredOverridesListDeclaredRoles(t *testing.T) {
 	path := writeFile(t, "locking:\n  provider: memory\nleadership:\n  roles:\n    billing:\n      lease: 20s\n    biling:\n      lease: 30s\n")
-	c, err := load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__ROLES__REPORTS__LEASE=40s"}))
+	c, err := config.Load(path, config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__ROLES__REPORTS__LEASE=40s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestCheckRoles_O4_UndeclaredOverridesListDeclaredRoles(t *testing.T) {
 }
 
 func TestCheckRoles_O4_EnvironmentLowerCaseHint(t *testing.T) {
-	c, err := load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__BILLING__LEASE=30s"}))
+	c, err := config.Load("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__ROLES__BILLING__LEASE=30s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestLoad_KeysMatchExactly(t *testing.T) {
 		"locking:\n  provider: memory\nleadership:\n  src: x\n",
 		"locking:\n  provider: memory\nLocking:\n  namespace: x\n",
 	} {
-		_, err := load(writeFile(t, doc), config.WithEnviron(nil))
+		_, err := config.Load(writeFile(t, doc), config.WithEnviron(nil))
 		if fe := fieldErrors(err); len(fe) != 1 || fe[0].Reason != "unknown key" {
 			t.Errorf("%q: %v, want one unknown key", doc, err)
 		}
@@ -69,7 +69,7 @@ func TestLoad_KeysMatchExactly(t *testing.T) {
 
 func TestLoad_SourcesOfLayeredKeys(t *testing.T) {
 	path := writeFile(t, "leadership:\n  lease: 20s\n  roles:\n    billing:\n      lease: 30s\n")
-	c, err := load(path,
+	c, err := config.Load(path,
 		config.WithYAML("embedded", []byte("locking:\n  provider: memory\nleadership:\n  lease: 12s\n")),
 		config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__ROLES__BILLING__RETRY_INTERVAL=1s"}))
 	if err != nil {

@@ -10,9 +10,12 @@
 //		leadershipfx.Module,
 //	)
 //
-// Module loads with the backends of the value group BackendGroup, which
-// each backend's fx module fills (redislockfx.Module, pglockfx.Module, or
-// one of another module, through lockingfx.ProvideBackend): their
+// Module loads as config.Load does, so locking.provider: redis and the
+// locking.redis keys load with no backend module (Redis is the library
+// module's own backend), and with the backends of the value group
+// BackendGroup, which each backend's fx module fills (pglockfx.Module,
+// redislockfx.Module, or one of another module, through
+// lockingfx.ProvideBackend): their
 // locking.provider names are accepted and their sections load. Supply
 // takes the configuration as it was loaded.
 //

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hostloom/hostloom/backends/redis/redislockfx"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/internal/redistest"
 	"github.com/hostloom/hostloom/leadershipfx"
@@ -34,7 +33,6 @@ func TestRole_E7_UnreachableRedisAtStart(t *testing.T) {
 			"HOSTLOOM_LEADERSHIP__LEASE=2s",
 			"HOSTLOOM_LEADERSHIP__RENEW_INTERVAL=500ms"),
 		lockingfx.Module,
-		redislockfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Supply(zap.New(core)),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),

@@ -3,8 +3,7 @@
 //	fx.New(
 //		fx.Provide(zap.NewProduction),
 //		configfx.Module("app.yaml"), // must set locking.provider
-//		lockingfx.Module,
-//		redislockfx.Module, // the backends the app links
+//		lockingfx.Module, // redis, memory or disabled; other backends plug in
 //		leadershipfx.Role("billing"),
 //	)
 //
@@ -18,9 +17,16 @@
 //
 // # Backends
 //
-// lockingfx knows no backend. Each backend's fx module (redislockfx for
-// Redis and Valkey, pglockfx for PostgreSQL, or one of another module)
-// puts its lockbuild.Backend in the graph with ProvideBackend, in the two
+// Redis and Valkey are the library module's own backend, linked by
+// default: with no backend named redis in the graph, New builds provider
+// redis with redislockbuild.Backend over the graph's redis.UniversalClient
+// (LockParams.Client) if any, else a client from locking.redis, logging
+// to the graph's *zap.Logger. redislockfx.Module does the same, and takes
+// its place when added (the backend is then provided once).
+//
+// Every other backend plugs in. Its fx module (pglockfx for PostgreSQL,
+// or one of another module) puts its lockbuild.Backend in the graph with
+// ProvideBackend, in the two
 // value groups BackendGroup and configfx.BackendGroup: configfx.Module then
 // accepts its locking.provider name and loads its section
 // (locking.<name>.*), and New builds its provider. Backend does the same

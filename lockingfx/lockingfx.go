@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/core/leadership"
@@ -109,8 +112,17 @@ type LockParams struct {
 
 	// Backends are the backends the app links (the value group
 	// BackendGroup, filled by each backend's fx module through
-	// ProvideBackend): locking.provider may name any of them.
+	// ProvideBackend): locking.provider may name any of them, and redis,
+	// the library module's own backend, which New builds with
+	// redislockbuild.Backend{Client, Logger} unless one of them is named
+	// redis (redislockfx.Module's).
 	Backends []lockbuild.Backend `group:"hostloom.backends"`
+
+	// Client is the app's own Redis client, used by provider redis instead
+	// of building one from locking.redis when no backend named redis is
+	// in Backends. The app keeps closing it, and checking its credentials.
+	// Optional.
+	Client redis.UniversalClient `optional:"true"`
 }
 
 // LockResult is what New provides.
@@ -139,7 +151,13 @@ type LockResult struct {
 // the electors ride out (E7), so the app starts.
 func New(p LockParams) (LockResult, error) {
 	cfg := p.Config
-	b, err := lockbuild.Build(cfg, lockbuild.WithBackends(p.Backends...))
+	backends := p.Backends
+	if !slices.ContainsFunc(backends, func(b lockbuild.Backend) bool { return b != nil && b.Provider() == config.ProviderRedis }) {
+		// The library module's own backend, linked by default, with what
+		// the graph has for it.
+		backends = append(slices.Clip(backends), redislockbuild.Backend{Client: p.Client, Logger: p.Logger})
+	}
+	b, err := lockbuild.Build(cfg, lockbuild.WithBackends(backends...))
 	if err != nil {
 		if reflect.ValueOf(cfg).IsZero() {
 			return LockResult{}, fmt.Errorf("lockingfx: the graph has no config.LockingConfig (add configfx.Module or configfx.Supply): %w", err)

@@ -36,11 +36,11 @@ func TestModule_G6_NoProviderFailsStart(t *testing.T) {
 		want []string
 	}{
 		{"no configuration in the graph", nil,
-			[]string{"lockingfx: the graph has no config.LockingConfig", "config: locking.provider: is not set: choose memory, disabled"}},
+			[]string{"lockingfx: the graph has no config.LockingConfig", "config: locking.provider: is not set: choose memory, redis, disabled"}},
 		{"configuration without provider", []fx.Option{configfx.Supply(config.Defaults())},
-			[]string{"config: locking.provider: is not set: choose memory, disabled"}},
+			[]string{"config: locking.provider: is not set: choose memory, redis, disabled"}},
 		{"loaded configuration without provider", []fx.Option{configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LEADERSHIP__LEASE=20s"}))},
-			[]string{"config: locking.provider: is not set: choose memory, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"}},
+			[]string{"config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			app := fx.New(append([]fx.Option{fx.NopLogger, lockingfx.Module, fx.Invoke(func(locking.Lock) {})}, tt.opts...)...)
@@ -186,7 +186,7 @@ func TestModule_X1_BackendOfItsOwnModule(t *testing.T) {
 		fx.Invoke(func(locking.Lock) {}),
 	)
 	for _, want := range []string{
-		`config: locking.provider: "sharded" is not one of memory, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)`,
+		`config: locking.provider: "sharded" is not one of memory, redis, disabled (the providers this program links) (env HOSTLOOM_LOCKING__PROVIDER)`,
 		"config: locking.sharded.count: unknown key (env HOSTLOOM_LOCKING__SHARDED__COUNT)",
 	} {
 		if err := without.Err(); err == nil || !strings.Contains(err.Error(), want) {

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hostloom/hostloom/backends/redis/redislockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
 	"github.com/hostloom/hostloom/core/leadership"
@@ -55,7 +54,6 @@ func TestShutdown_O2_StuckJobOverRedis(t *testing.T) {
 				"HOSTLOOM_LEADERSHIP__RETRY_INTERVAL=1s",
 			})),
 			lockingfx.Module,
-			redislockfx.Module,
 			fx.Supply(log),
 			leadershipfx.Role("billing"),
 			leadershipfx.Role("reports"),

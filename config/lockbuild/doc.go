@@ -11,17 +11,24 @@
 // from the backend's own package (redislockbuild for Redis and Valkey,
 // pglockbuild for PostgreSQL, and others written the same way) that
 // names its locking.provider value, decodes and checks its section
-// (locking.<name>.*) and builds its provider. The program lists the
-// backends it links and passes the same list to config.Load and Build:
+// (locking.<name>.*) and builds its provider.
 //
-//	backends := []lockbuild.Backend{redislockbuild.Backend{}, pglockbuild.Backend{}}
+// Redis is the library module's own backend and is linked by default:
+// config.Load accepts locking.provider: redis and the locking.redis keys
+// without being given it, and Build builds it with
+// redislockbuild.Backend{}. Other backends plug in: the program lists
+// the ones it links and passes the same list to config.Load and Build:
+//
+//	backends := []lockbuild.Backend{pglockbuild.Backend{}}
 //	cfg, err := config.Load("app.yaml", lockbuild.LoadOption(backends...))
 //	…
 //	b, err := lockbuild.Build(cfg.Locking, lockbuild.WithBackends(backends...))
 //
-// There is no global registry and no init-time registration: what a
-// program can build is what it passes. docs/providers.md shows how to
-// write a backend.
+// Passing redislockbuild.Backend (with an app's client or a logger)
+// replaces the default; it is not registered twice. There is no global
+// registry and no init-time registration: what a program can build is
+// redis and what it passes. docs/providers.md shows how to write a
+// backend.
 //
 // Rule ids (G6, L4, …) are explained in docs/rules.md.
 package lockbuild

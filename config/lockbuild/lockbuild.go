@@ -7,7 +7,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
+	"github.com/hostloom/hostloom/config/lockbuild/buildapi"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 )
@@ -29,26 +31,10 @@ type Backend interface {
 	Build(cfg config.LockingConfig) (Provided, error)
 }
 
-// Provided is what a Backend's Build returns.
-type Provided struct {
-	// Provider is the backend's provider. Required.
-	Provider locking.Provider
-	// Close, when not nil, runs once at Built.Close, after the lock (and
-	// so the provider) closed: it releases what Build opened, such as a
-	// client or a pool, never what the app supplied.
-	Close func() error
-	// Check, when not nil, contacts the server once, through l (the lock
-	// built over Provider); lockingfx runs it when the app starts, the
-	// hostloom CLI before a command. A *config.FieldError means the server
-	// refuses the configuration (credentials, a table), which retrying
-	// cannot cure: start fails. Any other error is an outage, which the
-	// electors ride out. The backend logs what it finds, if it was given
-	// a logger.
-	Check func(ctx context.Context, l *locking.DistributedLock) error
-	// LogFields describe the backend in lockingfx's HostLoomLock line,
-	// secrets redacted. Optional.
-	LogFields []zap.Field
-}
+// Provided is what a Backend's Build returns: the provider, what closes
+// what Build opened, the start check and the fields of lockingfx's
+// HostLoomLock line (see buildapi.Provided for each).
+type Provided = buildapi.Provided
 
 // Option configures Build.
 type Option interface {
@@ -66,7 +52,9 @@ func (f optionFunc) apply(s *settings) { f(s) }
 // WithBackends makes Build build the providers of backends, by their
 // locking.provider names; several calls add up, nil backends are skipped.
 // A name given twice, or one Build knows itself (memory, disabled), is
-// an error. Default: none (Build builds memory and disabled only).
+// an error. Default: none besides redis, the library module's own backend
+// (redislockbuild.Backend{}: a client built from locking.redis, nothing
+// logged), which a backend named redis given here replaces.
 func WithBackends(backends ...Backend) Option {
 	return optionFunc(func(s *settings) {
 		for _, b := range backends {
@@ -131,8 +119,9 @@ func (b *Built) Close() error {
 }
 
 // Build builds the lock cfg describes: memlock for provider memory, the
-// Build of the backend given with WithBackends whose name it is, and a
-// lock that grants everyone for provider disabled (L4).
+// Build of the backend given with WithBackends whose name it is (for
+// redis, when none is given, redislockbuild.Backend{}), and a lock that
+// grants everyone for provider disabled (L4).
 // It registers the backends with cfg (cfg.WithBackends, keeping the
 // sections Load decoded) and validates it first: a configuration without
 // a provider is an error naming locking.provider and the choices (G6), a
@@ -156,6 +145,11 @@ func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
 		}
 		byName[name] = be
 		cfg = cfg.WithBackends(be)
+	}
+	if _, given := byName[config.ProviderRedis]; !given {
+		// The library module's own backend, linked by default: a client
+		// built from locking.redis, nothing logged.
+		byName[config.ProviderRedis] = redislockbuild.Backend{}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -2,12 +2,15 @@ package lockbuild_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/core/locking/memlock"
+	"github.com/hostloom/hostloom/core/locking/redislock"
 )
 
 func memoryConfig() config.LockingConfig {
@@ -121,7 +124,7 @@ func TestWithBackends_X1_RefusesBuiltInNamesAndDuplicates(t *testing.T) {
 	cfg := memoryConfig()
 	cfg.Provider = "etcd"
 	_, err := lockbuild.Build(cfg, lockbuild.WithBackends(testBackend{name: "sharded", shards: &n, closed: &n}))
-	if want := `config: locking.provider: "etcd" is not one of memory, sharded, disabled (the providers this program links)`; err == nil || err.Error() != want {
+	if want := `config: locking.provider: "etcd" is not one of memory, redis, sharded, disabled (the providers this program links)`; err == nil || err.Error() != want {
 		t.Errorf("Build(etcd) = %v, want %q", err, want)
 	}
 }
@@ -141,5 +144,49 @@ func TestBuild_L4_DisabledGrantsEveryone(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestBuild_X1_RedisLinkedByDefault: provider redis is the library
+// module's own backend: a configuration loaded with no backend option
+// builds the redislock provider over a client from locking.redis, without
+// WithBackends and without contacting the server; given explicitly
+// (with Load and Build) it is the same provider, registered once.
+func TestBuild_X1_RedisLinkedByDefault(t *testing.T) {
+	env := []string{"HOSTLOOM_LOCKING__PROVIDER=redis", "HOSTLOOM_LOCKING__REDIS__ADDRS=127.0.0.1:1",
+		"HOSTLOOM_LOCKING__REDIS__PASSWORD=hunter2-build"}
+	for _, tc := range []struct {
+		name string
+		load []config.LoadOption
+		opts []lockbuild.Option
+	}{
+		{"default", nil, nil},
+		{"explicit", []config.LoadOption{lockbuild.LoadOption(redislockbuild.Backend{})},
+			[]lockbuild.Option{lockbuild.WithBackends(redislockbuild.Backend{})}},
+		{"explicit to Build only", nil, []lockbuild.Option{lockbuild.WithBackends(redislockbuild.Backend{})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Load("", append(tc.load, config.WithEnviron(env))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := lockbuild.Build(cfg.Locking, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if _, ok := b.Provider.(*redislock.Provider); b.Kind != config.ProviderRedis || !ok || !b.HasCheck() {
+				t.Fatalf("kind %s, provider %T, check %t; want redis over *redislock.Provider with a start check", b.Kind, b.Provider, b.HasCheck())
+			}
+			if got := fmt.Sprint(cfg.Locking.Providers()); got != "[memory redis disabled]" {
+				t.Errorf("Providers() = %s, want redis once", got)
+			}
+		})
+	}
+	// A configuration built in code needs no backend either; without
+	// addrs its client cannot be built, which names the key.
+	_, err := lockbuild.Build(config.LockingConfig{Provider: config.ProviderRedis})
+	if err == nil || !strings.Contains(err.Error(), "locking.redis.addrs: provider redis needs at least one host:port address") {
+		t.Errorf("Build(redis, no addrs) = %v, want the missing locking.redis.addrs", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostloom/hostloom/config"
-	"github.com/hostloom/hostloom/config/lockbuild"
+	"github.com/hostloom/hostloom/config/lockbuild/buildapi"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 )
@@ -18,7 +18,10 @@ import (
 // Backend is provider redis as a lockbuild.Backend (and config.Backend):
 // the section locking.redis (Config) and a builder over a client built
 // from it, or over Client. Its zero value builds its own client and logs
-// nothing.
+// nothing; it is what lockbuild.Build uses when it is given no backend
+// named redis, and lockingfx.Module builds one with the graph's logger
+// and client. Passing it explicitly replaces that default (it is not
+// registered twice).
 type Backend struct {
 	// Client, when not nil, is used instead of a client built from
 	// locking.redis; the caller keeps closing it and checking its
@@ -30,8 +33,6 @@ type Backend struct {
 	// logged.
 	Logger *zap.Logger
 }
-
-var _ lockbuild.Backend = Backend{}
 
 // Provider returns Name, "redis".
 func (Backend) Provider() config.ProviderName { return Name }
@@ -52,7 +53,7 @@ func (Backend) Section() config.Section {
 // password); any other failure is an outage, logged once at Warn
 // (HostLoomLockUnreachable). With min_replicas, the check also warns
 // (HostLoomMinReplicasUnmet) when the server has fewer replicas.
-func (b Backend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
+func (b Backend) Build(cfg config.LockingConfig) (buildapi.Provided, error) {
 	r := SectionOf(cfg)
 	log := b.Logger
 	if log == nil {
@@ -63,7 +64,7 @@ func (b Backend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
 	if client == nil {
 		c, err := r.NewClient()
 		if err != nil {
-			return lockbuild.Provided{}, err
+			return buildapi.Provided{}, err
 		}
 		client, closeFn = c, c.Close
 		if b.Logger != nil {
@@ -75,13 +76,13 @@ func (b Backend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
 		if closeFn != nil {
 			_ = closeFn()
 		}
-		return lockbuild.Provided{}, err
+		return buildapi.Provided{}, err
 	}
 	fields := []zap.Field{zap.Bool("app_client", b.Client != nil)}
 	if b.Client == nil {
 		fields = append(fields, zap.Object("redis", r))
 	}
-	p := lockbuild.Provided{Provider: rp, Close: closeFn, LogFields: fields}
+	p := buildapi.Provided{Provider: rp, Close: closeFn, LogFields: fields}
 	built := b.Client == nil
 	if built || rp.MinReplicas() > 0 {
 		p.Check = func(ctx context.Context, l *locking.DistributedLock) error {

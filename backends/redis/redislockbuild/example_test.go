@@ -8,9 +8,12 @@ import (
 	"github.com/hostloom/hostloom/config/lockbuild"
 )
 
-// A program without fx lists the backends it links, loads the
-// configuration with them, and builds the lock over the one it names.
-// Building contacts no server.
+// Backend is a lockbuild.Backend, as every backend is.
+var _ lockbuild.Backend = redislockbuild.Backend{}
+
+// Redis is linked by default; a program passes redislockbuild.Backend
+// only to give it its own client or a logger, to Load and Build alike
+// (it replaces the default, once). Building contacts no server.
 func Example() {
 	backends := []lockbuild.Backend{redislockbuild.Backend{}}
 	cfg, err := config.Load("", lockbuild.LoadOption(backends...), config.WithEnviron([]string{
