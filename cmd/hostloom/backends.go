@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockbuild"
 	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config/lockbuild"
@@ -16,5 +17,6 @@ func backends() []lockbuild.Backend {
 	return []lockbuild.Backend{
 		redislockbuild.Backend{},
 		pglockbuild.Backend{},
+		etcdlockbuild.Backend{},
 	}
 }

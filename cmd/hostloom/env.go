@@ -102,6 +102,10 @@ func open(ctx context.Context, g *globals, sio stdio) (*env, error) {
 		return nil, fmt.Errorf("locking.provider is %s (%s): nothing is coordinated, so there is nothing to show", lc.Provider, cfg.Source("locking.provider"))
 	case lc.Provider == config.ProviderMemory:
 		return nil, fmt.Errorf("locking.provider is %s (%s): a memory lock lives inside one process; the hostloom CLI needs provider redis or postgres", lc.Provider, cfg.Source("locking.provider"))
+	case lc.Provider != config.ProviderRedis && lc.Provider != pglockbuild.Name:
+		// A linked backend the verbs cannot open yet (etcd): say so
+		// instead of reading it as Redis.
+		return nil, fmt.Errorf("locking.provider is %s (%s): this version of the hostloom CLI opens providers redis and postgres only", lc.Provider, cfg.Source("locking.provider"))
 	}
 	roles, err := newRoleKeys(cfg)
 	if err != nil {

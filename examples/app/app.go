@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockfx"
 	"github.com/hostloom/hostloom/backends/postgres/pglockfx"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
@@ -27,11 +28,14 @@ const (
 
 // backends are the lock backends the example plugs in: locking.provider
 // may be postgres (the pool from locking.postgres.dsn, or the app's own
-// *pgxpool.Pool), besides redis (the library module's own backend, linked
-// by default: locking.redis.*, or the app's own redis.UniversalClient),
-// memory and disabled. A backend of another module is added here.
+// *pgxpool.Pool) or etcd (a client from locking.etcd.*, or the app's own
+// *clientv3.Client), besides redis (the library module's own backend,
+// linked by default: locking.redis.*, or the app's own
+// redis.UniversalClient), memory and disabled. A backend of another module
+// is added here.
 var backends = fx.Options(
 	pglockfx.Module,
+	etcdlockfx.Module,
 )
 
 // newApp assembles the service: configuration, lock, two roles, a job on

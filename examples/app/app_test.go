@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockbuild"
 	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
@@ -132,7 +133,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 		got = append(got, k)
 	}
 	var want []string
-	for _, k := range config.Keys(pglockbuild.Backend{}) {
+	for _, k := range config.Keys(pglockbuild.Backend{}, etcdlockbuild.Backend{}) {
 		want = append(want, k.Name)
 	}
 	slices.Sort(got)
@@ -141,7 +142,7 @@ func TestSampleConfig_DocumentsEveryKey(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("config.yaml keys\n%q\nconfig.Keys\n%q", got, want)
 	}
-	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(pglockbuild.Backend{})); err != nil {
+	if _, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(pglockbuild.Backend{}, etcdlockbuild.Backend{})); err != nil {
 		t.Fatalf("the sample does not load: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/hostloom/hostloom/backends/etcd/etcdlockbuild"
 	"github.com/hostloom/hostloom/backends/postgres/pglockbuild"
 	"github.com/hostloom/hostloom/config"
 )
@@ -10,7 +11,7 @@ import (
 // Example shows what the embedded config.yaml selects when no file and no
 // variable override it.
 func Example() {
-	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(pglockbuild.Backend{}))
+	c, err := config.Load("", config.WithYAML("config.yaml", embeddedConfig), config.WithEnviron(nil), config.WithBackends(pglockbuild.Backend{}, etcdlockbuild.Backend{}))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -43,9 +43,11 @@ type Config struct {
 
 	// Short is the lease used by the expiry checks (default 50ms); they
 	// wait 2×Short+50ms for it to run out. The MaxHold check holds a lease
-	// of 6×Short, extended every third of it, for a MaxHold of 24×Short:
-	// raise Short on a loaded machine, where an extension delayed past its
-	// lease would (correctly) end the hold early.
+	// of 6×Short, extended every third of it, for a MaxHold of 24×Short,
+	// and waits up to MaxHold plus 10s for the hold to end: raise Short on
+	// a loaded machine, where an extension delayed past its lease would
+	// (correctly) end the hold early, and for a backend whose leases are
+	// whole seconds (etcd: Short of a second).
 	Short time.Duration
 }
 
@@ -754,16 +756,18 @@ func testHeldMaxHold(t *testing.T, c Config, b Backend) {
 	if _, err := b.NewLock(t, o).TryAcquire(ctx, "job", time.Minute); !errors.Is(err, locking.ErrNotAcquired) {
 		t.Fatalf("TryAcquire after two leases = %v; want the key still held (extended)", err)
 	}
+	// MaxHold counts from the acquisition: wait out what is left of it
+	// (it grows with Short), then failTimeout.
 	select {
 	case <-h.Done():
-	case <-time.After(failTimeout):
+	case <-time.After(o.MaxHold + failTimeout):
 		t.Fatalf("Held still running %v past MaxHold %v", failTimeout, o.MaxHold)
 	}
 	if err := h.Err(); !errors.Is(err, locking.ErrLeaseLost) || !strings.Contains(err.Error(), "MaxHold") {
 		t.Fatalf("Held.Err = %v, want ErrLeaseLost naming MaxHold", err)
 	}
 	// The lease runs out: another caller gets the key.
-	wctx, cancel := context.WithTimeout(ctx, failTimeout)
+	wctx, cancel := context.WithTimeout(ctx, lease+failTimeout)
 	defer cancel()
 	h2, err := held(t, b.NewLock(t, o), wctx, "job", time.Minute)
 	if err != nil {

@@ -1,0 +1,259 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hostloom/hostloom/core/locking"
+)
+
+// Participants (P1) are records P+"p/"+K+"\x00"+owner whose value is
+// "<since in µs since the epoch>|<priority>", attached to the provider's
+// session lease for their TTL (rounded up to whole seconds): one lease per
+// provider and TTL, granted with the first registration and refreshed by
+// the requests that register (at most every sessionRefresh), so a
+// registration costs a write once and a keep-alive after that. A
+// registration lives while its provider keeps making requests for that
+// TTL, and at most a session TTL after the provider's last refresh.
+
+// sessionRefresh is how often, at most, a session is refreshed by the
+// requests that register with it.
+const sessionRefresh = 500 * time.Millisecond
+
+// session is a lease participants of one TTL are attached to.
+type session struct {
+	id         clientv3.LeaseID
+	ttl        time.Duration
+	refreshed  time.Time
+	refreshing bool
+	regs       map[string]regEntry // by key + "\x00" + owner
+}
+
+// regEntry is one registration as written.
+type regEntry struct {
+	since    time.Time
+	priority int
+}
+
+// registration is what one request does to register its owner: put (nil
+// when the owner is registered already) and refresh.
+type registration struct {
+	p    *Provider
+	secs int64
+	id   clientv3.LeaseID
+	rk   string
+	put  *clientv3.Op
+}
+
+func (p *Provider) participantPrefix(key string) string {
+	return p.o.Prefix + "p/" + key + "\x00"
+}
+
+func (p *Provider) participantsOp(key string) clientv3.Op {
+	return clientv3.OpGet(p.participantPrefix(key), clientv3.WithPrefix())
+}
+
+// registration prepares the registration of owner for key: the session
+// of ttl's seconds (granted when there is none or it may have run out) and
+// the record's put when it is not written yet or its priority changed. A
+// zero ttl registers nothing.
+func (p *Provider) registration(ctx context.Context, key, owner string, ttl time.Duration, priority int) (registration, error) {
+	if ttl <= 0 {
+		return registration{}, nil
+	}
+	secs := seconds(ttl)
+	p.mu.Lock()
+	s := p.sessions[secs]
+	if s != nil && time.Since(s.refreshed) >= s.ttl-spareMargin {
+		delete(p.sessions, secs) // may have run out: its records with it
+		s = nil
+	}
+	p.mu.Unlock()
+	if s == nil {
+		l, err := p.grant(ctx, secs)
+		if err != nil {
+			return registration{}, err
+		}
+		p.mu.Lock()
+		if cur := p.sessions[secs]; cur != nil {
+			s = cur // granted concurrently: use that one, give this back
+			go p.revoke(l.id)
+		} else {
+			s = &session{id: l.id, ttl: l.ttl, refreshed: l.refreshed, regs: make(map[string]regEntry)}
+			p.sessions[secs] = s
+		}
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rk := key + "\x00" + owner
+	reg := registration{p: p, secs: secs, id: s.id, rk: rk}
+	e, ok := s.regs[rk]
+	if !ok || e.priority != priority {
+		if !ok {
+			e.since = time.Now()
+		}
+		e.priority = priority
+		s.regs[rk] = e
+		op := clientv3.OpPut(p.participantPrefix(key)+owner,
+			strconv.FormatInt(e.since.UnixMicro(), 10)+"|"+strconv.Itoa(priority), clientv3.WithLease(s.id))
+		reg.put = &op
+	}
+	return reg, nil
+}
+
+// refresh sends the session a keep-alive in the background when it was
+// not refreshed within sessionRefresh.
+func (r registration) refresh(ctx context.Context) {
+	if r.p == nil {
+		return
+	}
+	p := r.p
+	p.mu.Lock()
+	s := p.sessions[r.secs]
+	if s == nil || s.id != r.id || s.refreshing || time.Since(s.refreshed) < sessionRefresh {
+		p.mu.Unlock()
+		return
+	}
+	s.refreshing = true
+	p.mu.Unlock()
+	p.hub.wg.Go(func() {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		sent := time.Now()
+		_, err := p.cli.KeepAliveOnce(kctx, s.id)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		s.refreshing = false
+		switch {
+		case err == nil:
+			s.refreshed = sent
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			if p.sessions[r.secs] == s {
+				delete(p.sessions, r.secs)
+			}
+		}
+	})
+}
+
+// registrationFailed forgets a registration whose put may not have been
+// written, so the next request writes it again.
+func (p *Provider) registrationFailed(r registration) {
+	if r.put == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.sessions[r.secs]; s != nil && s.id == r.id {
+		delete(s.regs, r.rk)
+	}
+}
+
+// dropSession forgets the session id of secs seconds (it ran out).
+func (p *Provider) dropSession(secs int64, id clientv3.LeaseID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.sessions[secs]; s != nil && s.id == id {
+		delete(p.sessions, secs)
+	}
+}
+
+// decodeParticipant parses a participant record of key.
+func (p *Provider) decodeParticipant(key string, kv *mvccpb.KeyValue) (locking.Participant, error) {
+	owner, ok := strings.CutPrefix(string(kv.Key), p.participantPrefix(key))
+	sinceS, prioS, ok2 := strings.Cut(string(kv.Value), "|")
+	since, err1 := strconv.ParseInt(sinceS, 10, 64)
+	prio, err2 := strconv.Atoi(prioS)
+	if !ok || !ok2 || err1 != nil || err2 != nil {
+		return locking.Participant{}, fmt.Errorf("%w: participant %q of %q: %q", locking.ErrBadRecord, owner, key, kv.Value)
+	}
+	return locking.Participant{Owner: owner, Since: time.UnixMicro(since), Priority: prio}, nil
+}
+
+// decodeParticipants parses the records of key, skipping those that do not
+// parse (reported together, matching locking.ErrBadRecord).
+func (p *Provider) decodeParticipants(key string, kvs []*mvccpb.KeyValue) ([]locking.Participant, error) {
+	var ps []locking.Participant
+	var errs []error
+	for _, kv := range kvs {
+		pt, err := p.decodeParticipant(key, kv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ps = append(ps, pt)
+	}
+	return ps, errors.Join(errs...)
+}
+
+// Participants implements locking.ParticipantRegistry: key's live
+// participants, in one range read.
+func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
+	if err := checkKey("participants", key); err != nil {
+		return nil, err
+	}
+	resp, err := p.cli.Do(ctx, p.participantsOp(key))
+	if err != nil {
+		return nil, opError("participants", key, ctx, err)
+	}
+	return p.decodeParticipants(key, resp.Get().Kvs)
+}
+
+// Deregister implements locking.ParticipantRegistry with one delete.
+func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
+	if err := checkKey("deregister", key); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	for _, s := range p.sessions {
+		delete(s.regs, key+"\x00"+owner)
+	}
+	p.mu.Unlock()
+	if _, err := p.cli.Delete(ctx, p.participantPrefix(key)+owner); err != nil {
+		return opError("deregister", key, ctx, err)
+	}
+	return nil
+}
+
+// yield decides, for an acquisition with r.Yield, whether a free key must
+// wait for a live participant of a higher priority (B2): wait reports the
+// refusal res. The wait counts from when this provider first found the
+// key free while such a participant was live. One range read.
+func (p *Provider) yield(ctx context.Context, r locking.AcquireRequest) (res locking.AcquireResult, wait bool, err error) {
+	resp, err := p.cli.Txn(ctx).Then(clientv3.OpGet(p.recKey(r.Key, recLease), clientv3.WithCountOnly()), p.participantsOp(r.Key)).Commit()
+	if err != nil {
+		return res, false, opError("acquire", r.Key, ctx, err)
+	}
+	if resp.Responses[0].GetResponseRange().GetCount() > 0 {
+		return res, false, nil // held: the acquisition reports the holder
+	}
+	top, higher := r.Priority, false
+	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
+		if pt, err := p.decodeParticipant(r.Key, kv); err == nil && pt.Owner != r.Owner && pt.Priority > r.Priority {
+			top, higher = max(top, pt.Priority), true
+		}
+	}
+	if !higher {
+		return res, false, nil
+	}
+	now := time.Now()
+	p.mu.Lock()
+	since, ok := p.yields[r.Key]
+	if !ok {
+		since = now
+		p.yields[r.Key] = now
+	}
+	p.mu.Unlock()
+	if left := since.Add(r.Yield).Sub(now); left > 0 {
+		return locking.AcquireResult{Remaining: left, TopPriority: top}, true, nil
+	}
+	return res, false, nil
+}
