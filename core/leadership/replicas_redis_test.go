@@ -47,6 +47,13 @@ func TestElector_Q2_Redis_UnacknowledgedEpisodeLoggedOnceAndCounted(t *testing.T
 	mustStart(t, e)
 	t.Cleanup(func() { mustStop(t, e) })
 	waitFor(t, e.IsLeader)
+	// The episode under test begins with the SIGSTOP. On a busy machine the
+	// replica can miss the 50ms bound before it too (the replica is a
+	// process of its own that must be scheduled to acknowledge): such an
+	// episode ended when an acquisition was acknowledged, which leading
+	// proves, so its lines are dropped here rather than counted as this
+	// episode's.
+	logs.TakeAll()
 
 	if err := replica.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,12 @@ func TestReplicas_Q2_AcquireAndExtendCountOnlyWhenAcknowledged(t *testing.T) {
 	primary, replica := redistest.StartReplicated(t)
 	ctx := context.Background()
 	pc := primary.Client(t)
-	p := mustProvider(t, pc, redislock.Options{MinReplicas: 1, ReplicaAckTimeout: 200 * time.Millisecond})
+	// The acknowledgement timeout bounds the wait; WAIT answers as soon as
+	// the replica has the write. 200ms was too short for the acknowledged
+	// calls on a busy machine (the replica is a process of its own that
+	// must be scheduled to apply and acknowledge), so it is generous; the
+	// calls made while the replica is stopped each wait it out once.
+	p := mustProvider(t, pc, redislock.Options{MinReplicas: 1, ReplicaAckTimeout: 2 * time.Second})
 	plain := redislock.New(primary.Client(t))
 	defer p.Close()
 	defer plain.Close()
