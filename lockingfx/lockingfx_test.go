@@ -18,7 +18,6 @@ import (
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/configfx"
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
@@ -433,22 +432,6 @@ func TestRedisLogger_O5_Printf(t *testing.T) {
 	lockingfx.NewRedisLogger(nil).Printf(context.Background(), "to nowhere")
 	if infoLogs.Len() != 0 {
 		t.Fatalf("a Debug line reached an Info logger: %v", infoLogs.All())
-	}
-}
-
-// Balance over the memory lock cannot see other processes: said once at
-// Warn (B1).
-func TestModule_B1_BalanceOverMemoryWarns(t *testing.T) {
-	core, logs := observer.New(zapcore.WarnLevel)
-	app := fxtest.New(t,
-		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__BALANCE=true"})),
-		fx.Supply(zap.New(core)),
-		lockingfx.Module,
-		fx.Invoke(func(*leadership.BalanceGroup) {}),
-	)
-	app.RequireStart().RequireStop()
-	if n := logs.FilterMessage("HostLoomBalanceMemoryLock").Len(); n != 1 {
-		t.Fatalf("HostLoomBalanceMemoryLock logged %d times, want 1", n)
 	}
 }
 

@@ -83,9 +83,9 @@ type Process struct {
 	log      *zap.Logger
 	warn     time.Duration
 
-	mu     sync.Mutex
-	roles  map[string]*processRole
-	order  []*processRole // in creation order
+	mu    sync.Mutex
+	roles map[string]*processRole
+	order []*processRole // in creation order
 	leave *leaveState    // nil until the leave begins
 }
 
@@ -290,7 +290,8 @@ func (p *Process) stopWork(work []Work, role string) {
 
 // Leave stops every role of the process as a leaving process does (H2):
 // from the first moment its candidates make no new attempt and its
-// leaders no renewal; each role's work is cancelled and waited for before
+// leaders no renewal (but a leader with work renews until its work has
+// returned, so the lease outlives work that outlasts it); each role's work is cancelled and waited for before
 // its elector releases the lease (E11); the roles without work leave as
 // StopAll stops electors (leaders hand over first, in parallel, then the
 // others, so no role moves twice); a role whose work has not returned
@@ -355,7 +356,12 @@ func (p *Process) beginLeave() *leaveState {
 // elector; the others leave together as StopAll's electors do.
 func (p *Process) run(ls *leaveState) {
 	for _, r := range ls.roles {
-		r.e.leaving.Store(true)
+		// A leader with work keeps renewing until its work has returned
+		// (E11, O2): its lease is kept, not left to expire, for work that
+		// outlasts it. stopElectors sets the rest.
+		if len(r.work) == 0 || !r.e.IsLeader() {
+			r.e.leaving.Store(true)
+		}
 	}
 	var plain []*processRole
 	var wg sync.WaitGroup
@@ -433,6 +439,7 @@ func (p *Process) stopRole(r *processRole) {
 		<-workDone
 		p.log.Info("LeaderWorkReturned", zap.String("role", r.name), zap.Duration("after", time.Since(begin)))
 	}
+	r.e.leaving.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), r.e.opts.Lease)
 	defer cancel()
 	r.stopErr = r.e.Stop(ctx)

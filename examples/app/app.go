@@ -39,17 +39,18 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		lockingfx.Module,
 		// locking.provider postgres: the pool from locking.postgres.dsn.
 		pglockfx.Module,
-		leadershipfx.Role(roleBilling),
-		leadershipfx.Role(roleInventory),
+		leadershipfx.Module, // *Roles and *Health
 		schedulingfx.Module,
 		schedulingfx.JobFunc(roleBilling, newInvoicesJob),
 		fx.Provide(newInventory),
 		fx.Provide(newHTTPServer),
 		fx.Invoke(logStartup, func(*inventory, *httpServer) {}),
-		// Last: the roles start contending after every OnStart hook above
-		// succeeded (a busy HTTP port fails the start before any election),
-		// and stop first, in parallel, at shutdown.
-		leadershipfx.Module,
+		// Last: each role starts from its own hook, in fx's order, so the
+		// roles contend after every OnStart hook above succeeded (a busy
+		// HTTP port fails the start before any election); at shutdown they
+		// leave first, all at once.
+		leadershipfx.Role(roleBilling),
+		leadershipfx.Role(roleInventory),
 	)
 }
 
