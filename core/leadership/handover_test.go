@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
-	"github.com/hostloom/hostloom/core/locking"
 )
 
 // handOverTrio starts a, b and c for role "billing" over one memlock,
@@ -57,48 +56,6 @@ func TestElector_H4_HandOverToNamedParticipant(t *testing.T) {
 		for _, e := range []*leadership.Elector{a, b, c} {
 			mustStop(t, e)
 		}
-	})
-}
-
-// TestElector_H4_OthersHoldBackARetryInterval: a hands the role to
-// "ghost", a participant that never takes it (it registered through a
-// refused acquisition and has no elector); b, a candidate, holds back and
-// takes the free role once a RetryInterval has passed, not before.
-func TestElector_H4_OthersHoldBackARetryInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := memLock(t)
-		a := mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("a"))
-		b := mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("b"))
-		mustStart(t, a)
-		synctest.Wait()
-		mustStart(t, b)
-		synctest.Wait()
-		if _, err := l.TryAcquireAs(context.Background(), "leader:billing", fastOpts().Lease, "ghost"); !errors.Is(err, locking.ErrNotAcquired) {
-			t.Fatalf("ghost's acquisition: %v, want refused (it registers)", err)
-		}
-		var ledAt time.Time
-		b.OnChange(func(c leadership.Change) {
-			if c.IsLeader && ledAt.IsZero() {
-				ledAt = c.At
-			}
-		})
-		begin := time.Now()
-		if err := a.HandOver(context.Background(), "ghost"); err != nil {
-			t.Fatalf("HandOver: %v", err)
-		}
-		synctest.Wait()
-		if b.IsLeader() {
-			t.Fatal("b took the role handed to ghost at once")
-		}
-		if err := b.WaitForLeadership(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if d := ledAt.Sub(begin); d < fastOpts().RetryInterval {
-			t.Fatalf("b led %v after the hand-over, before a RetryInterval", d)
-		}
-		mustStop(t, a)
-		mustStop(t, b)
 	})
 }
 
