@@ -21,7 +21,7 @@ func ExampleRole() {
 		lockingfx.Module,
 		leadershipfx.Role("billing"),
 		fx.Populate(fx.Annotate(&billing, fx.ParamTags(`name:"billing"`))),
-		leadershipfx.Module, // last: the election starts after every other OnStart hook
+		leadershipfx.Module, // optional: *Roles, *Health
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {
@@ -71,7 +71,7 @@ func ExampleRoles_Go() {
 				events <- "reader ended"
 			})
 		}),
-		leadershipfx.Module, // last
+		leadershipfx.Module, // *Roles
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {

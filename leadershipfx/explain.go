@@ -14,7 +14,7 @@ import (
 // check is the role's composition check (F1: K5, and T2 strictly), its
 // error naming the role and, when the role was built from config, the
 // dotted keys and sources of the values at fault (O4).
-func (ro *role) check() error {
+func (ro *Handle) check() error {
 	err := leadership.CheckComposition(ro.name, ro.opts, ro.lock)
 	if err == nil {
 		return nil
@@ -28,7 +28,7 @@ func (ro *role) check() error {
 // fieldError names the config key behind err, and the lock's limit it
 // broke with its source; nil when err is not about a configured value or
 // the role has no config.
-func (ro *role) fieldError(err error) (*config.FieldError, string) {
+func (ro *Handle) fieldError(err error) (*config.FieldError, string) {
 	if reflect.ValueOf(ro.cfg).IsZero() {
 		return nil, ""
 	}
@@ -52,7 +52,7 @@ func (ro *role) fieldError(err error) (*config.FieldError, string) {
 
 // setKey is the dotted key that set field for the role: its override
 // when one was set, else the section's own.
-func (ro *role) setKey(field string) string {
+func (ro *Handle) setKey(field string) string {
 	override := "leadership.roles." + ro.name + "." + field
 	if src := ro.cfg.Source(override); src != "" && src != "default" {
 		return override
@@ -61,7 +61,7 @@ func (ro *role) setKey(field string) string {
 }
 
 // lockingSource says where locking.<field> was set, when known.
-func (ro *role) lockingSource(field string) string {
+func (ro *Handle) lockingSource(field string) string {
 	if reflect.ValueOf(ro.lcfg).IsZero() {
 		return ""
 	}

@@ -18,8 +18,7 @@ type HealthParams struct {
 	fx.In
 
 	// Roles, when set (Module provides it), makes Ready true from the
-	// moment the roles have started, after every other OnStart hook, until
-	// they begin to stop, the first thing at shutdown.
+	// moment every role has started until the first role begins to stop.
 	Roles *Roles `optional:"true"`
 
 	// Lifecycle, used without Roles, makes Ready false until the app has
@@ -81,7 +80,7 @@ var errNotReady = errors.New("leadershipfx: not started, or stopping")
 func (h *Health) Ready() error {
 	ready := h.ready.Load()
 	if h.roles != nil {
-		ready = h.roles.running.Load()
+		ready = h.roles.running()
 	}
 	if !ready {
 		return errNotReady

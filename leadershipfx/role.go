@@ -22,21 +22,21 @@ const ElectorsGroup = "hostloom.electors"
 type RoleParams struct {
 	fx.In
 
-	// Roles coordinates the app's roles (Module provides it). Absent, a
-	// Role starts and stops its elector from a hook of its own, and New
-	// returns an elector the caller starts and stops.
+	// Roles is Module's; New uses it to build an elector in the app's
+	// process. Role does not need it.
 	Roles *Roles `optional:"true"`
 
-	// Lifecycle receives a Role's own hook when Roles is absent; when it is
-	// lockingfx.Module's (internal/fxhooks), the hook is deferred until
-	// every other OnStart hook has started (O3).
+	// Lifecycle receives the hook that starts an elector New builds in
+	// the app's process (with Roles). Role appends its own hook.
 	Lifecycle fx.Lifecycle `optional:"true"`
 
 	// Lock is the lock the election runs over (lockingfx.Module provides it).
 	Lock locking.Lock
 
-	// Balance is the app's balance group (lockingfx.Module provides it),
-	// joined by roles with leadership.balance set (B1). Optional.
+	// Balance, when the graph has one, is the balance group roles with
+	// leadership.balance join instead of their process's own (B1).
+	// Optional; nothing in HostLoom provides it any more: the app's
+	// leadership.Process owns its balance group (H1).
 	Balance *leadership.BalanceGroup `optional:"true"`
 
 	// Config holds the timing and keys, with per-role overrides. Absent
@@ -91,27 +91,54 @@ func WithElectorOptions(opts ...leadership.Option) RoleOption {
 // (`group:"hostloom.roles"`).
 const RolesGroup = "hostloom.roles"
 
+// roleIn is what Role's handle is built from: the role's dependencies and
+// every role's process slot.
+// It is RoleParams without Roles and Lifecycle: Roles is built from
+// every role's handle, which a handle cannot depend on.
+type roleIn struct {
+	fx.In
+
+	Lock           locking.Lock
+	Balance        *leadership.BalanceGroup `optional:"true"`
+	Config         config.LeadershipConfig  `optional:"true"`
+	Locking        config.LockingConfig     `optional:"true"`
+	Logger         *zap.Logger              `optional:"true"`
+	MeterProvider  metric.MeterProvider     `optional:"true"`
+	TracerProvider trace.TracerProvider     `optional:"true"`
+	Slots          []*processSlot           `group:"hostloom.process"`
+}
+
+func (in roleIn) params() RoleParams {
+	return RoleParams{Lock: in.Lock, Balance: in.Balance, Config: in.Config, Locking: in.Locking,
+		Logger: in.Logger, MeterProvider: in.MeterProvider, TracerProvider: in.TracerProvider}
+}
+
 // Role runs an election for role name. It provides leadership.Leadership,
 // *leadership.Elector and *Handle named name (`name:"<role>"`), adds the
 // elector to the ElectorsGroup value group and the handle to RolesGroup.
 // Several roles per app are fine; a role declared twice fails fx.New.
+// Every role of the app belongs to one leadership.Process (H1): one
+// identity, one balance group, one leave.
 //
 // The elector is built when the app is built (invalid options or key fail
-// fx.New with the elector's error, naming the role). At start the role
-// checks the composition (K5, and T2 strictly: a lease longer than the
-// lock's MaxLease fails start with an error naming the role and both
-// values) and starts the election; at stop it stops the role's work and
-// then the elector, which releases the lease (F1, E11). An override
+// fx.New with the elector's error, naming the role). An override
 // leadership.roles.<name> naming no declared role fails fx.New, listing
 // the declared roles (O4).
 //
-// With Module (last in fx.New) the roles start after every other OnStart
-// hook succeeded (O3) and stop in parallel (O2). Without Module each role
-// starts its elector from its own OnStart hook, registered when the role
-// is built (after the lock's), and stops it from that hook's OnStop:
-// hooks appended after it run once the election has begun, and roles stop
-// one after the other, in reverse order. The first role by name then logs
-// LeadershipModuleAbsent at Info when the app starts.
+// Start order (O3'): Role appends the role's own OnStart hook where it
+// stands in fx.New, as fx appends hooks while it runs invokes (the
+// invokes of nested fx.Module options first, then the enclosing ones in
+// order). Declared after the app's other options, the role begins
+// contending after every hook appended before it; a hook appended after
+// it that fails makes fx stop the role, which releases its lease before
+// Start returns. The hook checks the composition (K5, and T2 strictly: a
+// lease longer than the lock's MaxLease fails start with an error naming
+// the role and both values), starts the work attached to the role and
+// then the election (F1).
+//
+// Stop order: the first role's OnStop that fx runs makes the process
+// leave, every role at once (H2): each role's work is cancelled and
+// waited for, then its lease released (E11, O2).
 //
 // Declaring a role means running it, so Role also invokes the elector:
 // the election runs even when nothing in the app depends on it.
@@ -127,40 +154,54 @@ func Role(name string, opts ...RoleOption) fx.Option {
 	if len(name) > longRole {
 		module = "hostloom.role." + shortRole(name)
 	}
-	return fx.Module(module,
-		// The handle's constructor never fails: a bad role's error is kept
-		// in the handle and returned by the invoke below, which runs before
-		// the invokes of the enclosing modules, so fx.New reports the
-		// elector's own error rather than the chain fx wraps around a
-		// failed constructor.
-		fx.Provide(fx.Annotate(
-			func(p RoleParams) (*Handle, *Handle) {
-				h := newHandle(name, p, s)
-				return h, h
-			},
-			fx.ResultTags(tag, `group:"`+RolesGroup+`"`),
-		)),
-		fx.Provide(fx.Annotate(
-			func(h *Handle) (leadership.Leadership, *leadership.Elector, *leadership.Elector, error) {
-				if h.err != nil {
-					return nil, nil, nil, h.err
-				}
-				e := h.ro.elector
-				return e, e, e, nil
-			},
-			fx.ParamTags(tag),
-			fx.ResultTags(tag, tag, `group:"`+ElectorsGroup+`"`),
-		)),
+	return fx.Options(
+		fx.Module(module,
+			fx.Provide(fx.Annotate(
+				func() *processSlot { return &processSlot{} },
+				fx.ResultTags(`group:"`+processGroup+`"`),
+			)),
+			// The handle's constructor never fails: a bad role's error is
+			// kept in the handle and returned by the invoke below, which
+			// runs before the invokes of the enclosing modules, so fx.New
+			// reports the elector's own error rather than the chain fx
+			// wraps around a failed constructor.
+			fx.Provide(fx.Annotate(
+				func(in roleIn) (*Handle, *Handle) {
+					h := newHandle(name, in.params(), in.Slots, s)
+					return h, h
+				},
+				fx.ResultTags(tag, `group:"`+RolesGroup+`"`),
+			)),
+			fx.Provide(fx.Annotate(
+				func(h *Handle) (leadership.Leadership, *leadership.Elector, *leadership.Elector, error) {
+					if h.err != nil {
+						return nil, nil, nil, h.err
+					}
+					return h.e, h.e, h.e, nil
+				},
+				fx.ParamTags(tag),
+				fx.ResultTags(tag, tag, `group:"`+ElectorsGroup+`"`),
+			)),
+			fx.Invoke(fx.Annotate(
+				func(h *Handle, all []*Handle) error { return h.declare(all) },
+				fx.ParamTags(tag, `group:"`+RolesGroup+`"`),
+			)),
+		),
+		// Outside the module, where Role stands: the role's hook is
+		// appended in the app's order (O3', STYLE's documented
+		// exception: declaring a role means running it).
 		fx.Invoke(fx.Annotate(
-			func(h *Handle, all []*Handle) error { return h.declare(all) },
-			fx.ParamTags(tag, `group:"`+RolesGroup+`"`),
+			func(h *Handle, lc fx.Lifecycle) { h.register(lc) },
+			fx.ParamTags(tag),
 		)),
 	)
 }
 
-// New builds the elector for role from p. With p.Roles it joins the app's
-// roles (started and stopped by Module's hooks, like Role's); without, the
-// caller starts and stops it.
+// New builds the elector for role from p. With p.Roles it belongs to the
+// app's process: it leaves with the app's roles, and starts from a hook
+// it appends to p.Lifecycle (without one, the caller starts it with the
+// process's StartRole). Without p.Roles it belongs to a process of its
+// own, and the caller starts and stops it.
 func New(role string, p RoleParams, opts ...RoleOption) (*leadership.Elector, error) {
 	var s roleSettings
 	for _, o := range opts {
@@ -168,20 +209,24 @@ func New(role string, p RoleParams, opts ...RoleOption) (*leadership.Elector, er
 			o.apply(&s)
 		}
 	}
-	if p.Roles == nil {
-		e, _, err := newElector(role, p, s)
-		return e, err
+	var slots []*processSlot
+	if p.Roles != nil && p.Roles.app != nil {
+		slots = []*processSlot{{app: p.Roles.app}}
 	}
-	ro, err := p.Roles.join(role, p.Lock, func() (*leadership.Elector, leadership.Options, error) {
-		return newElector(role, p, s)
-	})
-	if err != nil {
-		return nil, err
+	h := newHandle(role, p, slots, s)
+	if h.err != nil {
+		return nil, h.err
 	}
-	return ro.elector, nil
+	if len(slots) > 0 && p.Lifecycle != nil {
+		h.register(p.Lifecycle)
+	}
+	return h.e, nil
 }
 
-func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector, leadership.Options, error) {
+// electorOptions returns the role's leadership.Options, from config and
+// the role's adjustments, and its elector options (logger, meter and
+// tracer providers, then the role's own).
+func electorOptions(role string, p RoleParams, s roleSettings) (leadership.Options, []leadership.Option) {
 	cfg := p.Config
 	if reflect.ValueOf(cfg).IsZero() {
 		cfg = config.Defaults().Leadership
@@ -194,12 +239,9 @@ func newElector(role string, p RoleParams, s roleSettings) (*leadership.Elector,
 		leadership.WithLogger(p.Logger),
 		leadership.WithMeterProvider(p.MeterProvider),
 		leadership.WithTracerProvider(p.TracerProvider),
-		leadership.WithIdentity(cfg.Identity),
-		leadership.WithBalanceGroup(p.Balance),
 	}
-	e, err := leadership.NewElector(role, p.Lock, o, append(eo, s.extra...)...)
-	if err != nil {
-		return nil, o, roleError(role, err)
+	if p.Balance != nil {
+		eo = append(eo, leadership.WithBalanceGroup(p.Balance))
 	}
-	return e, o, nil
+	return o, append(eo, s.extra...)
 }

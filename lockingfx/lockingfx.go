@@ -14,9 +14,7 @@ import (
 	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/internal/fxhooks"
 )
 
 // Module provides locking.Lock, *locking.DistributedLock and
@@ -26,24 +24,12 @@ import (
 // fails fx.New with New's own error, reported by Module's invoke, rather
 // than inside the chain fx wraps around the constructors that needed the
 // lock (O4). Put it before the options that use the lock, as in the
-// package example, so that its invoke runs first.
-//
-// Module also decorates fx.Lifecycle at the top level of the app (see
-// internal/fxhooks): the roles of leadershipfx.Role then start their
-// elections only after every other OnStart hook of the app has succeeded,
-// wherever they stand in fx.New (O3), and stop all together, before any
-// other OnStop hook (O2). An app that decorates fx.Lifecycle itself at the
-// top level cannot use Module (fx refuses a second decoration).
-var Module = fx.Options(
-	fx.Module("hostloom.locking",
-		fx.Provide(fx.Private, newOutcome),
-		fx.Provide(newBalanceGroup),
-		fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
-		fx.Invoke(func(o *outcome) error { return o.err }),
-	),
-	// At the top level: every hook of the app goes through it, so roles
-	// start after all of them (O3) and stop together first (O2).
-	fx.Decorate(fxhooks.Decorate),
+// package example, so that its invoke runs first. It decorates nothing:
+// the roles of leadershipfx.Role start in fx's order (O3').
+var Module = fx.Module("hostloom.locking",
+	fx.Provide(fx.Private, newOutcome),
+	fx.Provide(func(o *outcome) (LockResult, error) { return o.res, o.err }),
+	fx.Invoke(func(o *outcome) error { return o.err }),
 )
 
 // outcome is New's result, kept so that Module's invoke reports its error
@@ -56,42 +42,6 @@ type outcome struct {
 func newOutcome(p LockParams) *outcome {
 	res, err := New(p)
 	return &outcome{res: res, err: err}
-}
-
-// newBalanceGroup is the app's one balance group (B1): the roles with
-// leadership.balance set share it, because one app is one participant.
-//
-// Over the memory provider balancing cannot see other processes: that is
-// said once, at Warn, when a role asks for it.
-func newBalanceGroup(p struct {
-	fx.In
-	Logger     *zap.Logger             `optional:"true"`
-	Locking    config.LockingConfig    `optional:"true"`
-	Leadership config.LeadershipConfig `optional:"true"`
-}) *leadership.BalanceGroup {
-	log := p.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if p.Locking.Provider == config.ProviderMemory && balanceAsked(p.Leadership) {
-		log.Warn("HostLoomBalanceMemoryLock",
-			zap.String("reason", "leadership.balance with locking.provider memory: the in-process lock cannot see other processes, so roles are balanced within this process only"))
-	}
-	return leadership.NewBalanceGroup(p.Logger)
-}
-
-// balanceAsked reports whether the section or any role override sets
-// leadership.balance.
-func balanceAsked(c config.LeadershipConfig) bool {
-	if c.Balance {
-		return true
-	}
-	for _, r := range c.Roles {
-		if r.Balance != nil && *r.Balance {
-			return true
-		}
-	}
-	return false
 }
 
 // LockParams are New's dependencies.

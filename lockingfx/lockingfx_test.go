@@ -16,7 +16,6 @@ import (
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
 	"github.com/hostloom/hostloom/configfx"
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/memlock"
 	"github.com/hostloom/hostloom/lockingfx"
@@ -111,22 +110,6 @@ func TestModule_L4_DisabledGrantsEveryone(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// Balance over the memory lock cannot see other processes: said once at
-// Warn (B1).
-func TestModule_B1_BalanceOverMemoryWarns(t *testing.T) {
-	core, logs := observer.New(zapcore.WarnLevel)
-	app := fxtest.New(t,
-		configfx.Module("", config.WithEnviron([]string{"HOSTLOOM_LOCKING__PROVIDER=memory", "HOSTLOOM_LEADERSHIP__BALANCE=true"})),
-		fx.Supply(zap.New(core)),
-		lockingfx.Module,
-		fx.Invoke(func(*leadership.BalanceGroup) {}),
-	)
-	app.RequireStart().RequireStop()
-	if n := logs.FilterMessage("HostLoomBalanceMemoryLock").Len(); n != 1 {
-		t.Fatalf("HostLoomBalanceMemoryLock logged %d times, want 1", n)
 	}
 }
 

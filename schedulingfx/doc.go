@@ -49,19 +49,18 @@
 // constructor fails fx.New with every problem listed, as HostLoom's own
 // error rather than inside fx's chain around a failed constructor.
 //
-// # Start and stop (E11, O2, O3)
+// # Start and stop (E11, O2, O3', H3)
 //
-// Each scheduler is attached to its role (leadershipfx.Handle.Attach), so
-// leadershipfx starts and stops it: it starts just before the role's
-// elector contends (with leadershipfx.Module, after every OnStart hook of
-// the app succeeded; without it, at the role's own hook), and at shutdown
-// the role stops it, cancelling its runs and waiting for them, before the
-// elector releases the lease. With leadershipfx.Module roles stop in
-// parallel. A run that ignores
-// its ctx is named in the role's Warn log (the job, the role, how long it
-// has run) and its role keeps the lease until the run returns or the
-// process exits; the other roles release at once. A successor therefore
-// never starts a job while this instance's run of it is still going.
+// Each role's scheduler is built once, from every job bound to the role,
+// and attached to the role (leadershipfx.Handle.AttachOnce), with
+// schedulingfx.Module or without it: the role's process starts it at the
+// role's own hook, just before the role's elector contends, and at
+// shutdown stops it, cancelling its runs and waiting for them, before the
+// elector releases the lease. A run that ignores its ctx is named in the
+// role's Warn log (the job, the role, how long it has run) and its role
+// keeps the lease until the run returns or the process exits; the other
+// roles release at once. A successor therefore never starts a job while
+// this instance's run of it is still going.
 //
 // Rule ids (E6, K5, …) are explained in docs/rules.md.
 package schedulingfx

@@ -29,7 +29,7 @@ func ExampleJob() {
 			return nil
 		}),
 		schedulingfx.Module,
-		leadershipfx.Module, // last: roles start after every other OnStart hook
+		leadershipfx.Module, // optional: *Roles, *Health
 	)
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {

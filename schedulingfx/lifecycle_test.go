@@ -18,9 +18,10 @@ import (
 	"github.com/hostloom/hostloom/schedulingfx"
 )
 
-// TestStart_O3_LaterHookFailsNeverLeads: an OnStart hook registered after
+// TestStart_O3_LaterHookFailsNeverLeads: an OnStart hook registered before
 // the role and its job (a server that cannot bind) fails after a minute;
-// the instance never contended, never led and never ran the job.
+// the instance never contended, never led and never ran the job. Roles
+// start in fx's order (O3'): the role is declared after the hook.
 func TestStart_O3_LaterHookFailsNeverLeads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lock := sharedLock(t)
@@ -28,9 +29,6 @@ func TestStart_O3_LaterHookFailsNeverLeads(t *testing.T) {
 		var heldDuringHook atomic.Bool
 		app := fx.New(fx.NopLogger,
 			over(lock),
-			leadershipfx.Role("billing"),
-			schedulingfx.Job("billing", "tick", "@every 1s", func(context.Context) error { runs.Add(1); return nil }),
-			schedulingfx.Module,
 			fx.Invoke(func(lc fx.Lifecycle, p struct {
 				fx.In
 				Billing leadership.Leadership `name:"billing"`
@@ -43,6 +41,9 @@ func TestStart_O3_LaterHookFailsNeverLeads(t *testing.T) {
 					return errors.New("listen tcp :8080: bind: address already in use")
 				}})
 			}),
+			leadershipfx.Role("billing"),
+			schedulingfx.Job("billing", "tick", "@every 1s", func(context.Context) error { runs.Add(1); return nil }),
+			schedulingfx.Module,
 			leadershipfx.Module,
 		)
 		if err := app.Err(); err != nil {
@@ -77,9 +78,6 @@ func TestErrors_O4_ReadableThroughFx(t *testing.T) {
 		{"duplicate job, no modules",
 			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Job("billing", "x", "@hourly", noop), schedulingfx.Job("billing", "x", "@daily", noop)},
 			`schedulingfx: role "billing": scheduling: job "x": duplicate name`},
-		{"job after leadershipfx.Module",
-			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Module, leadershipfx.Module, schedulingfx.Job("billing", "invoices", "@hourly", noop)},
-			`leadershipfx: work for role "billing" is attached after leadershipfx.Module's start hook: put leadershipfx.Module last in fx.New, at the top level`},
 		{"job constructor error",
 			[]fx.Option{leadershipfx.Role("billing"), schedulingfx.Module, leadershipfx.Module,
 				schedulingfx.JobFunc("billing", func() (scheduling.Job, error) { return scheduling.Job{}, errors.New("no database") })},

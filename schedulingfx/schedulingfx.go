@@ -216,8 +216,8 @@ func contribute(role, what string, provider any) fx.Option {
 // schedulerKey is the key of a role's scheduler among its attached work.
 const schedulerKey = "hostloom.scheduler"
 
-// attachToRole builds role's scheduler from the jobs bound to it, once,
-// and attaches it to the role (no Module).
+// attachToRole builds role's scheduler and attaches it to the role, once
+// (without Module, the first job option for role asks).
 func attachToRole(role, what string, d Deps) error {
 	var h *leadershipfx.Handle
 	for _, c := range d.Handles {
@@ -228,32 +228,48 @@ func attachToRole(role, what string, d Deps) error {
 	if h == nil {
 		return fmt.Errorf("schedulingfx: %s is bound to role %q, which has no elector (add leadershipfx.Role(%q))", what, role, role)
 	}
-	if err := h.Err(); err != nil {
+	// Every job of the app, so that a key for another role's job passes;
+	// the check gives the same answer for every role.
+	cfg := d.Config
+	if reflect.ValueOf(cfg).IsZero() {
+		cfg = config.Defaults().Scheduling
+	}
+	if err := checkJobs(cfg, d.Jobs); err != nil {
 		return err
 	}
-	_, err := h.AttachOnce(schedulerKey, func() (leadershipfx.Work, error) {
+	_, err := roleScheduler(h, d)
+	return err
+}
+
+// roleScheduler is the one way a role's scheduler is built and attached
+// to the role, with Module or without: once per role, from every job
+// bound to it, as the role's Work (started and stopped by the role, E11,
+// H3).
+func roleScheduler(h *leadershipfx.Handle, d Deps) (*roleWork, error) {
+	if err := h.Err(); err != nil {
+		return nil, err
+	}
+	w, err := h.AttachOnce(schedulerKey, func() (leadershipfx.Work, error) {
 		cfg, base, err := baseOptions(d.Config, d.Lock, d.Logger, d.MeterProvider, d.TracerProvider)
 		if err != nil {
 			return nil, err
 		}
-		// Every job of the app, so that a key for another role's job
-		// passes; the check gives the same answer for every role.
-		if err := checkJobs(cfg, d.Jobs); err != nil {
-			return nil, err
-		}
 		var specs []JobSpec
 		for _, js := range d.Jobs {
-			if js.Role == role {
+			if js.Role == h.Name() {
 				specs = append(specs, js)
 			}
 		}
-		w, err := buildRole(role, h.Elector(), specs, cfg, base, jobStore(cfg, d.Lock), d.Logger)
+		w, err := buildRole(h.Name(), h.Elector(), specs, cfg, base, jobStore(cfg, d.Lock), d.Logger)
 		if w == nil {
 			return nil, err // no typed nil in the interface
 		}
 		return w, err
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return w.(*roleWork), nil
 }
 
 // checkJobs fails for a scheduling.jobs.<name> key naming no job of the
@@ -402,17 +418,20 @@ func buildRole(role string, e *leadership.Elector, specs []JobSpec, cfg config.S
 }
 
 // New builds one scheduler per role that has jobs, over that role's
-// elector, adds the jobs and attaches each scheduler to its role: to the
-// role's leadershipfx.Handle, else to p.Roles (leadershipfx.Roles.Attach).
-// The scheduler starts before the role's elector contends (with
-// leadershipfx.Module, after every OnStart hook of the app) and stops,
-// waiting for its runs, before the elector releases the lease (E11). A
-// run still going at the role's stop is named in the role's Warn log
-// (O2). A role with neither leaves starting and stopping to the caller.
+// elector, adds the jobs and attaches each scheduler to its role's
+// leadershipfx.Handle, as the job options do without Module (one
+// scheduler per role, whichever asks first). The scheduler starts with
+// the role, before its elector contends, and stops, waiting for its runs,
+// before the elector releases the lease (E11, H3). A run still going at
+// the role's stop is named in the role's Warn log (O2). An elector without
+// a Handle (built by leadershipfx.New) gets a scheduler attached through
+// p.Roles, or, without Roles, one the caller starts and stops.
 //
 // Every problem is reported at once: a job bound to a role without an
 // elector, a job Add rejects (S6), a failed job constructor, a bad option.
 func New(p Params) (*Schedulers, error) {
+	d := Deps{Handles: p.Handles, Jobs: p.Jobs, Config: p.Config, Lock: p.Lock, Logger: p.Logger,
+		MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider}
 	cfg, base, err := baseOptions(p.Config, p.Lock, p.Logger, p.MeterProvider, p.TracerProvider)
 	if err != nil {
 		return nil, err
@@ -428,7 +447,7 @@ func New(p Params) (*Schedulers, error) {
 	byRole := map[string][]JobSpec{}
 	var errs []error
 	for _, js := range p.Jobs {
-		if electors[js.Role] == nil {
+		if electors[js.Role] == nil && handles[js.Role] == nil {
 			if js.err != nil {
 				errs = append(errs, js.err)
 			} else {
@@ -443,28 +462,21 @@ func New(p Params) (*Schedulers, error) {
 	}
 	out := &Schedulers{byRole: map[string]*roleWork{}}
 	for _, role := range slices.Sorted(maps.Keys(byRole)) {
-		w, err := buildRole(role, electors[role], byRole[role], cfg, base, jobStore(cfg, p.Lock), p.Logger)
+		var w *roleWork
+		var err error
+		if h := handles[role]; h != nil {
+			w, err = roleScheduler(h, d)
+		} else {
+			w, err = buildRole(role, electors[role], byRole[role], cfg, base, jobStore(cfg, p.Lock), p.Logger)
+			if err == nil && p.Roles != nil {
+				err = p.Roles.Attach(role, w)
+			}
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		out.byRole[role] = w
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for _, role := range out.Roles() {
-		switch h := handles[role]; {
-		case h != nil:
-			err = h.Attach(out.byRole[role])
-		case p.Roles != nil:
-			err = p.Roles.Attach(role, out.byRole[role])
-		default:
-			err = nil
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

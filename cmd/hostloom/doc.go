@@ -9,6 +9,7 @@
 //	status [ROLE...]          who leads each role: leader, lease TTL, fence, participants
 //	watch [ROLE...]           handovers as they happen (notifications, with polling)
 //	resign ROLE               ask the leader to step down cooperatively
+//	handover ROLE --to ID     ask the leader to hand the role to a named participant
 //	release --force ROLE      delete the lease (after a warning; --yes without a terminal)
 //	jobs [ROLE]               the scheduler's jobs: schedule, next run, paused, running, last slot and run
 //	history ROLE JOB          a job's latest runs, newest first

@@ -137,9 +137,22 @@
 // the leader gets the first chance to verify (below). When the subscription first comes up after this candidate was
 // already refused, it tries once at once. An operator's resign request
 // (locking.EventResign, the hostloom CLI's resign) makes the leader step
-// down as Resign does.
+// down as Resign does. HandOver (and the CLI's handover) names the
+// participant that takes the role at once; the others wait one
+// RetryInterval (H4). OnChange(false) reaches its subscribers before the
+// lease is released.
 //
-// A process that runs many roles stops them with StopAll: its electors
+// # A process (H1, H2, H3)
+//
+// A process that runs many roles builds one Process (NewProcess) and its
+// electors with Process.Elector: one identity, one balance group. Leader
+// work attached to a role with Process.Attach starts with the role and is
+// stopped, and waited for, before the role's lease is released.
+// Process.Leave stops every role as below. leadershipfx builds one
+// Process per fx app.
+//
+// A process that runs many roles stops them with Process.Leave (or, for
+// electors without a process, StopAll): its electors
 // stop trying and renewing, its candidates withdraw from their roles'
 // participants, then the electors that lead
 // stop and release, then the others, so the roles it led are taken over

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -427,6 +429,48 @@ func (e *Elector) Stop(ctx context.Context) error {
 // release.
 func (e *Elector) Resign(ctx context.Context) error {
 	return e.resign(ctx, "")
+}
+
+// ErrNotParticipant is HandOver's error for an identity that is not a
+// live participant of the role.
+var ErrNotParticipant = errors.New("not a participant")
+
+// HandOver steps down handing the role to identity, a live participant
+// of it (H4): it ends the term as Resign does (Token first) and releases
+// the lease naming identity as the successor, which takes the role at
+// once; the other candidates hold back one RetryInterval, then any may
+// take it; this instance sits out one RetryInterval. It reads the role's
+// participants first (one round trip): an identity that is not one of
+// them, or is this instance's own, is an error matching
+// ErrNotParticipant that lists them. It fails with ErrNotLeader when
+// this instance does not lead, and with locking.ErrNotSupported when the
+// lock keeps no participants. ctx bounds the read and the release.
+func (e *Elector) HandOver(ctx context.Context, identity string) error {
+	if !e.IsLeader() {
+		return fmt.Errorf("leadership: hand over role %q to %q: %w", e.role, identity, ErrNotLeader)
+	}
+	ps, err := e.Participants(ctx)
+	if err != nil {
+		return fmt.Errorf("leadership: hand over role %q to %q: %w", e.role, identity, err)
+	}
+	names := make([]string, 0, len(ps))
+	found := false
+	for _, p := range ps {
+		names = append(names, strconv.Quote(p.Identity))
+		found = found || p.Identity == identity
+	}
+	if !found || identity == e.identity {
+		what := ErrNotParticipant.Error()
+		if identity == e.identity {
+			what = "the leader itself"
+		}
+		return fmt.Errorf("leadership: hand over role %q to %q: %s (participants: %s): %w",
+			e.role, identity, what, strings.Join(names, ", "), ErrNotParticipant)
+	}
+	if err := e.resign(ctx, identity); err != nil {
+		return fmt.Errorf("leadership: hand over role %q to %q: %w", e.role, identity, err)
+	}
+	return nil
 }
 
 // resign is Resign naming the participant the release hands the role to

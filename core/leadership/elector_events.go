@@ -115,10 +115,15 @@ func (l *loop) event(ev locking.Event) {
 			l.postpone(now, ev.Remaining)
 		}
 	case locking.EventResign:
-		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) {
-			e.log.Info("LeadershipResignRequested")
+		if l.lease != nil && (ev.Owner == "" || ev.Owner == e.identity) && ev.Target != e.identity {
+			if ev.Target != "" {
+				e.log.Info("LeadershipHandOverRequested", zap.String("to", ev.Target))
+			} else {
+				e.log.Info("LeadershipResignRequested")
+			}
 			ctx, cancel := context.WithTimeout(l.base, min(e.opts.RetryInterval, e.opts.Lease))
-			l.stepDown(ctx, "", nil, func(error) { cancel() })
+			// A hand-over names its successor (H4), as balancing does.
+			l.stepDown(ctx, ev.Target, nil, func(error) { cancel() })
 		}
 	case locking.EventSubscribed:
 		l.live = true

@@ -399,7 +399,24 @@ func (l *loop) release(ctx context.Context, lease locking.Lease, done func(error
 func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string, done func(error)) {
 	e := l.e
 	ctx, cancel := context.WithCancel(ctx)
+	// The notifications queued so far (the ended term's OnChange(false),
+	// a new leader's identity) reach their subscribers before the lease
+	// goes back, so no subscriber sees the successor lead before this
+	// instance's loss (E8, E11). A subscriber that does not return holds
+	// the release back for a RetryInterval at most, or until ctx ends.
+	delivered := e.notes.idle()
 	l.start(&call{op: opRelease, sent: time.Now(), lease: lease, done: done}, ctx, cancel, func(ctx context.Context, _ *outcome) error {
+		select {
+		case <-delivered:
+		default:
+			t := time.NewTimer(e.opts.RetryInterval)
+			select {
+			case <-delivered:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
 		var err error
 		if h, ok := lease.(locking.HandoverLease); ok && target != "" {
 			err = h.ReleaseTo(ctx, target)

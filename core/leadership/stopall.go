@@ -8,7 +8,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// StopAll stops many electors, as a process that leaves does (E8, B1):
+// StopAll stops many electors, as a process that leaves does (E8, B1,
+// H2; Process.Leave runs the same code over a process's roles):
 // first those that lead, in parallel, then the others, in parallel. The
 // leaders' releases wake their roles' successors before the candidates'
 // stops (ending subscriptions and loops) take the process's CPU and the
@@ -32,37 +33,42 @@ import (
 // every Stop, as in Stop. It returns once every elector has stopped, with
 // their errors joined. A nil elector is skipped.
 func StopAll(ctx context.Context, electors ...*Elector) error {
-	var leading, others []*Elector
+	return errors.Join(stopElectors(ctx, electors)...)
+}
+
+// stopElectors is StopAll, and the leave of a Process's roles without
+// work (H2): it returns each elector's error, in the order of electors.
+func stopElectors(ctx context.Context, electors []*Elector) []error {
+	var leading, others []int // indices into electors
 	for _, e := range electors {
 		if e != nil {
 			e.leaving.Store(true)
 		}
 	}
-	for _, e := range electors {
+	for i, e := range electors {
 		switch {
 		case e == nil:
 		case e.IsLeader():
-			leading = append(leading, e)
+			leading = append(leading, i)
 		default:
-			others = append(others, e)
+			others = append(others, i)
 		}
 	}
-	each(others, func(e *Elector) error { e.withdraw(ctx); return nil })
-	errs := each(leading, func(e *Elector) error { return e.Stop(ctx) })
-	errs = append(errs, each(others, func(e *Elector) error { return e.Stop(ctx) })...)
-	return errors.Join(errs...)
+	out := make([]error, len(electors))
+	each(others, func(i int) { electors[i].withdraw(ctx) })
+	each(leading, func(i int) { out[i] = electors[i].Stop(ctx) })
+	each(others, func(i int) { out[i] = electors[i].Stop(ctx) })
+	return out
 }
 
-// each calls fn for every elector of es, each on its own goroutine, and
-// returns their errors.
-func each(es []*Elector, fn func(*Elector) error) []error {
-	errs := make([]error, len(es))
+// each calls fn for every index of is, each on its own goroutine, and
+// waits for them.
+func each(is []int, fn func(int)) {
 	var wg sync.WaitGroup
-	for i, e := range es {
-		wg.Go(func() { errs[i] = fn(e) })
+	for _, i := range is {
+		wg.Go(func() { fn(i) })
 	}
 	wg.Wait()
-	return errs
 }
 
 // withdraw deregisters a started elector from its role's participants

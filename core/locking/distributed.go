@@ -299,7 +299,7 @@ func (l *DistributedLock) Subscribe(key string, fn func(Event)) (func(), error) 
 	if l.events == nil {
 		return nil, fmt.Errorf("locking: subscribe %q: %w", key, ErrNotSupported)
 	}
-	stop, err := l.events.Subscribe(pkey, fn)
+	stop, err := l.events.Subscribe(pkey, decodeHandOver(fn))
 	if err != nil {
 		return nil, fmt.Errorf("locking: subscribe %q: %w", key, err)
 	}

@@ -47,6 +47,39 @@ func (l *DistributedLock) RequestResign(ctx context.Context, key, owner string) 
 	return nil
 }
 
+// handOverSep separates the holder from the successor in a hand-over
+// request's owner field: identities hold no control character, so the
+// two parts are told apart whatever the provider's transport, and a
+// holder that does not know hand-overs sees an owner that is not its own
+// and ignores the request.
+const handOverSep = "\x1f"
+
+// RequestHandOver asks owner, key's holder, to step down and hand key to
+// target, a participant (H4): it publishes an EventResign whose Target is
+// target to key's subscribers, through the provider's resign requests.
+// Stepping down is up to the holder; nothing is deleted. It fails as
+// RequestResign does (ErrNotSupported without resign requests), and for
+// an empty owner or target.
+func (l *DistributedLock) RequestHandOver(ctx context.Context, key, owner, target string) error {
+	if owner == "" || target == "" || strings.Contains(owner, handOverSep) || strings.Contains(target, handOverSep) {
+		return fmt.Errorf("locking: hand over %q from %q to %q: owner and target must be nonempty identities", key, owner, target)
+	}
+	return l.RequestResign(ctx, key, owner+handOverSep+target)
+}
+
+// decodeHandOver returns fn receiving a hand-over request's holder in
+// Owner and its successor in Target (see RequestHandOver).
+func decodeHandOver(fn func(Event)) func(Event) {
+	return func(ev Event) {
+		if ev.Kind == EventResign {
+			if owner, target, ok := strings.Cut(ev.Owner, handOverSep); ok {
+				ev.Owner, ev.Target = owner, target
+			}
+		}
+		fn(ev)
+	}
+}
+
 // Participants implements ParticipantRegistry: the owners that acquired or
 // extended key (TryAcquireAs, Extend) within two leases and did not
 // deregister, oldest first, read in one round trip (with the leader marked

@@ -130,6 +130,9 @@ type Event struct {
 	// Remaining is the extended lease's time to live from the extension
 	// (EventExtended); 0 otherwise.
 	Remaining time.Duration
+	// Target is the participant a resign request asks Owner to hand the
+	// key to (EventResign from RequestHandOver, H4); "" for any.
+	Target string
 }
 
 // Participant is one registered contender for a key (P1).

@@ -56,8 +56,7 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		fx.Provide(newMetrics),
 		lockingfx.Module,
 		backends,
-		leadershipfx.Role(roleBilling),
-		leadershipfx.Role(roleInventory),
+		leadershipfx.Module, // *Roles and *Health
 		schedulingfx.Module,
 		schedulingfx.JobFunc(roleBilling, newInvoicesJob),
 		fx.Provide(newInventory),
@@ -67,10 +66,12 @@ func graph(s settings, log *zap.Logger) fx.Option {
 		fx.Supply(dashboardfx.Settings{Title: "HostLoom example", Credential: s.getenv(dashboardCredentialEnv)}),
 		fx.Provide(newHTTPServer),
 		fx.Invoke(logStartup, func(*inventory, *httpServer) {}),
-		// Last: the roles start contending after every OnStart hook above
-		// succeeded (a busy HTTP port fails the start before any election),
-		// and stop first, in parallel, at shutdown.
-		leadershipfx.Module,
+		// Last: each role starts from its own hook, in fx's order, so the
+		// roles contend after every OnStart hook above succeeded (a busy
+		// HTTP port fails the start before any election); at shutdown they
+		// leave first, all at once.
+		leadershipfx.Role(roleBilling),
+		leadershipfx.Role(roleInventory),
 	)
 }
 

@@ -21,7 +21,7 @@ import (
 const rulesDoc = "docs/rules.md"
 
 // families are the rule families' letters.
-const families = "LKTECSFGPBOAQDWXN"
+const families = "LKTECSFGPBOAQDHWXN"
 
 // idRE matches a candidate rule id: a family letter and a number, standing
 // alone as a word.

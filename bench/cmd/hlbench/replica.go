@@ -3,7 +3,8 @@ package main
 // The replica process of the scale section: hlbench re-executes itself
 // with the hidden first argument replicaCmd. A replica runs one elector per
 // role over its own Redis client, all with one identity (its name) and, with
-// -balance, one BalanceGroup, as one production process would. It reports
+// -balance, one balance group: one leadership.Process, as a production process
+// (an fx app through leadershipfx) has. It reports
 // on stdout as JSON lines (replicaMsg) and reads commands from stdin, one a
 // line: "mem" reports its memory; "stop" or the end of stdin (the parent
 // exited) stops every elector gracefully and exits.
@@ -72,7 +73,7 @@ func runReplica(args []string) int {
 	addr := fs.String("addr", "", "redis-server address")
 	ns := fs.String("ns", "", "lock namespace")
 	roles := fs.Int("roles", 0, "number of roles")
-	balance := fs.Bool("balance", false, "electors balance through one BalanceGroup")
+	balance := fs.Bool("balance", false, "electors balance through their process's balance group")
 	lease := fs.Duration("lease", leadership.DefaultLease, "Options.Lease")
 	renew := fs.Duration("renew", leadership.DefaultRenewInterval, "Options.RenewInterval")
 	retry := fs.Duration("retry", leadership.DefaultRetryInterval, "Options.RetryInterval")
@@ -134,23 +135,24 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 	}
 	base := memNow()
 
-	opts := []leadership.Option{leadership.WithIdentity(name)}
-	if o.Balance {
-		var glog *zap.Logger // nil: no logs
-		if os.Getenv("HLBENCH_BALANCE_LOG") != "" {
-			// For diagnosing a run by hand: the balance group's decisions
-			// (handovers, takers gone) on stderr, at Debug.
-			c := zap.NewDevelopmentConfig()
-			c.OutputPaths = []string{"stderr"}
-			if l, err := c.Build(); err == nil {
-				glog = l
-			}
+	// One process, as a production app has (leadershipfx wraps one too):
+	// its identity, its balance group, its leave.
+	po := leadership.ProcessOptions{Identity: name, Balance: o.Balance}
+	if o.Balance && os.Getenv("HLBENCH_BALANCE_LOG") != "" {
+		// For diagnosing a run by hand: the balance group's decisions
+		// (handovers, takers gone) on stderr, at Debug.
+		c := zap.NewDevelopmentConfig()
+		c.OutputPaths = []string{"stderr"}
+		if l, err := c.Build(); err == nil {
+			po.Logger = l
 		}
-		opts = append(opts, leadership.WithBalanceGroup(leadership.NewBalanceGroup(glog)))
 	}
-	electors := make([]*leadership.Elector, 0, roles)
+	proc, err := leadership.NewProcess(lock, po)
+	if err != nil {
+		return err
+	}
 	for r := range roles {
-		e, err := leadership.NewElector(fmt.Sprintf("role-%04d", r), lock, o, opts...)
+		e, err := proc.Elector(fmt.Sprintf("role-%04d", r), o)
 		if err != nil {
 			return err
 		}
@@ -175,21 +177,13 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 				}
 			}
 		})
-		electors = append(electors, e)
 	}
 	emit(replicaMsg{Type: "starting", Name: name, At: time.Now().UnixNano()})
-	var startErr error
-	started := electors[:0:0]
-	for _, e := range electors {
-		if startErr = e.Start(context.Background()); startErr != nil {
-			break
-		}
-		started = append(started, e)
-	}
-	// StopAll stops the electors on a goroutine each, as leadershipfx
-	// stops a process's roles, the leading ones first: the releases and
-	// deregistrations of electors that share the lock client go out
-	// together.
+	startErr := proc.Start(context.Background())
+	// The process's leave, as an fx app's (leadershipfx leaves through
+	// it): the leading roles hand over first, on a goroutine each, so the
+	// releases and deregistrations of electors that share the lock client
+	// go out together.
 	stopAll := func() {
 		if dir := os.Getenv("HLBENCH_PPROF_DIR"); dir != "" {
 			// The leaver exits when its electors have stopped: its stop
@@ -199,7 +193,7 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), o.Lease)
 		defer cancel()
-		_ = leadership.StopAll(ctx, started...) // an unreleased lease expires on its own
+		_ = proc.Leave(ctx) // an unreleased lease expires on its own
 	}
 	if startErr != nil {
 		stopAll()
