@@ -128,6 +128,9 @@ func (l *loop) event(ev locking.Event) {
 	case locking.EventSubscribed:
 		l.live = true
 		l.subscriptions++
+		if l.subscriptions == 1 {
+			l.e.log.Debug("LeadershipSubscriptionLive")
+		}
 		if l.subscriptions > 1 && l.lease != nil {
 			// The link dropped and came back: the server may have
 			// restarted without its data, and an acquisition announced

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/testing/redistest"
 )
@@ -21,10 +23,13 @@ func TestElector_H4_HandOverOverRedis(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	es := map[string]*leadership.Elector{}
 	var op *redisNode
+	logs := map[string]*observer.ObservedLogs{}
 	for _, n := range names {
 		node := newRedisNode(t, srv)
 		op = node
-		e := mustElector(t, "billing", node.lock, o, leadership.WithIdentity(n))
+		log, observed := observed()
+		logs[n] = observed
+		e := mustElector(t, "billing", node.lock, o, leadership.WithIdentity(n), leadership.WithLogger(log))
 		es[n] = e
 		t.Cleanup(func() { _ = e.Stop(context.Background()) })
 	}
@@ -49,6 +54,20 @@ func TestElector_H4_HandOverOverRedis(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("participants %v", ps)
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// And their notification subscriptions live: the name of the
+	// successor travels in the release's notification. A candidate whose
+	// subscription comes up after it makes one immediate try without
+	// knowing the name, so b could take the role before c (seen once in
+	// CI, on a busy machine).
+	for _, n := range []string{"b", "c"} {
+		for logs[n].FilterMessage("LeadershipSubscriptionLive").Len() == 0 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s's subscription never came up", n)
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 	var bLed atomic.Bool
