@@ -157,3 +157,42 @@ func TestRun_FailsOnBrokenProviders(t *testing.T) {
 		})
 	}
 }
+
+// inspectOnly is memlock with the required methods and an inspection that
+// keeps no participants: a provider documenting that it has none.
+type inspectOnly struct{ mem *memlock.Provider }
+
+func (p inspectOnly) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	return p.mem.Acquire(ctx, r)
+}
+
+func (p inspectOnly) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+	return p.mem.Extend(ctx, r)
+}
+
+func (p inspectOnly) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
+	return p.mem.Release(ctx, r)
+}
+
+func (p inspectOnly) Inspect(ctx context.Context, key string) (locking.ProviderKeyState, error) {
+	st, err := p.mem.Inspect(ctx, key)
+	st.Participants = nil
+	return st, err
+}
+
+func (p inspectOnly) Keys(ctx context.Context, prefix string) ([]string, error) {
+	return p.mem.Keys(ctx, prefix)
+}
+
+// TestRun_O1_InspectWithoutParticipants: a provider that inspects holders
+// and fences but keeps no participants passes the suite; the inspection
+// check asks for participants only from a lock that reports them.
+func TestRun_O1_InspectWithoutParticipants(t *testing.T) {
+	lockingtest.Run(t, lockingtest.Config{
+		Synctest: true,
+		New: func(*testing.T) lockingtest.Backend {
+			mem := memlock.New()
+			return backend{mem: mem, p: inspectOnly{mem}}
+		},
+	})
+}
