@@ -53,6 +53,7 @@ type config struct {
 	scaleTimeout    time.Duration
 	scaleJoins      int  // joins of the last replica (a leave between two)
 	scaleCompare    bool // also measure the fleet without Balance
+	scaleFx         bool // replicas are fx apps (leadershipfx)
 }
 
 func fullConfig() config {
@@ -80,6 +81,7 @@ func shortConfig() config {
 // overrides are the command line's sizes; zero values keep the config's.
 type sizeFlags struct {
 	scaleRoles, scaleReplicas int
+	scaleFx                   bool
 	steadyRoles               string
 }
 
@@ -96,6 +98,7 @@ func (o *sizeFlags) apply(cfg *config) error {
 	if o.scaleReplicas > 0 {
 		cfg.scaleReplicas = o.scaleReplicas
 	}
+	cfg.scaleFx = o.scaleFx
 	if o.steadyRoles != "" {
 		cfg.steadyRoles = nil
 		for _, f := range strings.Split(o.steadyRoles, ",") {
@@ -126,6 +129,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated sections to run (locks,refused,handover,failover,steady,memory,channel,scale); default all")
 	flag.IntVar(&overrides.scaleRoles, "scale-roles", 0, "roles of the scale section (0: 1000, 50 with -short); e.g. 100000 for the large run")
 	flag.IntVar(&overrides.scaleReplicas, "scale-replicas", 0, "replica processes of the scale section (0: 5, 3 with -short)")
+	flag.BoolVar(&overrides.scaleFx, "scale-fx", false, "replicas of the scale section are fx apps whose roles are leadershipfx's (the leave is the app's Stop)")
 	flag.StringVar(&overrides.steadyRoles, "steady-roles", "", "comma-separated role counts of the steady section (default 100,1000; 10,50 with -short)")
 	flag.Parse()
 	if err := run(*short, *out, *server, *only); err != nil {

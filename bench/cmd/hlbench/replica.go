@@ -64,6 +64,13 @@ type replicaMsg struct {
 	BaseHeap       int64 `json:"base_heap,omitempty"`
 	BaseStack      int64 `json:"base_stack,omitempty"`
 	BaseGoroutines int   `json:"base_goroutines,omitempty"`
+
+	// status and mem: the highest instant so far, sampled every 5 ms
+	// without forcing a GC (runtime/metrics): goroutine stacks and their
+	// count exactly, the heap as live at the latest GC.
+	PeakStack      int64 `json:"peak_stack,omitempty"`
+	PeakHeap       int64 `json:"peak_heap,omitempty"`
+	PeakGoroutines int   `json:"peak_goroutines,omitempty"`
 }
 
 // runReplica is the replica's main; it returns the exit code.
@@ -77,6 +84,7 @@ func runReplica(args []string) int {
 	lease := fs.Duration("lease", leadership.DefaultLease, "Options.Lease")
 	renew := fs.Duration("renew", leadership.DefaultRenewInterval, "Options.RenewInterval")
 	retry := fs.Duration("retry", leadership.DefaultRetryInterval, "Options.RetryInterval")
+	withFx := fs.Bool("fx", false, "run the roles in an fx app through leadershipfx (one Role, the rest with leadershipfx.New), as a service does")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -94,7 +102,7 @@ func runReplica(args []string) int {
 			return 1
 		}
 	}
-	if err := serveReplica(*name, *addr, *ns, *roles, o, os.Stdin, os.Stdout); err != nil {
+	if err := serveReplica(*name, *addr, *ns, *roles, *withFx, o, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s %s: %v\n", replicaCmd, *name, err)
 		return 1
 	}
@@ -105,16 +113,42 @@ func runReplica(args []string) int {
 type replicaState struct {
 	acquired, lost, lastChange, writes atomic.Int64
 	resigned, refused, expired         atomic.Int64
+	peak                               peakMem
 }
 
 func (s *replicaState) status(name string) replicaMsg {
 	acq, lost := s.acquired.Load(), s.lost.Load()
-	return replicaMsg{Type: "status", Name: name, At: time.Now().UnixNano(), Leads: acq - lost, Acquired: acq, Lost: lost,
+	m := replicaMsg{Type: "status", Name: name, At: time.Now().UnixNano(), Leads: acq - lost, Acquired: acq, Lost: lost,
 		LastChange: s.lastChange.Load(), Writes: s.writes.Load(), CPU: cpuSeconds(),
 		Resigned: s.resigned.Load(), Refused: s.refused.Load(), Expired: s.expired.Load()}
+	s.peak.fill(&m)
+	return m
 }
 
-func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.Reader, out io.Writer) error {
+// onChange counts one transition of a replica's elector.
+func (s *replicaState) onChange(ch leadership.Change) {
+	if ch.IsLeader {
+		s.acquired.Add(1)
+	} else {
+		s.lost.Add(1)
+	}
+	switch ch.Reason {
+	case leadership.Resigned:
+		s.resigned.Add(1)
+	case leadership.Refused:
+		s.refused.Add(1)
+	case leadership.Expired:
+		s.expired.Add(1)
+	}
+	for at := ch.At.UnixNano(); ; {
+		prev := s.lastChange.Load()
+		if at <= prev || s.lastChange.CompareAndSwap(prev, at) {
+			break
+		}
+	}
+}
+
+func serveReplica(name, addr, ns string, roles int, withFx bool, o leadership.Options, in io.Reader, out io.Writer) error {
 	var outMu sync.Mutex
 	enc := json.NewEncoder(out)
 	emit := func(m replicaMsg) {
@@ -135,51 +169,31 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 	}
 	base := memNow()
 
-	// One process, as a production app has (leadershipfx wraps one too):
-	// its identity, its balance group, its leave.
-	po := leadership.ProcessOptions{Identity: name, Balance: o.Balance}
+	// One process, as a production app has: its identity, its balance
+	// group, its leave; with -fx, the process of an fx app's leadershipfx
+	// roles.
+	var logger *zap.Logger
 	if o.Balance && os.Getenv("HLBENCH_BALANCE_LOG") != "" {
 		// For diagnosing a run by hand: the balance group's decisions
 		// (handovers, takers gone) on stderr, at Debug.
 		c := zap.NewDevelopmentConfig()
 		c.OutputPaths = []string{"stderr"}
 		if l, err := c.Build(); err == nil {
-			po.Logger = l
+			logger = l
 		}
 	}
-	proc, err := leadership.NewProcess(lock, po)
+	stopPeak := st.peak.sample(5 * time.Millisecond)
+	defer stopPeak()
+	newHost := newProcessHost
+	if withFx {
+		newHost = newFxHost
+	}
+	host, err := newHost(lock, name, roles, o, logger, st.onChange)
 	if err != nil {
 		return err
 	}
-	for r := range roles {
-		e, err := proc.Elector(fmt.Sprintf("role-%04d", r), o)
-		if err != nil {
-			return err
-		}
-		e.OnChange(func(ch leadership.Change) {
-			if ch.IsLeader {
-				st.acquired.Add(1)
-			} else {
-				st.lost.Add(1)
-			}
-			switch ch.Reason {
-			case leadership.Resigned:
-				st.resigned.Add(1)
-			case leadership.Refused:
-				st.refused.Add(1)
-			case leadership.Expired:
-				st.expired.Add(1)
-			}
-			for at := ch.At.UnixNano(); ; {
-				prev := st.lastChange.Load()
-				if at <= prev || st.lastChange.CompareAndSwap(prev, at) {
-					break
-				}
-			}
-		})
-	}
 	emit(replicaMsg{Type: "starting", Name: name, At: time.Now().UnixNano()})
-	startErr := proc.Start(context.Background())
+	startErr := host.start(context.Background())
 	// The process's leave, as an fx app's (leadershipfx leaves through
 	// it): the leading roles hand over first, on a goroutine each, so the
 	// releases and deregistrations of electors that share the lock client
@@ -193,7 +207,7 @@ func serveReplica(name, addr, ns string, roles int, o leadership.Options, in io.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), o.Lease)
 		defer cancel()
-		_ = proc.Leave(ctx) // an unreleased lease expires on its own
+		_ = host.leave(ctx) // an unreleased lease expires on its own
 	}
 	if startErr != nil {
 		stopAll()
@@ -230,7 +244,8 @@ commands:
 			m := memNow()
 			emit(replicaMsg{Type: "mem", Name: name, At: time.Now().UnixNano(),
 				HeapBytes: m.heap, StackBytes: m.stack, Goroutines: m.goroutines,
-				BaseHeap: base.heap, BaseStack: base.stack, BaseGoroutines: base.goroutines})
+				BaseHeap: base.heap, BaseStack: base.stack, BaseGoroutines: base.goroutines,
+				PeakStack: st.status(name).PeakStack, PeakHeap: st.status(name).PeakHeap, PeakGoroutines: st.status(name).PeakGoroutines})
 		case "stop":
 			break commands
 		}

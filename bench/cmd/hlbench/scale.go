@@ -99,7 +99,7 @@ func runScale(ctx context.Context, cfg config, addr string, admin *redis.Client)
 	quiet := 2*s.Retry + 500*time.Millisecond
 	stamp := time.Now().UnixNano()
 
-	f := &scaleFleet{bin: bin, addr: addr, ns: fmt.Sprintf("scale-b-%d", stamp), roles: roles, s: s, balance: true}
+	f := &scaleFleet{bin: bin, addr: addr, ns: fmt.Sprintf("scale-b-%d", stamp), roles: roles, s: s, balance: true, fx: cfg.scaleFx}
 	defer f.close()
 	// 1. n−1 replicas start together.
 	for i := 1; i < n; i++ {
@@ -149,8 +149,9 @@ func runScale(ctx context.Context, cfg config, addr string, admin *redis.Client)
 		return res, err
 	}
 	for _, m := range res.Mem {
-		logf("scale memory %s: heap %.1f MB, stacks %.1f MB = %.1f MB (%.0f B per elector, client included), %d goroutines; before the electors %.1f MB, %d goroutines",
-			m.Name, mb(m.HeapBytes), mb(m.StackBytes), mb(m.HeapBytes+m.StackBytes), perElector(m, roles), m.Goroutines, mb(m.BaseHeap+m.BaseStack), m.BaseGoroutines)
+		logf("scale memory %s: heap %.1f MB, stacks %.1f MB = %.1f MB (%.0f B per elector, client included), %d goroutines; before the electors %.1f MB, %d goroutines; peak so far %.0f B per elector, %d goroutines",
+			m.Name, mb(m.HeapBytes), mb(m.StackBytes), mb(m.HeapBytes+m.StackBytes), perElector(m, roles), m.Goroutines, mb(m.BaseHeap+m.BaseStack), m.BaseGoroutines,
+			peakPerElector(m, roles), m.PeakGoroutines)
 	}
 	if err := f.close(); err != nil {
 		return res, err
@@ -160,7 +161,7 @@ func runScale(ctx context.Context, cfg config, addr string, admin *redis.Client)
 	if !cfg.scaleCompare {
 		return res, nil
 	}
-	u := &scaleFleet{bin: bin, addr: addr, ns: fmt.Sprintf("scale-u-%d", stamp), roles: roles, s: s}
+	u := &scaleFleet{bin: bin, addr: addr, ns: fmt.Sprintf("scale-u-%d", stamp), roles: roles, s: s, fx: cfg.scaleFx}
 	defer u.close()
 	for i := 1; i <= n; i++ {
 		if _, err := u.spawn(fmt.Sprintf("replica-%d", i)); err != nil {
@@ -255,6 +256,11 @@ func (f *scaleFleet) leave(p *replicaProc, timeout, quiet time.Duration) (scaleM
 		m.Stopped = time.Duration(p.stopped - t0.UnixNano())
 	}
 	p.mu.Unlock()
+	p.mu.Lock()
+	last := p.status
+	p.mu.Unlock()
+	logf("scale leave of %s: its peak memory until it exited: heap live %.1f MB + stacks %.1f MB (%.0f B per elector), %d goroutines",
+		p.name, mb(last.PeakHeap), mb(last.PeakStack), peakPerElector(last, f.roles), last.PeakGoroutines)
 	m.AllLed = f.allLedAfter(t0.UnixNano())
 	m.Unled, m.Reled = f.dipAfter(t0.UnixNano() + int64(m.AllLed))
 	lostSince := func(f func(replicaMsg) int64) int64 { return sum(after, f) - sum(st, f) }
@@ -372,6 +378,12 @@ func perElector(m replicaMsg, roles int) float64 {
 	return float64(m.HeapBytes+m.StackBytes) / float64(roles)
 }
 
+// peakPerElector is the replica's highest sampled heap + stacks per
+// elector, counted as perElector counts.
+func peakPerElector(m replicaMsg, roles int) float64 {
+	return float64(m.PeakHeap+m.PeakStack) / float64(roles)
+}
+
 func sum(st []replicaMsg, f func(replicaMsg) int64) int64 {
 	var n int64
 	for _, m := range st {
@@ -416,6 +428,7 @@ type replicaProc struct {
 type scaleFleet struct {
 	bin, addr, ns string
 	roles         int
+	fx            bool // replicas are fx apps (-fx)
 	s             settings
 	balance       bool
 	procs         []*replicaProc
@@ -426,7 +439,7 @@ type scaleFleet struct {
 func (f *scaleFleet) spawn(name string) (*replicaProc, error) {
 	cmd := exec.Command(f.bin, replicaCmd, "-name", name, "-addr", f.addr, "-ns", f.ns,
 		"-roles", fmt.Sprint(f.roles), fmt.Sprintf("-balance=%t", f.balance),
-		"-lease", f.s.Lease.String(), "-renew", f.s.Renew.String(), "-retry", f.s.Retry.String())
+		"-lease", f.s.Lease.String(), "-renew", f.s.Renew.String(), "-retry", f.s.Retry.String(), fmt.Sprintf("-fx=%t", f.fx))
 	cmd.SysProcAttr = childAttr() // dies with the parent, where the OS allows
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -755,11 +768,12 @@ func (r *report) scaleSection(p func(string, ...any)) {
 			x.name, x.l.PerRole, x.l.CmdsPerSec, fmtCmds(x.l.PerCommand), x.l.ReqPerRole, x.l.ReqPerSec, x.l.RedisCPU, x.l.ClientCPU, x.l.Acquired, x.l.Window.Round(100*time.Millisecond), x.l.Leads, extra)
 	}
 	for _, m := range sc.Mem {
-		p("| memory of %s (%d electors) | heap %.1f MB + stacks %.1f MB = **%.1f MB** (%.0f B per elector, the Redis client included), %d goroutines; before the electors were built: %.1f MB, %d goroutines |",
-			m.Name, sc.Roles, mb(m.HeapBytes), mb(m.StackBytes), mb(m.HeapBytes+m.StackBytes), perElector(m, sc.Roles), m.Goroutines, mb(m.BaseHeap+m.BaseStack), m.BaseGoroutines)
+		p("| memory of %s (%d electors) | heap %.1f MB + stacks %.1f MB = **%.1f MB** (%.0f B per elector, the Redis client included), %d goroutines; before the electors were built: %.1f MB, %d goroutines; peak since its start: %.0f B per elector, %d goroutines |",
+			m.Name, sc.Roles, mb(m.HeapBytes), mb(m.StackBytes), mb(m.HeapBytes+m.StackBytes), perElector(m, sc.Roles), m.Goroutines, mb(m.BaseHeap+m.BaseStack), m.BaseGoroutines,
+			peakPerElector(m, sc.Roles), m.PeakGoroutines)
 	}
 	p("")
-	p("Commands are `INFO commandstats` deltas over the window (every command a script runs counted as well as the EVALSHA; the harness's INFO excluded) divided by the roles; requests are writes on the replicas' connections, each replica's count over its own status timestamps. With Balance every replica's group also reads each role's participants once per RetryInterval (one round trip per role per round). The load is measured %s after convergence. Memory: `HeapAlloc` + `StackInuse` after two GCs, reported by the replica itself.", r.cfg.scaleWarm)
+	p("Commands are `INFO commandstats` deltas over the window (every command a script runs counted as well as the EVALSHA; the harness's INFO excluded) divided by the roles; requests are writes on the replicas' connections, each replica's count over its own status timestamps. With Balance every replica's group also reads each role's participants once per RetryInterval (one round trip per role per round). The load is measured %s after convergence. Memory: `HeapAlloc` + `StackInuse` after two GCs, reported by the replica itself; the peak is the highest sample (every 5 ms, no GC forced) of the heap live at the latest GC plus the goroutine stacks, per elector as the figure before it (the Redis client included).", r.cfg.scaleWarm)
 	p("")
 }
 
