@@ -65,6 +65,10 @@ type Fault struct {
 	// Unavailable marks faults during which nobody can lead (the backend is
 	// down); leaderless time is measured from Heal for them.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Member marks faults of a member of a consensus cluster (etcd): the
+	// backend commits every write to a majority and keeps its leases
+	// across them, so any overlap they leave breaks the guarantee.
+	Member bool `json:"member,omitempty"`
 	// Delay is the per-chunk delay of a delay fault.
 	Delay  time.Duration `json:"delay,omitempty"`
 	Detail string        `json:"detail,omitempty"`
