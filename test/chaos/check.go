@@ -36,6 +36,11 @@ type Limits struct {
 	// A last slice that ran longer is evidence that the process stalled
 	// (StalledWindows); zero turns that classification off.
 	Slice time.Duration
+	// ExpiryLag is how long after a lease expires the backend may take to
+	// end it: etcd ends expired leases on a 500 ms tick (EtcdExpiryLag),
+	// the other backends at once (zero). It is added to the recovery
+	// bound.
+	ExpiryLag time.Duration
 }
 
 // DefaultExpiryRace is Redlock's clock drift allowance for a lease:
@@ -45,9 +50,9 @@ func DefaultExpiryRace(lease time.Duration) time.Duration {
 }
 
 // RecoveryBound is the longest a role may stay leaderless after a fault
-// heals: Lease + RetryInterval + Slack.
+// heals: Lease + RetryInterval + Slack + ExpiryLag.
 func (l Limits) RecoveryBound() time.Duration {
-	return l.Lease + l.RetryInterval + l.slack()
+	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag
 }
 
 func (l Limits) slack() time.Duration {
@@ -408,7 +413,7 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
 	r.effectSummary(&b)
-	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v; %v plus the delay after a delayed link)\n",
+	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v; %v plus the delay after a delayed link or the extension after a consensus leader change)\n",
 		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, max(r.MaxCountedGap.Bound, r.Limits.RecoveryBound()), r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
 	if p := r.Problems(); len(p) > 0 {
@@ -712,16 +717,21 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 		}
 		gap := Gap{Role: role, From: time.Unix(0, g.from), To: time.Unix(0, g.to)}
 		counted := g.from
+		var extended time.Duration
 		for _, f := range h.Faults {
 			if f.Unavailable && f.Start.UnixNano() < g.to && f.Heal.UnixNano() > counted {
 				counted = f.Heal.UnixNano()
 				gap.Cause = fmt.Sprintf(", from the heal of fault #%d %s", f.Seq, f.Kind)
+				extended = f.Extended
+				if extended > 0 {
+					gap.Cause += fmt.Sprintf(" (leases extended by up to %v)", extended)
+				}
 			}
 		}
 		gap.Counted = time.Duration(max(0, g.to-counted))
 		cause, delay := previousLeaderFault(recs, g.from, h.Faults)
 		gap.Cause += cause
-		gap.Bound = lim.RecoveryBound() + delay
+		gap.Bound = lim.RecoveryBound() + delay + extended
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}

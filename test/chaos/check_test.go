@@ -588,3 +588,46 @@ func slicesIndex(cs []Category, c Category) int {
 	}
 	return -1
 }
+
+func TestCheck_N5_ExpiryLagWidensTheRecoveryBound(t *testing.T) {
+	// 1.7 s leaderless after a crash: beyond 1s+250ms+100ms, within it
+	// plus etcd's 500 ms expiry tick.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2700, 3000))
+	if r := Check(h, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.7s leaderless without an expiry lag: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+	lim := testLimits
+	lim.ExpiryLag = EtcdExpiryLag
+	if got, want := lim.RecoveryBound(), 1850*time.Millisecond; got != want {
+		t.Fatalf("RecoveryBound = %v, want %v", got, want)
+	}
+	if r := Check(h, lim); !r.OK() {
+		t.Fatalf("1.7s leaderless with a 500ms expiry lag failed:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_N5_LeaseExtensionAfterLeaderChangeWidensTheBound(t *testing.T) {
+	// The etcd leader is killed at 500 and healed at 1000; every lease was
+	// extended by 1.5 s, so the role may stay leaderless until 1000 +
+	// 1.35 s + 1.5 s, and no longer.
+	f := memberFault(FaultEtcdLeaderKill, 500, 1000)
+	h := history(cont("r0.1", "a", 1, 0, 600), cont("r1.1", "a", 1, 3500, 4000))
+	h.To = at(4000)
+	h.Faults = []Fault{f}
+	if r := Check(h, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("2.5s counted after the heal without an extension: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+	h.Faults[0].Extended = 1500 * time.Millisecond
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("2.5s counted after a heal that extended leases by 1.5s failed:\n%s", r.Summary())
+	}
+	if !strings.Contains(r.MaxCountedGap.Cause, "leases extended by up to 1.5s") {
+		t.Errorf("gap cause %q does not name the extension", r.MaxCountedGap.Cause)
+	}
+	late := history(cont("r0.1", "a", 1, 0, 600), cont("r1.1", "a", 1, 3900, 4000))
+	late.To, late.Faults = at(4000), h.Faults
+	if r := Check(late, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("2.9s counted after the heal passed a bound of 2.85s: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+}

@@ -42,6 +42,23 @@ const (
 	FaultEtcdRestart FaultKind = "etcd-restart"
 )
 
+// EtcdExpiryLag is how late etcd may end an expired lease: its lessor
+// revokes expired leases on a 500 ms tick. A role whose holder died is
+// free up to that long after the lease ran out (Limits.ExpiryLag).
+const EtcdExpiryLag = 500 * time.Millisecond
+
+// etcdElectionTimeout is the members' election timeout (etcdtest's
+// default): a new raft leader restarts every lease's TTL plus it.
+const etcdElectionTimeout = 500 * time.Millisecond
+
+// promoteExtension is Fault.Extended for a fault that can elect a new raft
+// leader: every lease's TTL (the lease in whole seconds, rounded up, as
+// etcdlock grants it) plus the election timeout.
+func (r *run) promoteExtension() time.Duration {
+	ttl := (r.cfg.Lease + time.Second - 1).Truncate(time.Second)
+	return ttl + etcdElectionTimeout
+}
+
 // EtcdFaults are the fault kinds of a run over etcd: the member faults,
 // the replica faults and the link faults through each replica's proxies.
 var EtcdFaults = []FaultKind{
@@ -169,7 +186,11 @@ func (r *run) etcdFault(ctx context.Context, f *Fault) error {
 			return err
 		}
 		d := r.longerThanLease()
-		f.Detail = fmt.Sprintf("member %s%s paused %v", m.Name(), r.leaderNote(ctx, m), d.Round(time.Millisecond))
+		note := r.leaderNote(ctx, m)
+		if note != "" {
+			f.Extended = r.promoteExtension()
+		}
+		f.Detail = fmt.Sprintf("member %s%s paused %v", m.Name(), note, d.Round(time.Millisecond))
 		f.Start = time.Now()
 		if err = m.Pause(); err != nil {
 			return err
@@ -182,7 +203,11 @@ func (r *run) etcdFault(ctx context.Context, f *Fault) error {
 			return err
 		}
 		d := r.longerThanLease()
-		f.Detail = fmt.Sprintf("member %s%s cut off %v", m.Name(), r.leaderNote(ctx, m), d.Round(time.Millisecond))
+		note := r.leaderNote(ctx, m)
+		if note != "" {
+			f.Extended = r.promoteExtension()
+		}
+		f.Detail = fmt.Sprintf("member %s%s cut off %v", m.Name(), note, d.Round(time.Millisecond))
 		f.Start = time.Now()
 		if err = m.Isolate(); err != nil {
 			return err
@@ -197,12 +222,14 @@ func (r *run) etcdFault(ctx context.Context, f *Fault) error {
 			return lerr
 		}
 		f.Detail = "leader " + m.Name()
+		f.Extended = r.promoteExtension()
 		f.Start = time.Now()
 		m.Kill()
 		sleep(ctx, r.cfg.Limits().RecoveryBound())
 		err = m.Restart()
 	case FaultEtcdRestart:
 		f.Detail = "every member killed and started again"
+		f.Extended = r.promoteExtension()
 		f.Start = time.Now()
 		var wg sync.WaitGroup
 		for _, m := range c.Members() {

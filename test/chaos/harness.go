@@ -130,7 +130,11 @@ func (c Config) Limits() Limits {
 	case race < 0:
 		race = 0
 	}
-	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
+	lim := Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
+	if c.Etcd {
+		lim.ExpiryLag = EtcdExpiryLag
+	}
+	return lim
 }
 
 // run is the state of one run.
