@@ -7,18 +7,36 @@
 //     start of the leader's Stop to the successor's leadership; for
 //     concurrency.Election, from the start of the leader's Resign to the
 //     return of the waiting candidate's Campaign; p50/p99;
+//   - takeover after the leader's process dies without releasing (its
+//     client closed: no release, no more renewals): from the death to the
+//     successor's leadership (HostLoom) or to the waiting Campaign's
+//     return (concurrency.Election); p50/p99. Expected about the lease
+//     plus one RetryInterval;
+//   - server work with N roles held steadily (-steady-roles, 100 and 1000
+//     by default) by one process at the same lease: requests per role per
+//     second (counted on the client by gRPC interceptors: unary calls and
+//     messages sent on streams, keep-alives included) and raft writes per
+//     role per second (the delta of the leader's
+//     etcd_server_proposals_committed_total from /metrics). HostLoom: one
+//     elector per role over one lock (renewing every 250 ms);
+//     concurrency.Election: one election per role over one session, as
+//     its documentation shows (the session's lease is kept alive by its
+//     client every third of the TTL, for every role at once);
 //   - acquire + release of an uncontended key through etcdlock: p50/p99.
 //
 // Both sides use one-second leases (the shortest the cluster grants; its
 // election timeout is 500 ms) and a client of their own per candidate.
 // Client and servers share the machine: compare the columns of one run,
-// not runs of different machines.
+// not runs of different machines. Requests and raft writes are counts,
+// the same on a busy machine; the times are meaningful only when the run
+// had the machine to itself.
 //
-//	cd bench/etcd && go run . [-short] [-n 50] [-members 3]
+//	cd bench/etcd && go run . [-short] [-n 50] [-members 1|3] [-steady-roles 100,1000] [-steady-window 10s]
 //
-// -short runs every measure a few times, to check the harness (CI). It
-// exits non-zero when the harness fails (the cluster does not start, a
-// leader never appears).
+// It prints Markdown tables. -short runs every measure a few times, with
+// 10 and 50 roles for two seconds, to check the harness (CI). It exits
+// non-zero when the harness fails (the cluster does not start, a leader
+// never appears, a measure counts nothing).
 package main
 
 import (
@@ -28,6 +46,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,19 +61,53 @@ import (
 
 func main() {
 	short := flag.Bool("short", false, "run every measure a few times, to check the harness")
-	rounds := flag.Int("n", 50, "handovers per side")
-	members := flag.Int("members", 3, "etcd members")
+	rounds := flag.Int("n", 50, "handovers per side (a fifth as many takeovers, at least 2)")
+	members := flag.Int("members", 3, "etcd members: 1 or 3")
+	steadyRoles := flag.String("steady-roles", "100,1000", "comma-separated role counts of the steady-state measure (10,50 with -short)")
+	window := flag.Duration("steady-window", 10*time.Second, "how long the steady-state measure counts (2s with -short)")
 	flag.Parse()
-	if *short {
-		*rounds = 3
+	if *members != 1 && *members != 3 {
+		fmt.Fprintf(os.Stderr, "etcd bench: -members %d: want 1 or 3\n", *members)
+		os.Exit(2)
 	}
-	if err := run(*rounds, *members); err != nil {
+	roles, err := parseRoles(*steadyRoles)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd bench:", err)
+		os.Exit(2)
+	}
+	if *short {
+		*rounds, *window = 3, 2*time.Second
+		if !flagSet("steady-roles") {
+			roles = []int{10, 50}
+		}
+	}
+	if err := run(*rounds, *members, roles, *window); err != nil {
 		fmt.Fprintln(os.Stderr, "etcd bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds, members int) error {
+// flagSet reports whether the named flag was given.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseRoles parses -steady-roles.
+func parseRoles(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-steady-roles %q: %q is not a positive number", s, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 	c, err := etcdtest.Launch(etcdtest.Options{Members: members})
 	if err != nil {
 		return err
@@ -67,17 +121,53 @@ func run(rounds, members int) error {
 	if err != nil {
 		return fmt.Errorf("concurrency.Election handover: %w", err)
 	}
+	takeovers := max(2, rounds/5)
+	ht, err := hostloomTakeover(c, takeovers)
+	if err != nil {
+		return fmt.Errorf("hostloom takeover: %w", err)
+	}
+	et, err := electionTakeover(c, takeovers)
+	if err != nil {
+		return fmt.Errorf("concurrency.Election takeover: %w", err)
+	}
 	ar, err := acquireRelease(c, 10*rounds)
 	if err != nil {
 		return fmt.Errorf("acquire+release: %w", err)
 	}
-	fmt.Printf("etcd %d member(s), %d rounds\n", members, rounds)
-	fmt.Printf("%-34s %12s %12s\n", "", "p50", "p99")
-	fmt.Printf("%-34s %12v %12v\n", "handover, hostloom (etcdlock)", pct(hl, 50), pct(hl, 99))
-	fmt.Printf("%-34s %12v %12v\n", "handover, concurrency.Election", pct(el, 50), pct(el, 99))
-	fmt.Printf("%-34s %12v %12v\n", "acquire+release, etcdlock", pct(ar, 50), pct(ar, 99))
+	type steady struct {
+		roles  int
+		hl, el work
+	}
+	var st []steady
+	for _, n := range steadyRoles {
+		hw, err := hostloomSteady(c, n, window)
+		if err != nil {
+			return fmt.Errorf("hostloom steady state, %d roles: %w", n, err)
+		}
+		ew, err := electionSteady(c, n, window)
+		if err != nil {
+			return fmt.Errorf("concurrency.Election steady state, %d roles: %w", n, err)
+		}
+		st = append(st, steady{n, hw, ew})
+	}
+	fmt.Printf("## etcd %d member(s): HostLoom (etcdlock) beside concurrency.Election\n\n", members)
+	fmt.Printf("Leases 1 s; HostLoom renews every 250 ms and retries every 250 ms. %d handovers, %d takeovers, %d acquire+release per side.\n\n", rounds, takeovers, 10*rounds)
+	fmt.Println("| measure | HostLoom p50 | HostLoom p99 | Election p50 | Election p99 |")
+	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Printf("| graceful handover | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
+	fmt.Printf("| takeover after the leader dies | %v | %v | %v | %v |\n", ms(pct(ht, 50)), ms(pct(ht, 99)), ms(pct(et, 50)), ms(pct(et, 99)))
+	fmt.Printf("| acquire+release (etcdlock only) | %v | %v | | |\n\n", ms(pct(ar, 50)), ms(pct(ar, 99)))
+	fmt.Printf("Server work with the roles held steadily by one process, counted over %v:\n\n", window)
+	fmt.Println("| roles | HostLoom requests/role/s | HostLoom raft writes/role/s | Election requests/role/s | Election raft writes/role/s |")
+	fmt.Println("|---:|---:|---:|---:|---:|")
+	for _, s := range st {
+		fmt.Printf("| %d | %.3f | %.3f | %.3f | %.3f |\n", s.roles, s.hl.requests, s.hl.writes, s.el.requests, s.el.writes)
+	}
 	return nil
 }
+
+// ms rounds d for the tables.
+func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
 
 // pct is the p-th percentile of ds.
 func pct(ds []time.Duration, p int) time.Duration {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 	"github.com/hostloom/hostloom/core/testing/pgtest"
 	"github.com/hostloom/hostloom/core/testing/redistest"
 )
@@ -27,7 +28,7 @@ var (
 	flagDir        = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory)")
 	flagCluster    = flag.Bool("chaos.cluster", false, "also run TestChaosCluster (Redis Cluster failovers)")
 	flagSentinel   = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
-	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server) or postgres (PostgreSQL through pglock)")
+	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server), postgres (PostgreSQL through pglock) or etcd (three etcd members through etcdlock)")
 	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
 	flagFaults     = flag.String("chaos.faults", "", "comma-separated fault kinds TestChaos draws from (default: every kind of the backend)")
 )
@@ -80,6 +81,12 @@ func runChaos(t *testing.T, cfg Config) *Result {
 		defer cancel()
 	}
 	res, err := Run(ctx, cfg)
+	if errors.Is(err, ErrNoEtcd) && errors.Is(err, etcdtest.ErrNoServer) {
+		if etcdtest.Required() {
+			t.Fatalf("%v (required here: CI or HOSTLOOM_REQUIRE_ETCD=1 is set)", err)
+		}
+		t.Skipf("%v: set %s to an etcd server binary to run the etcd chaos test", err, etcdtest.ServerEnv)
+	}
 	if errors.Is(err, ErrNoPostgres) {
 		if pgtest.Required() {
 			t.Fatalf("%v (required here: CI or HOSTLOOM_REQUIRE_POSTGRES=1 is set)", err)
@@ -120,20 +127,29 @@ func runChaos(t *testing.T, cfg Config) *Result {
 // replica kill and pause, fast and immediate restarts and an outage of
 // the server, blackholed, delayed and reset links; the same checker judges
 // the history.
+//
+// With -chaos.backend etcd they elect over three etcd members (etcdlock,
+// N1–N5) through one proxy per member each, with EtcdFaults: a member
+// killed, paused or cut off from the others, the etcd leader killed, the
+// whole cluster restarted, and the replica and link faults. Besides the
+// checker's verdict the run fails on any overlap during a member fault
+// (counted apart from the replicas' own pauses).
 func TestChaos(t *testing.T) {
 	kinds := StandaloneFaults
 	name := "standalone"
-	postgres := false
+	postgres, etcd := false, false
 	switch *flagBackend {
 	case "redis":
 	case "postgres":
 		kinds, name, postgres = PostgresFaults, "postgres", true
+	case "etcd":
+		kinds, name, etcd = EtcdFaults, "etcd", true
 	default:
-		t.Fatalf("-chaos.backend %q is not one of redis, postgres", *flagBackend)
+		t.Fatalf("-chaos.backend %q is not one of redis, postgres, etcd", *flagBackend)
 	}
 	cfg := testConfig(t, name)
 	cfg.Duration = *flagDuration
-	cfg.Postgres = postgres
+	cfg.Postgres, cfg.Etcd = postgres, etcd
 	if *flagFaults != "" {
 		kinds = nil
 		for _, k := range strings.Split(*flagFaults, ",") {

@@ -36,6 +36,11 @@ type Limits struct {
 	// A last slice that ran longer is evidence that the process stalled
 	// (StalledWindows); zero turns that classification off.
 	Slice time.Duration
+	// ExpiryLag is how long after a lease expires the backend may take to
+	// end it: etcd ends expired leases on a 500 ms tick (EtcdExpiryLag),
+	// the other backends at once (zero). It is added to the recovery
+	// bound.
+	ExpiryLag time.Duration
 }
 
 // DefaultExpiryRace is Redlock's clock drift allowance for a lease:
@@ -45,9 +50,9 @@ func DefaultExpiryRace(lease time.Duration) time.Duration {
 }
 
 // RecoveryBound is the longest a role may stay leaderless after a fault
-// heals: Lease + RetryInterval + Slack.
+// heals: Lease + RetryInterval + Slack + ExpiryLag.
 func (l Limits) RecoveryBound() time.Duration {
-	return l.Lease + l.RetryInterval + l.slack()
+	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag
 }
 
 func (l Limits) slack() time.Duration {
@@ -148,6 +153,8 @@ type Report struct {
 	Incarnations int
 	WorkRecords  int
 	Handovers    int
+	// memberFaults counts the faults marked Member.
+	memberFaults int
 
 	// Overlaps are unexplained overlaps: each breaks the guarantee.
 	Overlaps []Overlap
@@ -173,6 +180,14 @@ type Report struct {
 	// granted (restart, failover): outside the guarantee, reported and
 	// bounded: each must end within Lease + Slack of the fault's heal.
 	LostStateOverlaps []Overlap
+	// MemberFaultOverlaps are overlaps that began during a fault of a
+	// member of a consensus cluster (Fault.Member: a member killed,
+	// paused or cut off, the cluster's leader killed, the whole cluster
+	// restarted) or within a lease and the slack after its heal, and that
+	// no pause or stall of the replica itself explains. The backend keeps
+	// every acknowledged lease across such faults: each breaks the
+	// guarantee.
+	MemberFaultOverlaps []Overlap
 
 	// MaxGap is the longest leaderless time of any role, outages included;
 	// MaxCountedGap the longest counted against the recovery bound.
@@ -233,13 +248,19 @@ const (
 	// CategoryStalled: a leader whose process was not scheduled when its
 	// lease ran out. Closed by a fence.
 	CategoryStalled Category = "stalled"
+	// CategoryMemberFault: an overlap that began during a fault of a
+	// member of a consensus cluster (or within a lease of its heal), not
+	// explained by a pause or stall of the replica itself. A backend that
+	// commits to a majority keeps its leases across those faults: a broken
+	// guarantee.
+	CategoryMemberFault Category = "member-fault"
 	// CategoryUnexplained: an overlap no fault explains: a broken
 	// guarantee.
 	CategoryUnexplained Category = "unexplained"
 )
 
 // Categories lists every category in summary order.
-var Categories = []Category{CategoryPaused, CategoryStateLoss, CategoryFailover, CategoryLateExpiry, CategoryStalled, CategoryUnexplained}
+var Categories = []Category{CategoryPaused, CategoryStateLoss, CategoryFailover, CategoryLateExpiry, CategoryStalled, CategoryMemberFault, CategoryUnexplained}
 
 // describe is the category's one-line description for the summary.
 func (c Category) describe() string {
@@ -254,6 +275,8 @@ func (c Category) describe() string {
 		return "expiry noticed late"
 	case CategoryStalled:
 		return "leader not scheduled at its expiry"
+	case CategoryMemberFault:
+		return "during a cluster member's fault (breaks it)"
 	default:
 		return "unexplained (breaks the guarantee)"
 	}
@@ -296,6 +319,7 @@ func (r *Report) Windows() []CategoryStats {
 	add(CategoryFailover, failed)
 	add(CategoryLateExpiry, r.LateExpiry)
 	add(CategoryStalled, r.StalledWindows)
+	add(CategoryMemberFault, r.MemberFaultOverlaps)
 	add(CategoryUnexplained, r.Overlaps)
 	return out
 }
@@ -311,6 +335,9 @@ func (r *Report) Problems() []string {
 	var p []string
 	for _, o := range r.Overlaps {
 		p = append(p, "overlap: "+o.String())
+	}
+	for _, o := range r.MemberFaultOverlaps {
+		p = append(p, "overlap during a member fault: "+o.String())
 	}
 	for _, o := range r.PausedWindows {
 		if o.Window > r.Limits.Lease {
@@ -360,6 +387,9 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  %-12s %-44s %6d  %v\n", w.Category, w.Category.describe(), w.Count, w.MaxOverlap)
 	}
 	fmt.Fprintf(&b, "overlaps: %d (must be 0)\n", len(r.Overlaps))
+	if r.memberFaults > 0 {
+		fmt.Fprintf(&b, "overlaps during %d cluster member faults: %d (must be 0)\n", r.memberFaults, len(r.MemberFaultOverlaps))
+	}
 	fmt.Fprintf(&b, "late-expiry windows (not paused, noticed expiry late, tolerance %v): %d, longest %v\n", r.Limits.ExpiryRace, len(r.LateExpiry), r.MaxLateExpiry)
 	for i, o := range r.LateExpiry {
 		if i == 5 {
@@ -383,7 +413,7 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  %s\n", o)
 	}
 	r.effectSummary(&b)
-	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v; %v plus the delay after a delayed link)\n",
+	fmt.Fprintf(&b, "max leaderless gap: %v (%s); max counted after heal: %v (bound %v; %v plus the delay after a delayed link or the extension after a consensus leader change)\n",
 		r.MaxGap.To.Sub(r.MaxGap.From), r.MaxGap.Role, r.MaxCountedGap.Counted, max(r.MaxCountedGap.Bound, r.Limits.RecoveryBound()), r.Limits.RecoveryBound())
 	fmt.Fprintf(&b, "crashes: %d, goroutine leaks: %d, clock issues: %d\n", len(r.Crashes), len(r.Leaks), len(r.ClockIssues))
 	if p := r.Problems(); len(p) > 0 {
@@ -406,6 +436,9 @@ func Check(h History, lim Limits) *Report {
 	r := &Report{Limits: lim, Faults: len(h.Faults), FaultsByKind: map[FaultKind]int{}, Incarnations: len(h.Incarnations)}
 	for _, f := range h.Faults {
 		r.FaultsByKind[f.Kind]++
+		if f.Member {
+			r.memberFaults++
+		}
 	}
 	byRole := map[string][]Record{}
 	exits := map[string]Record{}
@@ -599,11 +632,26 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 			return
 		}
 	}
+	stall := lastSlice - lim.Slice
+	stalled := lim.Slice > 0 && stall > 0 && o.A.End <= o.B.End && o.Length <= lim.ExpiryRace+stall
+	for _, f := range faults {
+		if !f.Member || stalled {
+			continue
+		}
+		// During a member fault no tolerance applies but the replica's
+		// own stall: the cluster never gives a lease up early.
+		if overlapStart >= f.Start.UnixNano() && overlapStart <= f.Heal.Add(lim.Lease+lim.slack()).UnixNano() {
+			o.Window = time.Duration(overlapEnd - f.Heal.UnixNano())
+			o.Fault, o.Kind = f.String(), f.Kind
+			r.MemberFaultOverlaps = append(r.MemberFaultOverlaps, o)
+			return
+		}
+	}
 	if o.Length <= lim.ExpiryRace && o.A.End <= o.B.End {
 		r.LateExpiry = append(r.LateExpiry, o)
 		return
 	}
-	if stall := lastSlice - lim.Slice; lim.Slice > 0 && stall > 0 && o.A.End <= o.B.End && o.Length <= lim.ExpiryRace+stall {
+	if stalled {
 		o.Stall = lastSlice
 		r.StalledWindows = append(r.StalledWindows, o)
 		return
@@ -669,16 +717,21 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 		}
 		gap := Gap{Role: role, From: time.Unix(0, g.from), To: time.Unix(0, g.to)}
 		counted := g.from
+		var extended time.Duration
 		for _, f := range h.Faults {
 			if f.Unavailable && f.Start.UnixNano() < g.to && f.Heal.UnixNano() > counted {
 				counted = f.Heal.UnixNano()
 				gap.Cause = fmt.Sprintf(", from the heal of fault #%d %s", f.Seq, f.Kind)
+				extended = f.Extended
+				if extended > 0 {
+					gap.Cause += fmt.Sprintf(" (leases extended by up to %v)", extended)
+				}
 			}
 		}
 		gap.Counted = time.Duration(max(0, g.to-counted))
 		cause, delay := previousLeaderFault(recs, g.from, h.Faults)
 		gap.Cause += cause
-		gap.Bound = lim.RecoveryBound() + delay
+		gap.Bound = lim.RecoveryBound() + delay + extended
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}

@@ -491,3 +491,143 @@ func TestCheck_D4_FailoverOverlapIsNotStateLoss(t *testing.T) {
 		t.Fatalf("failover %+v, state loss %+v; want one failover of 40ms", fo, sl)
 	}
 }
+
+// memberFault is an etcd member fault from startMs to healMs.
+func memberFault(kind FaultKind, startMs, healMs int) Fault {
+	return Fault{Seq: 2, Kind: kind, Target: -1, Start: at(startMs), Heal: at(healMs), Member: true, Unavailable: true}
+}
+
+func TestCheck_N5_OverlapDuringMemberFaultFails(t *testing.T) {
+	// The etcd leader is cut off at 900-1500; r1.1 starts at 1000 while
+	// r0.1 works until 1300: the cluster gave a live lease away.
+	h := history(cont("r0.1", "a", 1, 0, 1300), cont("r1.1", "a", 1, 1000, 3000))
+	h.Faults = []Fault{memberFault(FaultEtcdPartition, 900, 1500)}
+	r := Check(h, testLimits)
+	if r.OK() {
+		t.Fatalf("overlap during a member fault passed:\n%s", r.Summary())
+	}
+	if len(r.MemberFaultOverlaps) != 1 || len(r.Overlaps) != 0 {
+		t.Fatalf("member-fault overlaps = %v, overlaps = %v; want one member-fault overlap", r.MemberFaultOverlaps, r.Overlaps)
+	}
+	if o := r.MemberFaultOverlaps[0]; o.Kind != FaultEtcdPartition || o.Length != 300*time.Millisecond {
+		t.Errorf("overlap = %s, want 300ms attributed to %s", o, FaultEtcdPartition)
+	}
+	if w := r.Windows(); w[slicesIndex(Categories, CategoryMemberFault)].Count != 1 {
+		t.Errorf("windows = %v, want one %s", w, CategoryMemberFault)
+	}
+	if !strings.Contains(r.Summary(), "overlaps during 1 cluster member faults: 1 (must be 0)") {
+		t.Errorf("summary does not count the member-fault overlap:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_N5_MemberFaultGetsNoExpiryTolerance(t *testing.T) {
+	// A 5 ms overlap is a late-expiry window elsewhere; within a lease of
+	// a member fault's heal it breaks the guarantee.
+	lim := testLimits
+	lim.ExpiryRace = 12 * time.Millisecond
+	h := history(cont("r0.1", "a", 1, 0, 2005), cont("r1.1", "a", 1, 2000, 3000))
+	r := Check(h, lim)
+	if !r.OK() || len(r.LateExpiry) != 1 {
+		t.Fatalf("a 5ms overlap without faults: late-expiry %v, ok %v\n%s", r.LateExpiry, r.OK(), r.Summary())
+	}
+	h.Faults = []Fault{memberFault(FaultEtcdLeaderKill, 500, 1200)}
+	r = Check(h, lim)
+	if r.OK() || len(r.MemberFaultOverlaps) != 1 {
+		t.Fatalf("a 5ms overlap 800ms after a leader kill healed: member-fault %v, ok %v\n%s", r.MemberFaultOverlaps, r.OK(), r.Summary())
+	}
+}
+
+func TestCheck_N5_ReplicaPauseDuringMemberFaultIsCountedApart(t *testing.T) {
+	// r0.1 is paused (its own process) during a member pause: the overlap
+	// after its resume is a paused window, not a member-fault overlap.
+	recs := append(cont("r0.1", "a", 1, 0, 500), work("r0.1", "a", 1, 500, 2030))
+	h := history(recs, cont("r1.1", "a", 1, 1600, 3000))
+	h.Faults = []Fault{pause(500, 2000), memberFault(FaultEtcdMemberPause, 400, 1700)}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("a replica's own pause during a member fault failed:\n%s", r.Summary())
+	}
+	if len(r.PausedWindows) != 1 || len(r.MemberFaultOverlaps) != 0 {
+		t.Fatalf("paused = %v, member-fault = %v; want one paused window", r.PausedWindows, r.MemberFaultOverlaps)
+	}
+}
+
+func TestCheck_N5_StallDuringMemberFaultIsCountedApart(t *testing.T) {
+	// r0.1's last slice ran 400 ms instead of 50 (its process was not
+	// scheduled) across r1.1's start: a stalled window, the replica's own.
+	lim := testLimits
+	lim.Slice = 50 * time.Millisecond
+	recs := append(cont("r0.1", "a", 1, 0, 1000), work("r0.1", "a", 1, 1000, 1400))
+	h := history(recs, cont("r1.1", "a", 1, 1300, 3000))
+	h.Faults = []Fault{memberFault(FaultEtcdMemberKill, 900, 1500)}
+	r := Check(h, lim)
+	if !r.OK() {
+		t.Fatalf("a stall during a member fault failed:\n%s", r.Summary())
+	}
+	if len(r.StalledWindows) != 1 || len(r.MemberFaultOverlaps) != 0 {
+		t.Fatalf("stalled = %v, member-fault = %v; want one stalled window", r.StalledWindows, r.MemberFaultOverlaps)
+	}
+}
+
+func TestCheck_N5_OverlapLongAfterMemberFaultIsUnexplained(t *testing.T) {
+	// Beyond a lease and the slack after the heal, the member fault no
+	// longer claims the overlap: it is unexplained.
+	h := history(cont("r0.1", "a", 1, 0, 2500), cont("r1.1", "a", 1, 2200, 3000))
+	h.Faults = []Fault{memberFault(FaultEtcdRestart, 500, 1000)}
+	r := Check(h, testLimits)
+	if len(r.Overlaps) != 1 || len(r.MemberFaultOverlaps) != 0 {
+		t.Fatalf("overlaps = %v, member-fault = %v; want one unexplained", r.Overlaps, r.MemberFaultOverlaps)
+	}
+}
+
+func slicesIndex(cs []Category, c Category) int {
+	for i, x := range cs {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestCheck_N5_ExpiryLagWidensTheRecoveryBound(t *testing.T) {
+	// 1.7 s leaderless after a crash: beyond 1s+250ms+100ms, within it
+	// plus etcd's 500 ms expiry tick.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2700, 3000))
+	if r := Check(h, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.7s leaderless without an expiry lag: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+	lim := testLimits
+	lim.ExpiryLag = EtcdExpiryLag
+	if got, want := lim.RecoveryBound(), 1850*time.Millisecond; got != want {
+		t.Fatalf("RecoveryBound = %v, want %v", got, want)
+	}
+	if r := Check(h, lim); !r.OK() {
+		t.Fatalf("1.7s leaderless with a 500ms expiry lag failed:\n%s", r.Summary())
+	}
+}
+
+func TestCheck_N5_LeaseExtensionAfterLeaderChangeWidensTheBound(t *testing.T) {
+	// The etcd leader is killed at 500 and healed at 1000; every lease was
+	// extended by 1.5 s, so the role may stay leaderless until 1000 +
+	// 1.35 s + 1.5 s, and no longer.
+	f := memberFault(FaultEtcdLeaderKill, 500, 1000)
+	h := history(cont("r0.1", "a", 1, 0, 600), cont("r1.1", "a", 1, 3500, 4000))
+	h.To = at(4000)
+	h.Faults = []Fault{f}
+	if r := Check(h, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("2.5s counted after the heal without an extension: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+	h.Faults[0].Extended = 1500 * time.Millisecond
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("2.5s counted after a heal that extended leases by 1.5s failed:\n%s", r.Summary())
+	}
+	if !strings.Contains(r.MaxCountedGap.Cause, "leases extended by up to 1.5s") {
+		t.Errorf("gap cause %q does not name the extension", r.MaxCountedGap.Cause)
+	}
+	late := history(cont("r0.1", "a", 1, 0, 600), cont("r1.1", "a", 1, 3900, 4000))
+	late.To, late.Faults = at(4000), h.Faults
+	if r := Check(late, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("2.9s counted after the heal passed a bound of 2.85s: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+}

@@ -72,6 +72,18 @@
 // immediate restarts and an outage. PostgreSQL keeps its data across them,
 // so the checker allows no lost-state overlap after them.
 //
+// # etcd
+//
+// With Config.Etcd the replicas elect over three etcd members (package
+// etcdlock, each member a separate process started through etcdtest with
+// its peer traffic through proxies) through one proxy per replica and
+// member, and the server faults are EtcdFaults: a member killed, paused or
+// cut off from the others, the raft leader killed, the whole cluster
+// restarted. etcd commits to a majority and keeps its leases across them:
+// an overlap during one of them that the replica's own pause or stall does
+// not explain is a member-fault overlap (Report.MemberFaultOverlaps),
+// counted apart, and each is a problem.
+//
 // # Running
 //
 // go test ./test/chaos runs a short smoke (skipped under -short);

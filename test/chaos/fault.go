@@ -65,6 +65,16 @@ type Fault struct {
 	// Unavailable marks faults during which nobody can lead (the backend is
 	// down); leaderless time is measured from Heal for them.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Member marks faults of a member of a consensus cluster (etcd): the
+	// backend commits every write to a majority and keeps its leases
+	// across them, so any overlap they leave breaks the guarantee.
+	Member bool `json:"member,omitempty"`
+	// Extended is how much longer than its TTL the backend may keep every
+	// lease because of the fault, counted from the heal: a new etcd
+	// leader restarts every lease's TTL plus its election timeout, so the
+	// lease of a holder that died meanwhile outlives the heal by up to
+	// that. The recovery bound after the fault grows by it.
+	Extended time.Duration `json:"extended,omitempty"`
 	// Delay is the per-chunk delay of a delay fault.
 	Delay  time.Duration `json:"delay,omitempty"`
 	Detail string        `json:"detail,omitempty"`

@@ -69,6 +69,11 @@ type Config struct {
 	// proxy each instead of over redis-server (which still holds the
 	// fenced effects); the faults are PostgresFaults.
 	Postgres bool
+	// Etcd runs the replicas over a cluster of three etcd members
+	// (etcdlock) through one proxy per replica and member, with the
+	// members' peer traffic through proxies too (a member can be cut off
+	// from the others); the faults are EtcdFaults.
+	Etcd bool
 }
 
 // CheckFaultKinds reports an error naming the first of cfg.Faults that
@@ -82,6 +87,8 @@ func CheckFaultKinds(cfg Config) error {
 		known = sentinelKinds
 	case cfg.Postgres:
 		known = PostgresFaults
+	case cfg.Etcd:
+		known = EtcdFaults
 	}
 	for _, k := range cfg.Faults {
 		if !slices.Contains(known, k) {
@@ -123,7 +130,11 @@ func (c Config) Limits() Limits {
 	case race < 0:
 		race = 0
 	}
-	return Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
+	lim := Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
+	if c.Etcd {
+		lim.ExpiryLag = EtcdExpiryLag
+	}
+	return lim
 }
 
 // run is the state of one run.
@@ -136,11 +147,15 @@ type run struct {
 	cluster  *redisCluster
 	sentinel *redisSentinel
 	pg       *postgresBackend
-	proxies  []*Proxy
-	client   redis.UniversalClient // direct, for leader lookups
-	effects  *redistest.Server     // the effects store: never faulted
-	faults   []Fault
-	stats    *FailoverStats
+	etcd     *etcdBackend
+	proxies  []*Proxy   // one per replica (standalone Redis, PostgreSQL)
+	links    [][]*Proxy // per replica, one per etcd member (etcd)
+	// allProxies are the etcd runs' proxies, for close.
+	allProxies []*Proxy
+	client     redis.UniversalClient // direct, for leader lookups
+	effects    *redistest.Server     // the effects store: never faulted
+	faults     []Fault
+	stats      *FailoverStats
 }
 
 // Run builds the replica, starts the backend, the proxies and the
@@ -165,6 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if cfg.Postgres {
 			cfg.Faults = PostgresFaults
+		}
+		if cfg.Etcd {
+			cfg.Faults = EtcdFaults
 		}
 	}
 	if _, err := redisBinary(); err != nil {
@@ -330,6 +348,14 @@ func (r *run) logf(format string, args ...any) {
 // startBackend starts redis-server (or the cluster, the Sentinel set or
 // PostgreSQL) and the proxies.
 func (r *run) startBackend() error {
+	if r.cfg.Etcd {
+		b, err := startEtcd()
+		if err != nil {
+			return err
+		}
+		r.etcd = b
+		return r.startEtcdProxies()
+	}
 	if r.cfg.Postgres {
 		b, err := startPostgres()
 		if err != nil {
@@ -387,7 +413,21 @@ func (r *run) replicaAddrs(i int) string {
 	if r.sentinel != nil {
 		return r.sentinel.replicaAddrs()
 	}
+	if r.etcd != nil {
+		return r.etcdEndpoints(i)
+	}
 	return r.proxies[i].Addr()
+}
+
+// setLink sets the mode of every proxy between replica i and the backend.
+func (r *run) setLink(i int, m Mode, delay time.Duration) {
+	if r.etcd != nil {
+		for _, p := range r.links[i] {
+			p.Set(m, delay)
+		}
+		return
+	}
+	r.proxies[i].Set(m, delay)
 }
 
 func (r *run) close() {
@@ -395,6 +435,9 @@ func (r *run) close() {
 		_ = r.client.Close()
 	}
 	for _, p := range r.proxies {
+		_ = p.Close()
+	}
+	for _, p := range r.allProxies {
 		_ = p.Close()
 	}
 	if r.redis != nil {
@@ -409,6 +452,9 @@ func (r *run) close() {
 	if r.pg != nil {
 		r.pg.stop()
 	}
+	if r.etcd != nil {
+		r.etcd.stop()
+	}
 }
 
 // holder returns the replica leading role according to the backend.
@@ -416,12 +462,18 @@ func (r *run) holder(ctx context.Context, role string) (int, string, bool) {
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var v string
-	if r.pg != nil {
+	switch {
+	case r.pg != nil:
 		var ok bool
 		if v, ok = r.pg.holderValue(cctx, LockKey(role)); !ok {
 			return 0, "", false
 		}
-	} else {
+	case r.etcd != nil:
+		var ok bool
+		if v, ok = r.etcd.holderValue(cctx, LockKey(role)); !ok {
+			return 0, "", false
+		}
+	default:
 		var err error
 		if v, err = r.client.Get(cctx, LockKey(role)).Result(); err != nil {
 			return 0, "", false
@@ -573,24 +625,24 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 	case FaultBlackhole:
 		d := r.longerThanLease()
 		f.Start = time.Now()
-		r.proxies[f.Target].Set(Blackhole, 0)
+		r.setLink(f.Target, Blackhole, 0)
 		sleep(ctx, d)
-		r.proxies[f.Target].Set(Pass, 0)
+		r.setLink(f.Target, Pass, 0)
 		f.Heal = time.Now()
 	case FaultDelay:
 		delay := r.cfg.Lease/10 + time.Duration(r.rng.Int64N(int64(r.cfg.Lease/2)))
 		f.Delay, f.Detail = delay, fmt.Sprintf("delay %v", delay)
 		f.Start = time.Now()
-		r.proxies[f.Target].Set(Delay, delay)
+		r.setLink(f.Target, Delay, delay)
 		sleep(ctx, 2*r.cfg.Lease)
-		r.proxies[f.Target].Set(Pass, 0)
+		r.setLink(f.Target, Pass, 0)
 		f.Heal = time.Now()
 	case FaultReset:
 		d := 100*time.Millisecond + time.Duration(r.rng.Int64N(int64(r.cfg.Lease)))
 		f.Start = time.Now()
-		r.proxies[f.Target].Set(Reset, 0)
+		r.setLink(f.Target, Reset, 0)
 		sleep(ctx, d)
-		r.proxies[f.Target].Set(Pass, 0)
+		r.setLink(f.Target, Pass, 0)
 		f.Heal = time.Now()
 	case FaultLoad:
 		f.Detail = fmt.Sprintf("%d spinning goroutines", runtime.NumCPU())
@@ -603,6 +655,8 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		err = r.sentinelFault(ctx, &f)
 	case FaultPostgresRestartFast, FaultPostgresRestartImmediate, FaultPostgresDown:
 		err = r.postgresFault(ctx, &f)
+	case FaultEtcdMemberKill, FaultEtcdMemberPause, FaultEtcdPartition, FaultEtcdLeaderKill, FaultEtcdRestart:
+		err = r.etcdFault(ctx, &f)
 	default:
 		return f, fmt.Errorf("unknown fault kind %q", kind)
 	}

@@ -88,6 +88,9 @@ func (f *fleet) start(i int) (string, error) {
 	if f.cfg.Postgres {
 		args = append(args, "-postgres")
 	}
+	if f.cfg.Etcd {
+		args = append(args, "-etcd")
+	}
 	if f.cfg.MinReplicas > 0 {
 		args = append(args, "-min-replicas", strconv.Itoa(f.cfg.MinReplicas))
 	}

@@ -1,6 +1,6 @@
 // Command replica is one process of the chaos harness (package
 // test/chaos): it elects every role over Redis (or PostgreSQL, with
-// -postgres) through its own proxy and,
+// -postgres, or etcd, with -etcd) through its own proxy and,
 // while it leads a role, does work in short slices and appends one record
 // per slice to its history file. The harness builds it with go build,
 // starts several of them and injects faults.
@@ -41,6 +41,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -48,6 +49,7 @@ import (
 	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/etcdlock"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/test/chaos"
@@ -71,6 +73,7 @@ type config struct {
 	quarantine  bool
 	minReplicas int
 	postgres    bool
+	etcd        bool
 }
 
 func main() {
@@ -91,6 +94,7 @@ func main() {
 	flag.BoolVar(&c.verbose, "v", false, "log elector transitions")
 	flag.IntVar(&c.minReplicas, "min-replicas", 0, "replicas that must acknowledge an acquisition or renewal (redislock.Options.MinReplicas)")
 	flag.BoolVar(&c.postgres, "postgres", false, "-addrs is a PostgreSQL server (the proxy): elect over pglock")
+	flag.BoolVar(&c.etcd, "etcd", false, "-addrs are etcd client URLs (the proxies, one per member): elect over etcdlock")
 	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -258,6 +262,23 @@ func run(c config) error {
 // closes its client (the provider itself is closed with its lock).
 func newProvider(c config, timeout time.Duration) (locking.Provider, func() error, error) {
 	addrs := strings.Split(c.addrs, ",")
+	if c.etcd {
+		// The client a service gets from locking.etcd (etcdlockbuild),
+		// with keep-alive probes so that a paused member's or a
+		// blackholed link's connections are found dead within seconds
+		// and the requests move to another member.
+		client, err := clientv3.New(clientv3.Config{Endpoints: addrs, DialTimeout: timeout,
+			DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := etcdlock.New(client, etcdlock.Options{})
+		if err != nil {
+			_ = client.Close()
+			return nil, nil, err
+		}
+		return p, client.Close, nil
+	}
 	if c.postgres {
 		// The pool a service gets by default: pgx's pool size (pglock
 		// sends the acquisitions and renewals that fall due together in

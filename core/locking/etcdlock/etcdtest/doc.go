@@ -17,6 +17,15 @@
 // whole seconds) and a lost leader is replaced within about a second.
 // etcd's defaults (100 ms, 1 s) make the minimum two seconds.
 //
+// # Partitions
+//
+// With Options.PeerProxy every member advertises the address of a proxy
+// in the test process instead of its own peer listener, so all traffic
+// between members passes through proxies. Member.Isolate cuts a member
+// off from the others, both ways (the proxies learn which member opened
+// a connection from /proc, so this is Linux only), while clients still
+// reach it; Member.Rejoin ends the cut.
+//
 // # One cluster per test binary
 //
 // A test binary's TestMain runs its tests through Shared.Main, which

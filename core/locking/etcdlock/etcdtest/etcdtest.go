@@ -65,6 +65,12 @@ type Options struct {
 	HeartbeatInterval, ElectionTimeout time.Duration
 	// Bin is the server binary (default Binary()).
 	Bin string
+	// PeerProxy routes the members' peer traffic through proxies in the
+	// calling process, so that Member.Isolate can cut a member off from
+	// the others (a network partition) while clients still reach it.
+	// Linux only (the proxies learn which member opened a connection from
+	// /proc); elsewhere Launch returns an error.
+	PeerProxy bool
 }
 
 // Cluster is a private etcd cluster. Its methods are safe for concurrent
@@ -72,6 +78,7 @@ type Options struct {
 type Cluster struct {
 	dir     string
 	members []*Member
+	net     *peerNet // nil without Options.PeerProxy
 }
 
 // Member is one etcd server process of a Cluster.
@@ -81,6 +88,7 @@ type Member struct {
 	dir       string
 	args      []string
 	bin       string
+	net       *peerNet // nil without Options.PeerProxy
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -125,6 +133,9 @@ func Launch(o Options) (*Cluster, error) {
 	if o.ElectionTimeout <= 0 {
 		o.ElectionTimeout = 500 * time.Millisecond
 	}
+	if o.PeerProxy && !peerProxySupported {
+		return nil, errors.New("etcdtest: Options.PeerProxy needs Linux (/proc)")
+	}
 	bin := o.Bin
 	if bin == "" {
 		var err error
@@ -148,26 +159,38 @@ func launch(bin string, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdtest: temp dir: %w", err)
 	}
-	ports, err := freePorts(2 * o.Members)
+	// Per member: client, peer and (with PeerProxy) the peer proxy's port.
+	ports, err := freePorts(3 * o.Members)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	c := &Cluster{dir: dir}
+	if o.PeerProxy {
+		c.net = newPeerNet()
+	}
+	// advertised is the peer URL the others dial: the proxy's with
+	// PeerProxy, else the member's own.
+	advertised := func(i int) string {
+		if o.PeerProxy {
+			return fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+2])
+		}
+		return fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+1])
+	}
 	var initial []string
 	for i := range o.Members {
-		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, advertised(i)))
 	}
 	for i := range o.Members {
 		name := fmt.Sprintf("m%d", i)
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
-		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
+		client := fmt.Sprintf("http://127.0.0.1:%d", ports[3*i])
+		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+1])
 		mdir := filepath.Join(dir, name)
-		m := &Member{name: name, clientURL: client, dir: mdir, bin: bin, args: []string{
+		m := &Member{name: name, clientURL: client, dir: mdir, bin: bin, net: c.net, args: []string{
 			"--name", name,
 			"--data-dir", filepath.Join(mdir, "data"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", advertised(i),
 			"--initial-cluster", strings.Join(initial, ","),
 			"--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(dir),
@@ -182,6 +205,12 @@ func launch(bin string, o Options) (*Cluster, error) {
 		if err := os.MkdirAll(mdir, 0o700); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("etcdtest: %w", err)
+		}
+		if c.net != nil {
+			if err := c.net.listen(m, strings.TrimPrefix(advertised(i), "http://"), strings.TrimPrefix(peer, "http://")); err != nil {
+				c.Stop()
+				return nil, err
+			}
 		}
 		if err := m.start(); err != nil {
 			c.Stop()
@@ -254,7 +283,7 @@ func NewClient(endpoints ...string) (*clientv3.Client, error) {
 func (c *Cluster) WaitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, m := range c.members {
-		if !m.Running() || m.Paused() {
+		if !m.Running() || m.Paused() || m.Isolated() {
 			continue
 		}
 		cl, err := NewClient(m.clientURL)
@@ -279,7 +308,8 @@ func (c *Cluster) WaitReady(timeout time.Duration) error {
 	return nil
 }
 
-// Leader returns the member the running members report as the raft leader.
+// Leader returns the member the running members report as the raft
+// leader (paused and isolated members are not asked).
 func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
 	cl, err := c.Client()
 	if err != nil {
@@ -288,7 +318,7 @@ func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
 	defer cl.Close()
 	for {
 		for _, m := range c.members {
-			if !m.Running() || m.Paused() {
+			if !m.Running() || m.Paused() || m.Isolated() {
 				continue
 			}
 			st, err := cl.Status(ctx, m.clientURL)
@@ -321,6 +351,9 @@ func (c *Cluster) Stop() {
 		wg.Go(m.stop)
 	}
 	wg.Wait()
+	if c.net != nil {
+		c.net.close()
+	}
 	_ = os.RemoveAll(c.dir)
 }
 
@@ -342,6 +375,42 @@ func (m *Member) Name() string { return m.name }
 
 // Endpoint is the member's client URL.
 func (m *Member) Endpoint() string { return m.clientURL }
+
+// pid is the process id of the member's current process, 0 when none
+// was started.
+func (m *Member) pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Isolate cuts the member off from the other members: its peer
+// connections, both ways, are closed and new ones refused until Rejoin.
+// Clients still reach it (a member cut off from the others cannot serve
+// a linearizable request, so they wait or move to another member). It
+// needs Options.PeerProxy.
+func (m *Member) Isolate() error {
+	if m.net == nil {
+		return errNoPeerProxy
+	}
+	m.net.isolate(m, true)
+	return nil
+}
+
+// Rejoin ends Isolate: the member's peers connect to it again.
+func (m *Member) Rejoin() error {
+	if m.net == nil {
+		return errNoPeerProxy
+	}
+	m.net.isolate(m, false)
+	return nil
+}
+
+// Isolated reports whether the member is cut off by Isolate.
+func (m *Member) Isolated() bool { return m.net != nil && m.net.isIsolated(m) }
 
 // start runs the member's process; m.mu must not be held.
 func (m *Member) start() error {

@@ -92,3 +92,89 @@ func TestCluster_N5_MemberFaults(t *testing.T) {
 	}
 	put("member resumed")
 }
+
+// TestCluster_N5_IsolatedMember: with the peer traffic through proxies,
+// a leader cut off from the others loses its leadership: the others elect
+// another and keep serving writes, the isolated member cannot serve a
+// linearizable read, and once it rejoins it serves the writes it missed.
+func TestCluster_N5_IsolatedMember(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{PeerProxy: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []string
+	for _, m := range c.Members() {
+		if m != leader {
+			others = append(others, m.Endpoint())
+		}
+	}
+	cl, err := etcdtest.NewClient(others...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := leader.Isolate(); err != nil {
+		t.Fatal(err)
+	}
+	if !leader.Isolated() {
+		t.Fatal("Isolated = false after Isolate")
+	}
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := cl.Put(pctx, "k", "while cut off")
+		pcancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no write without the isolated leader: %v", err)
+		}
+	}
+	next, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == leader {
+		t.Fatal("the isolated member is reported as leader")
+	}
+	alone, err := etcdtest.NewClient(leader.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = alone.Get(rctx, "k")
+	rcancel()
+	if err == nil {
+		t.Fatal("the isolated member served a linearizable read")
+	}
+	if err := leader.Rejoin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r, err := alone.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "while cut off" {
+		t.Fatalf("the rejoined member reads %v, want the write it missed", r.Kvs)
+	}
+}
+
+// TestCluster_N5_IsolateNeedsPeerProxy: Isolate of a cluster launched
+// without Options.PeerProxy is an error, not a silent no-op.
+func TestCluster_N5_IsolateNeedsPeerProxy(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	m := c.Members()[0]
+	if err := m.Isolate(); err == nil {
+		t.Fatal("Isolate without PeerProxy: no error")
+	}
+	if m.Isolated() {
+		t.Fatal("Isolated = true without PeerProxy")
+	}
+}
