@@ -320,9 +320,18 @@ func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
 // set, otherwise a *redis.Client for the one address. It does not connect;
 // the caller closes the client.
 func (r RedisConfig) NewClient() (redis.UniversalClient, error) {
+	return r.NewClientWith(nil)
+}
+
+// NewClientWith is NewClient with the options changed by tune first (when
+// not nil): a short-lived command's client without retries, say.
+func (r RedisConfig) NewClientWith(tune func(*redis.UniversalOptions)) (redis.UniversalClient, error) {
 	o, err := r.UniversalOptions()
 	if err != nil {
 		return nil, err
+	}
+	if tune != nil {
+		tune(o)
 	}
 	switch {
 	case r.Cluster:

@@ -37,7 +37,7 @@ require (
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/hostloom/hostloom/core v0.3.0
 	github.com/hostloom/hostloom/backends/etcd v0.3.0
-	github.com/hostloom/hostloom/core/locking/etcdlock v0.3.0 // indirect
+	github.com/hostloom/hostloom/core/locking/etcdlock v0.3.0
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

@@ -40,8 +40,8 @@ type Config struct {
 	// characters, at most etcdlock.MaxPrefixLength bytes. Default
 	// etcdlock.DefaultPrefix ("hostloom/").
 	Prefix string `koanf:"prefix"`
-	// DialTimeout bounds the start check's request, and with a username,
-	// the authentication when the client is built. Default 5s.
+	// DialTimeout bounds the start check's request (the client's first,
+	// which also authenticates it with a username). Default 5s.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
 	// TLS configures TLS to the members.
 	TLS TLSConfig `koanf:"tls"`
