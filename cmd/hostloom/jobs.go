@@ -69,7 +69,7 @@ func newJobs(g *globals, sio stdio) *cobra.Command {
 		Use:   "jobs [ROLE]",
 		Short: "List the scheduler's jobs: schedule, next run, state, last slot and run",
 		Long: `jobs lists the exclusive scheduler's jobs of every role (or of ROLE) that
-the job store (the slot store, in Redis or PostgreSQL) keeps records for: its schedule
+the job store (the slot store, in the backend's server) keeps records for: its schedule
 and next run, whether the job
 is paused (on every replica), whether a run is going, the latest slot that
 ran, the number of runs and the newest run's outcome. A slot that fell due

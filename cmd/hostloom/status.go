@@ -92,8 +92,8 @@ func newStatus(g *globals, sio stdio) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [ROLE...]",
 		Short: "Show who leads each role: leader, lease TTL, fence, participants",
-		Long: `status lists every role of the namespace that the store (Redis or
-PostgreSQL) keeps anything for
+		Long: `status lists every role of the namespace that the store (Redis,
+PostgreSQL, etcd) keeps anything for
 (a lease, a fence or a participant), or the roles given, with the leader's
 identity, the lease's remaining TTL, the current term's fencing token and
 the role's live participants (the running electors, leader or not).
