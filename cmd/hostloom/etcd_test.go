@@ -235,7 +235,8 @@ func TestCLI_N1_ResignHandOverAndWatchOverEtcd(t *testing.T) {
 }
 
 // TestCLI_N1_ReleaseForceOverEtcd: release --force deletes the lease over
-// etcd; the next term's fence is greater.
+// etcd; the next term's fence is greater, and watch tells the delete from
+// a release (the marker is a note under the prefix).
 func TestCLI_N1_ReleaseForceOverEtcd(t *testing.T) {
 	eps, prefix := etcdCluster(t)
 	cfg := writeEtcdConfig(t, eps, prefix, "shop")
@@ -243,6 +244,16 @@ func TestCLI_N1_ReleaseForceOverEtcd(t *testing.T) {
 	b := startEtcdReplica(t, eps, prefix, "shop", "billing", "replica-b")
 	old := leaderOf(t, a, b)
 	fence := old.elector.Fence()
+
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"watch", "--config", cfg, "--interval", "5s", "--json"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
+	}()
+	waitFor(t, "watch prints the current leader", func() bool { return strings.Contains(out.String(), old.identity) })
+
 	r := cli(t, "release", "--force", "--yes", "billing", "--config", cfg, "--json")
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.errOut)
@@ -251,6 +262,19 @@ func TestCLI_N1_ReleaseForceOverEtcd(t *testing.T) {
 	if h.Previous != old.identity || h.PreviousFence != fence || h.Leader == "" || h.Fence <= h.PreviousFence {
 		t.Errorf("release = %+v, want %s (fence %d) followed by a greater fence", h, old.identity, fence)
 	}
+	waitFor(t, "watch prints the delete of "+old.identity+"'s lease", func() bool {
+		for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+			if w := decode[watchJSON](t, line); w.Event == watchDeleted && w.Leader == old.identity && w.Fence == fence {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("watch exit %d, stderr %s", code, errOut.String())
+	}
+	t.Logf("watch:\n%s", out.String())
 }
 
 // TestCLI_N1_JobsOverEtcd: jobs, history, pause and resume over the etcd

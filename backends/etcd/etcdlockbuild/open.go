@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild"
@@ -58,5 +61,40 @@ func (b Backend) Open(ctx context.Context, cfg config.LockingConfig, o lockbuild
 		Timeout:  timeout,
 		Target:   lockbuild.Target{Addrs: e.Endpoints, Username: e.Username, PasswordSet: e.Password.IsSet()},
 		JobKeys:  p.JobKeys,
+		Notes:    notes{c: client, base: e.Prefix + notesDir},
 	}, nil
+}
+
+// notesDir holds the notes of lockbuild.Notes under the prefix, apart from
+// the provider's own records (etcdlock keeps those under k/, p/, j/, h/
+// and s/), so the user's permission on the prefix covers them.
+const notesDir = "notes/"
+
+// notes keeps lockbuild.Notes as keys attached to an etcd lease of the
+// note's time to live (whole seconds, rounded up).
+type notes struct {
+	c    *clientv3.Client
+	base string
+}
+
+func (n notes) SetNote(ctx context.Context, key, value string, ttl time.Duration) error {
+	l, err := n.c.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+	if err != nil {
+		return err
+	}
+	_, err = n.c.Put(ctx, n.base+key, value, clientv3.WithLease(l.ID))
+	return err
+}
+
+func (n notes) Note(ctx context.Context, key string) (string, bool, error) {
+	resp, err := n.c.Get(ctx, n.base+key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", false, err
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}
+
+func (n notes) DeleteNote(ctx context.Context, key string) error {
+	_, err := n.c.Delete(ctx, n.base+key)
+	return err
 }
