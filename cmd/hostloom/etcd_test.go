@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -331,5 +334,60 @@ func TestCLI_N1_EtcdBadInput(t *testing.T) {
 		if r.code != exitError || !strings.Contains(r.errOut, w) {
 			t.Errorf("bad prefix: exit %d, stderr %q lacks %q", r.code, r.errOut, w)
 		}
+	}
+}
+
+// TestCLI_W1_N1_DashboardOverEtcd: hostloom dashboard over etcd serves the
+// roles page with the leader and the jobs page with the job etcd keeps
+// records for.
+func TestCLI_W1_N1_DashboardOverEtcd(t *testing.T) {
+	eps, prefix := etcdCluster(t)
+	cfg := writeEtcdConfig(t, eps, prefix, "shop")
+	r := startEtcdReplica(t, eps, prefix, "shop", "billing", "replica-a")
+	leaderOf(t, r)
+	startScheduler(t, r)
+	waitFor(t, "a run recorded", func() bool {
+		st, err := r.lock.JobStatus(t.Context(), scheduling.JobKey("billing", "invoices"))
+		return err == nil && st.Runs >= 1
+	})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"dashboard", "--config", cfg, "--listen", "127.0.0.1:0"}, stdio{in: strings.NewReader(""), out: out, err: errOut})
+	}()
+	addrRE := regexp.MustCompile(`at (http://[^/]+/) \(read-only`)
+	var base string
+	waitFor(t, "the dashboard listening", func() bool {
+		m := addrRE.FindStringSubmatch(out.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if page := get("roles"); !strings.Contains(page, `data-leader="replica-a"`) {
+		t.Errorf("roles page lacks the leader:\n%s", page)
+	}
+	if page := get("jobs"); !strings.Contains(page, "invoices") {
+		t.Errorf("jobs page lacks the invoices job:\n%s", page)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
 	}
 }
