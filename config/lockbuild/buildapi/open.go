@@ -34,13 +34,13 @@ func Bound(o OpenOptions, own time.Duration, ownKey string) (time.Duration, stri
 	case o.Timeout > 0:
 		from := o.TimeoutFrom
 		if from == "" {
-			from = "OpenOptions.Timeout"
+			from = "the timeout given"
 		}
 		return o.Timeout, from
 	case own > 0:
 		return own, ownKey
 	}
-	return DefaultOpenTimeout, "lockbuild.DefaultOpenTimeout"
+	return DefaultOpenTimeout, "the default"
 }
 
 // Opened is what an Opener returns (lockbuild.Opened).
