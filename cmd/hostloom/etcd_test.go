@@ -19,6 +19,7 @@ import (
 	"github.com/hostloom/hostloom/core/locking/etcdlock"
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 	"github.com/hostloom/hostloom/core/scheduling"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcd is the private three-member etcd cluster of the test run, started
@@ -389,5 +390,54 @@ func TestCLI_W1_N1_DashboardOverEtcd(t *testing.T) {
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+}
+
+// TestCLI_N1_EtcdCredentials: over a cluster with authentication on, a
+// wrong password is an error naming locking.etcd.password and where it
+// came from, never the password; the right one reads the namespace.
+func TestCLI_N1_EtcdCredentials(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1}) // skips without a server binary
+	root, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	const password = "etcd-s3cret"
+	ctx := t.Context()
+	for _, step := range []func() error{
+		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.UserAdd(ctx, "svc", password); return err },
+		func() error { _, err := root.RoleAdd(ctx, "svc"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "svc", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserGrantRole(ctx, "svc", "svc"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeEtcdConfig(t, c.Endpoints(), "app/", "shop", "username: svc")
+	wrong := cliWith(t, stdio{environ: []string{"HOSTLOOM_LOCKING__ETCD__PASSWORD=not-" + password}}, "status", "--config", cfg)
+	for _, w := range []string{"locking.etcd.password", `user "svc"`, "env HOSTLOOM_LOCKING__ETCD__PASSWORD"} {
+		if wrong.code != exitError || !strings.Contains(wrong.errOut, w) {
+			t.Errorf("wrong password: exit %d, stderr %q lacks %q", wrong.code, wrong.errOut, w)
+		}
+	}
+	right := cliWith(t, stdio{environ: []string{"HOSTLOOM_LOCKING__ETCD__PASSWORD=" + password}}, "status", "--config", cfg, "--json")
+	if right.code != exitOK {
+		t.Fatalf("right password: exit %d, %q", right.code, right.errOut)
+	}
+	if st := decode[statusJSON](t, right.out); st.Store.Username != "svc" || !st.Store.Password {
+		t.Errorf("store = %+v", st.Store)
+	}
+	for _, r := range []result{wrong, right} {
+		if strings.Contains(r.out+r.errOut, password) {
+			t.Errorf("the password shows:\n%s\n%s", r.out, r.errOut)
+		}
 	}
 }
