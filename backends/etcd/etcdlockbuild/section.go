@@ -194,29 +194,26 @@ func pathErr(err error) error {
 	return err
 }
 
-// String describes the section with the password redacted.
-func (e Config) String() string {
-	return fmt.Sprintf("endpoints=%v username=%q password=%s prefix=%q dial_timeout=%v tls=%t",
-		e.Endpoints, e.Username, e.Password.String(), e.Prefix, e.DialTimeout, e.TLS.Enabled)
+// fields are the section's keys as String and MarshalLogObject show
+// them, the password redacted.
+func (e Config) fields() config.Fields {
+	return config.Fields{
+		{Key: "endpoints", Value: e.Endpoints},
+		{Key: "username", Value: e.Username},
+		{Key: "password", Value: e.Password},
+		{Key: "prefix", Value: e.Prefix},
+		{Key: "dial_timeout", Value: e.DialTimeout},
+		{Key: "tls", Value: e.TLS.Enabled},
+	}
 }
+
+// String describes the section with the password redacted.
+func (e Config) String() string { return e.fields().String() }
 
 // GoString keeps %#v as safe as %v.
 func (e Config) GoString() string { return "etcdlockbuild.Config{" + e.String() + "}" }
 
 // MarshalLogObject logs the section with the password redacted.
 func (e Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if err := enc.AddArray("endpoints", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-		for _, s := range e.Endpoints {
-			a.AppendString(s)
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
-	enc.AddString("username", e.Username)
-	enc.AddString("password", e.Password.String())
-	enc.AddString("prefix", e.Prefix)
-	enc.AddDuration("dial_timeout", e.DialTimeout)
-	enc.AddBool("tls", e.TLS.Enabled)
-	return nil
+	return e.fields().MarshalLogObject(enc)
 }
