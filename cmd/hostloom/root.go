@@ -15,7 +15,7 @@ import (
 // Exit codes.
 const (
 	exitOK    = 0
-	exitError = 1 // the command ran and failed: Redis, config, no such role
+	exitError = 1 // the command ran and failed: the server, config, no such role
 	exitUsage = 2 // the command line was wrong: unknown verb or flag, missing argument
 )
 
