@@ -100,7 +100,7 @@ func (e *Config) Validate(keys config.SectionKeys) []*config.FieldError {
 	}
 	for _, ep := range e.Endpoints {
 		if err := checkEndpoint(ep); err != nil {
-			bad("endpoints", "%q %v", ep, err)
+			bad("endpoints", "%q %v", redactEndpoint(ep), err)
 		}
 	}
 	if e.Prefix == "" {
@@ -129,6 +129,9 @@ func (e *Config) Validate(keys config.SectionKeys) []*config.FieldError {
 func checkEndpoint(ep string) error {
 	hostport := ep
 	if u, err := url.Parse(ep); err == nil && u.Scheme != "" && u.Host != "" {
+		if u.User != nil {
+			return errors.New("carries credentials: set locking.etcd.username and locking.etcd.password instead")
+		}
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return fmt.Errorf("has scheme %q: want http or https", u.Scheme)
 		}
@@ -142,6 +145,14 @@ func checkEndpoint(ep string) error {
 		return fmt.Errorf("has port %q: want a number from 1 to 65535", port)
 	}
 	return nil
+}
+
+// redactEndpoint is ep for an error: a URL's password replaced.
+func redactEndpoint(ep string) string {
+	if u, err := url.Parse(ep); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return ep
 }
 
 // ClientConfig returns the *tls.Config the section describes, nil when
