@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hostloom/hostloom/config"
 )
@@ -59,4 +60,16 @@ func ExampleLoad_noProvider() {
 	fmt.Println(err)
 	// Output:
 	// config: locking.provider: is not set: choose memory, redis, disabled (memory coordinates this process only) (not set in env HOSTLOOM_LOCKING__PROVIDER)
+}
+
+// A backend's section declares its keys once; String and its log object
+// both redact the Secret.
+func ExampleFields() {
+	fs := config.Fields{
+		{Key: "endpoints", Value: []string{"10.0.0.5:2379"}},
+		{Key: "password", Value: config.Secret("hunter2")},
+		{Key: "dial_timeout", Value: 5 * time.Second},
+	}
+	fmt.Println(fs)
+	// Output: endpoints=[10.0.0.5:2379] password=[redacted] dial_timeout=5s
 }

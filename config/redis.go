@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -204,43 +203,33 @@ func (r *RedisConfig) CheckConfig(keys SectionKeys, c *Config) []*FieldError {
 	return errs
 }
 
-// String describes the section with the passwords redacted.
-func (r RedisConfig) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "addrs=%v username=%q password=%s db=%d", r.Addrs, r.Username, r.Password.String(), r.DB)
-	if r.MasterName != "" {
-		fmt.Fprintf(&b, " master_name=%q sentinel_username=%q sentinel_password=%s", r.MasterName, r.SentinelUsername, r.SentinelPassword.String())
+// fields are the section's keys as String and MarshalLogObject show
+// them, the passwords redacted. String leaves out the Sentinel keys
+// without Sentinel and quarantine when false.
+func (r RedisConfig) fields() Fields {
+	return Fields{
+		{Key: "addrs", Value: r.Addrs},
+		{Key: "username", Value: r.Username},
+		{Key: "password", Value: r.Password},
+		{Key: "db", Value: r.DB},
+		{Key: "master_name", Value: r.MasterName, Brief: true},
+		{Key: "sentinel_username", Value: r.SentinelUsername, Brief: true},
+		{Key: "sentinel_password", Value: r.SentinelPassword, Brief: true},
+		{Key: "cluster", Value: r.Cluster},
+		{Key: "tls", Value: r.TLS.Enabled},
+		{Key: "quarantine", Value: r.Quarantine, Brief: true},
 	}
-	fmt.Fprintf(&b, " cluster=%t tls=%t", r.Cluster, r.TLS.Enabled)
-	if r.Quarantine {
-		b.WriteString(" quarantine=true")
-	}
-	return b.String()
 }
+
+// String describes the section with the passwords redacted.
+func (r RedisConfig) String() string { return r.fields().String() }
 
 // GoString keeps %#v as safe as %v.
 func (r RedisConfig) GoString() string { return "config.RedisConfig{" + r.String() + "}" }
 
 // MarshalLogObject logs the section with the passwords redacted.
 func (r RedisConfig) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if err := enc.AddArray("addrs", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-		for _, s := range r.Addrs {
-			a.AppendString(s)
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
-	enc.AddString("username", r.Username)
-	enc.AddString("password", r.Password.String())
-	enc.AddInt("db", r.DB)
-	enc.AddString("master_name", r.MasterName)
-	enc.AddString("sentinel_username", r.SentinelUsername)
-	enc.AddString("sentinel_password", r.SentinelPassword.String())
-	enc.AddBool("cluster", r.Cluster)
-	enc.AddBool("tls", r.TLS.Enabled)
-	enc.AddBool("quarantine", r.Quarantine)
-	return nil
+	return r.fields().MarshalLogObject(enc)
 }
 
 // ClientConfig returns the *tls.Config the section describes, nil when
@@ -320,9 +309,18 @@ func (r RedisConfig) UniversalOptions() (*redis.UniversalOptions, error) {
 // set, otherwise a *redis.Client for the one address. It does not connect;
 // the caller closes the client.
 func (r RedisConfig) NewClient() (redis.UniversalClient, error) {
+	return r.NewClientWith(nil)
+}
+
+// NewClientWith is NewClient with the options changed by tune first (when
+// not nil): a short-lived command's client without retries, say.
+func (r RedisConfig) NewClientWith(tune func(*redis.UniversalOptions)) (redis.UniversalClient, error) {
 	o, err := r.UniversalOptions()
 	if err != nil {
 		return nil, err
+	}
+	if tune != nil {
+		tune(o)
 	}
 	switch {
 	case r.Cluster:

@@ -22,8 +22,9 @@
 // with more columns; --json is -o json), --namespace (instead of the
 // configuration's locking.namespace), --config (or -config, -c: the
 // service's YAML file) and --timeout (bound on connecting and on each
-// request; default locking.redis.dial_timeout, or over PostgreSQL the
-// DSN's connect_timeout, else 5s).
+// request; default the backend's own, such as locking.redis.dial_timeout,
+// locking.etcd.dial_timeout or the PostgreSQL DSN's connect_timeout, else
+// 5s).
 // "hostloom <verb> --help" documents each verb and its flags.
 //
 // # Configuration
@@ -31,9 +32,11 @@
 // hostloom reads the configuration the service reads, through the config
 // package: defaults, the YAML file (--config, or the environment variable
 // HOSTLOOM_CONFIG), then HOSTLOOM_* environment variables.
-// It needs locking.provider redis or postgres (with locking.postgres.dsn,
-// in the file or in HOSTLOOM_LOCKING__POSTGRES__DSN): the memory provider
-// lives inside one process. Roles are found through
+// It opens whichever backend locking.provider names among those it links
+// (backends.go: redis, postgres, etcd) through one path,
+// lockbuild.Open: the backend builds a client from its section and asks
+// the server once. The memory provider lives inside one process, so the
+// CLI cannot show it. Roles are found through
 // leadership.lock_key_format and the per-role overrides; passwords and the
 // DSN are used, never printed.
 //

@@ -47,67 +47,13 @@ fence and how long the handover took. --wait 0 only sends the request.`,
 }
 
 func handOver(ctx context.Context, g *globals, sio stdio, role, to string, wait time.Duration) error {
-	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
-		before, err := e.inspect(ctx, rk.key)
-		if err != nil {
-			return err
-		}
-		if !before.Held {
-			return fmt.Errorf("role %q in namespace %q has no leader to hand over", role, e.namespace())
-		}
-		if err := canHandOver(e.lock, role); err != nil {
-			return err
-		}
-		if err := checkSuccessor(role, to, before); err != nil {
-			return err
-		}
-		events, stop, _ := e.subscribe(ctx, rk.key)
-		defer stop()
-		start := time.Now()
-		rctx, cancel := e.request(ctx)
-		err = e.lock.RequestHandOver(rctx, rk.key, before.Holder.Owner, to)
-		cancel()
-		if err != nil {
-			return err
-		}
-		out := handoverJSON{Role: role, Previous: before.Holder.Owner, PreviousFence: before.Fence, Waited: wait > 0}
-		if wait > 0 {
-			next, at, err := e.nextTerm(ctx, rk.key, before, events, start.Add(wait))
-			if err != nil {
-				return err
-			}
-			switch {
-			case next.Held && next.Fence == before.Fence && next.Holder.Owner == before.Holder.Owner:
-				return fmt.Errorf("role %q: leader %q did not step down within %v (does it run a HostLoom version that hears handover requests?)", role, before.Holder.Owner, wait)
-			case !next.Held:
-				return fmt.Errorf("role %q: leader %q stepped down, but %q did not take the role within %v", role, before.Holder.Owner, to, wait)
-			case next.Holder.Owner != to:
-				return fmt.Errorf("role %q: %q took the role, not %q (did %q stop meanwhile?)", role, next.Holder.Owner, to, to)
-			}
-			out.Leader, out.Fence = next.Holder.Owner, next.Fence
-			out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
-		}
-		if g.json {
-			return writeJSON(sio.out, out)
-		}
-		if wait == 0 {
-			fmt.Fprintf(sio.out, "Asked %s to hand role %s to %s.\n", out.Previous, role, to)
-			return nil
-		}
-		fmt.Fprintf(sio.out, "%s handed role %s to %s (fence %s), %.1fms after the request.\n",
-			out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
-		return nil
-	})
+	return stepDown(ctx, g, sio, role, to, wait)
 }
 
 // canHandOver reports, before anything is sent, that lock cannot deliver
-// a handover request to role's leader (its provider publishes no resign
-// requests, or no events the leader would hear them through).
+// a handover request to role's leader.
 func canHandOver(lock *locking.DistributedLock, role string) error {
-	if !lock.Capabilities().Resign {
-		return fmt.Errorf("role %q: handover is not supported by this lock (its provider cannot send resign requests to the leader)", role)
-	}
-	return nil
+	return canRequest(lock, role, "handover")
 }
 
 // checkSuccessor fails when to is not one of the role's participants, or

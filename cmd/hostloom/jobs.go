@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/hostloom/hostloom/core/scheduling"
@@ -71,7 +69,7 @@ func newJobs(g *globals, sio stdio) *cobra.Command {
 		Use:   "jobs [ROLE]",
 		Short: "List the scheduler's jobs: schedule, next run, state, last slot and run",
 		Long: `jobs lists the exclusive scheduler's jobs of every role (or of ROLE) that
-the job store (the slot store, in Redis or PostgreSQL) keeps records for: its schedule
+the job store (the slot store, in the backend's server) keeps records for: its schedule
 and next run, whether the job
 is paused (on every replica), whether a run is going, the latest slot that
 ran, the number of runs and the newest run's outcome. A slot that fell due
@@ -226,11 +224,10 @@ func (e *env) warnSkipped(skipped error) {
 }
 
 // jobRefs lists the jobs the job store keeps records for, of role or of
-// every role, sorted. The store has no listing of its own, so over Redis
-// this scans the keyspace for the namespace's job keys (SCAN; every master
-// on Cluster), like locking.DistributedLock.Keys does for leases: for
-// operators' tools, not hot paths. Over PostgreSQL it asks the jobs table
-// (pglock's JobKeys).
+// every role, sorted. The store has no listing of its own: the backend's
+// JobKeys lists the job keys under the namespace's prefix (over Redis a
+// SCAN of the keyspace, like locking.DistributedLock.Keys does for
+// leases: for operators' tools, not hot paths).
 func (e *env) jobRefs(ctx context.Context, role string) ([]jobRef, error) {
 	const probe = "x"
 	full, err := e.lock.JobKey(scheduling.JobKey(role, probe))
@@ -241,40 +238,20 @@ func (e *env) jobRefs(ctx context.Context, role string) ([]jobRef, error) {
 	if role == "" {
 		prefix = strings.TrimSuffix(prefix, ":")
 	}
+	if e.session.JobKeys == nil {
+		return nil, fmt.Errorf("list jobs: provider %s cannot list its job records", e.cfg.Locking.Provider)
+	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	var mu sync.Mutex // ForEachMaster scans the masters concurrently
-	seen := map[string]bool{}
-	if e.pg != nil {
-		keys, err := e.pg.JobKeys(rctx, prefix)
-		if err != nil {
-			return nil, fmt.Errorf("list jobs: %w", err)
-		}
-		for _, k := range keys {
-			if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
-				seen[rest] = true
-			}
-		}
-	}
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		it := c.Scan(ctx, 0, globEscape(prefix)+"*", 256).Iterator()
-		for it.Next(ctx) {
-			if rest, ok := strings.CutPrefix(it.Val(), prefix); ok && rest != "" {
-				mu.Lock()
-				seen[rest] = true
-				mu.Unlock()
-			}
-		}
-		return it.Err()
-	}
-	switch cc, ok := e.client.(*redis.ClusterClient); {
-	case ok:
-		err = cc.ForEachMaster(rctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
-	case e.client != nil:
-		err = scan(rctx, e.client)
-	}
+	keys, err := e.session.JobKeys(rctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
+			seen[rest] = true
+		}
 	}
 	var known []string
 	if role == "" {
@@ -320,19 +297,6 @@ func splitJob(s string, known []string) (jobRef, bool) {
 	}
 	role, job, ok := strings.Cut(s, ":")
 	return jobRef{role: role, job: job}, ok && role != "" && job != ""
-}
-
-// globEscape escapes the characters Redis glob patterns treat specially.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // errNoSuchJob is matched by the error for a job with nothing stored.

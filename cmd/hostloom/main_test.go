@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
 	code := m.Run()
 	stopPostgres()
+	stopEtcd()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

@@ -132,68 +132,66 @@ Only stores that check the fence refuse its writes. Prefer: hostloom resign %s
 
 // leaseValue reads the ownership record stored under the provider key.
 func (e *env) leaseValue(ctx context.Context, pkey string) (string, bool, error) {
+	in, ok := e.session.Provider.(locking.Inspector)
+	if !ok {
+		return "", false, fmt.Errorf("provider %s cannot read a lease's holder", e.cfg.Locking.Provider)
+	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	if e.pg != nil {
-		st, err := e.pg.Inspect(rctx, pkey)
-		return st.Value, err == nil && st.Held, err
-	}
-	v, _, ok, err := e.provider.Get(rctx, pkey)
-	return v, ok, err
+	st, err := in.Inspect(rctx, pkey)
+	return st.Value, err == nil && st.Held, err
 }
 
 // releaseLease deletes the lease of pkey when it still stores value, and
 // announces the release as a leader's own release does, so candidates
-// take the role at once. Over PostgreSQL the row keeps its last fence,
-// so the next holder's fence is still greater, and the announcement goes
-// through NOTIFY (unless locking.postgres.notifications is false: then
-// candidates find the role free at their next attempt).
+// take the role at once. The key keeps its last fence, so the next
+// holder's fence is still greater (L1); over PostgreSQL with
+// locking.postgres.notifications false there is no announcement, and
+// candidates find the role free at their next attempt.
 func (e *env) releaseLease(ctx context.Context, pkey, value string) (bool, error) {
-	r := locking.ReleaseRequest{Key: pkey, Value: value, Notify: true}
-	if e.pg != nil {
-		return e.pg.Release(ctx, r)
-	}
-	return e.provider.Release(ctx, r)
+	return e.session.Provider.Release(ctx, locking.ReleaseRequest{Key: pkey, Value: value, Notify: true})
 }
 
 // forcedTTL is how long the marker of a forced delete stays: long enough
 // for every watch to read it after the release notification or a poll.
 const forcedTTL = time.Minute
 
-// forcedMarker is the Redis key release --force sets, holding the deleted
+// forcedMarker is the note release --force leaves, holding the deleted
 // term's fence, just before it deletes pkey's lease. Its name holds a
 // space, so it is never a consumer key: the locking package's key listing
 // leaves it out, and no role's key can be it.
 func forcedMarker(pkey string) string { return pkey + " deleted-by-release-force" }
 
 // markForced records that the lease of pkey with fence is being deleted
-// by force. A failure only costs watch the word: it warns and goes on.
+// by force, where the backend keeps notes (lockbuild.Notes; elsewhere
+// watch shows the delete as a release). A failure only costs watch the
+// word: it warns and goes on.
 func (e *env) markForced(ctx context.Context, pkey string, fence uint64) {
-	if e.client == nil {
-		return // over PostgreSQL watch shows the forced delete as a release
+	if e.session.Notes == nil {
+		return
 	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	if err := e.client.Set(rctx, forcedMarker(pkey), strconv.FormatUint(fence, 10), forcedTTL).Err(); err != nil {
+	if err := e.session.Notes.SetNote(rctx, forcedMarker(pkey), strconv.FormatUint(fence, 10), forcedTTL); err != nil {
 		fmt.Fprintf(e.stderr, "hostloom: warning: could not mark the delete for watch (it will show released): %v\n", err)
 	}
 }
 
 // unmarkForced removes the marker when nothing was deleted.
 func (e *env) unmarkForced(ctx context.Context, pkey string) {
-	if e.client == nil {
+	if e.session.Notes == nil {
 		return
 	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	_ = e.client.Del(rctx, forcedMarker(pkey)).Err()
+	_ = e.session.Notes.DeleteNote(rctx, forcedMarker(pkey))
 }
 
 // forcedDelete reports whether the term of key with fence ended by
 // release --force (its marker is there and names that fence).
 func (e *env) forcedDelete(ctx context.Context, key string, fence uint64) bool {
-	if e.client == nil {
-		return false // only release --force over Redis leaves a marker
+	if e.session.Notes == nil {
+		return false
 	}
 	pkey, err := e.lock.ProviderKey(key)
 	if err != nil {
@@ -201,6 +199,6 @@ func (e *env) forcedDelete(ctx context.Context, key string, fence uint64) bool {
 	}
 	rctx, cancel := e.request(ctx)
 	defer cancel()
-	v, err := e.client.Get(rctx, forcedMarker(pkey)).Result()
-	return err == nil && v == strconv.FormatUint(fence, 10)
+	v, ok, err := e.session.Notes.Note(rctx, forcedMarker(pkey))
+	return err == nil && ok && v == strconv.FormatUint(fence, 10)
 }

@@ -57,22 +57,42 @@ fence and how long the handover took. --wait 0 only sends the request.`,
 }
 
 func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.Duration) error {
+	return stepDown(ctx, g, sio, role, "", wait)
+}
+
+// stepDown asks role's leader to step down (resign, to "") or to hand
+// the role to the participant to (handover), and waits up to wait for
+// the next term: the request and the wait resign and handover share.
+func stepDown(ctx context.Context, g *globals, sio stdio, role, to string, wait time.Duration) error {
+	verb, gerund := "resign", "resign"
+	if to != "" {
+		verb, gerund = "handover", "hand over"
+	}
 	return withRole(ctx, g, sio, role, wait, func(e *env, rk roleKey) error {
 		before, err := e.inspect(ctx, rk.key)
 		if err != nil {
 			return err
 		}
 		if !before.Held {
-			return fmt.Errorf("role %q in namespace %q has no leader to resign", role, e.namespace())
+			return fmt.Errorf("role %q in namespace %q has no leader to %s", role, e.namespace(), gerund)
 		}
-		if err := canResign(e.lock, role); err != nil {
+		if err := canRequest(e.lock, role, verb); err != nil {
 			return err
+		}
+		if to != "" {
+			if err := checkSuccessor(role, to, before); err != nil {
+				return err
+			}
 		}
 		events, stop, _ := e.subscribe(ctx, rk.key)
 		defer stop()
 		start := time.Now()
 		rctx, cancel := e.request(ctx)
-		err = e.lock.RequestResign(rctx, rk.key, before.Holder.Owner)
+		if to == "" {
+			err = e.lock.RequestResign(rctx, rk.key, before.Holder.Owner)
+		} else {
+			err = e.lock.RequestHandOver(rctx, rk.key, before.Holder.Owner, to)
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -83,11 +103,15 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 			if err != nil {
 				return err
 			}
-			if !next.Held || next.Fence == before.Fence && next.Holder.Owner == before.Holder.Owner {
-				if next.Held {
-					return fmt.Errorf("role %q: leader %q did not step down within %v (does it run a HostLoom version that hears resign requests?)", role, before.Holder.Owner, wait)
-				}
+			switch {
+			case next.Held && next.Fence == before.Fence && next.Holder.Owner == before.Holder.Owner:
+				return fmt.Errorf("role %q: leader %q did not step down within %v (does it run a HostLoom version that hears %s requests?)", role, before.Holder.Owner, wait, verb)
+			case !next.Held && to == "":
 				return fmt.Errorf("role %q: leader %q stepped down, but nobody took the role within %v", role, before.Holder.Owner, wait)
+			case !next.Held:
+				return fmt.Errorf("role %q: leader %q stepped down, but %q did not take the role within %v", role, before.Holder.Owner, to, wait)
+			case to != "" && next.Holder.Owner != to:
+				return fmt.Errorf("role %q: %q took the role, not %q (did %q stop meanwhile?)", role, next.Holder.Owner, to, to)
 			}
 			out.Leader, out.Fence = next.Holder.Owner, next.Fence
 			out.LatencyMillis = float64(at.Sub(start).Microseconds()) / 1000
@@ -95,22 +119,35 @@ func resign(ctx context.Context, g *globals, sio stdio, role string, wait time.D
 		if g.structured() {
 			return g.write(sio.out, out)
 		}
-		if wait == 0 {
+		switch {
+		case wait == 0 && to == "":
 			fmt.Fprintf(sio.out, "Asked %s to step down from role %s.\n", out.Previous, role)
-			return nil
+		case wait == 0:
+			fmt.Fprintf(sio.out, "Asked %s to hand role %s to %s.\n", out.Previous, role, to)
+		case to == "":
+			fmt.Fprintf(sio.out, "%s stepped down from role %s; %s leads now (fence %s), %.1fms after the request.\n",
+				out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
+		default:
+			fmt.Fprintf(sio.out, "%s handed role %s to %s (fence %s), %.1fms after the request.\n",
+				out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
 		}
-		fmt.Fprintf(sio.out, "%s stepped down from role %s; %s leads now (fence %s), %.1fms after the request.\n",
-			out.Previous, role, out.Leader, showUint(out.Fence), out.LatencyMillis)
 		return nil
 	})
 }
 
 // canResign reports, before anything is sent, that lock cannot deliver a
-// resign request to role's leader (its provider publishes no resign
-// requests, or no events the leader would hear them through).
+// resign request to role's leader.
 func canResign(lock *locking.DistributedLock, role string) error {
+	return canRequest(lock, role, "resign")
+}
+
+// canRequest reports, before anything is sent, that lock cannot deliver
+// a request of verb (resign, handover) to role's leader (its provider
+// publishes no resign requests, or no events the leader would hear them
+// through).
+func canRequest(lock *locking.DistributedLock, role, verb string) error {
 	if !lock.Capabilities().Resign {
-		return fmt.Errorf("role %q: resign is not supported by this lock (its provider cannot send resign requests to the leader)", role)
+		return fmt.Errorf("role %q: %s is not supported by this lock (its provider cannot send resign requests to the leader)", role, verb)
 	}
 	return nil
 }

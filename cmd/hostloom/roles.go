@@ -86,7 +86,7 @@ type roleKey struct {
 	role, key string
 }
 
-// list returns the roles of the namespace that Redis stores anything for
+// list returns the roles of the namespace that the store keeps anything for
 // (a lease, a fence or participants), sorted by role. With names, only
 // those roles, in the order given; a name with nothing stored is an error
 // matching errNoSuchRole.

@@ -15,7 +15,7 @@ import (
 // Exit codes.
 const (
 	exitOK    = 0
-	exitError = 1 // the command ran and failed: Redis, config, no such role
+	exitError = 1 // the command ran and failed: the server, config, no such role
 	exitUsage = 2 // the command line was wrong: unknown verb or flag, missing argument
 )
 
@@ -101,8 +101,8 @@ func newRoot(g *globals, sio stdio) *cobra.Command {
 handovers as they happen, asks a leader to step down, and reads and steers
 the exclusive scheduler's jobs. It reads the same configuration as the
 service (the YAML file given with --config or HOSTLOOM_CONFIG, then
-HOSTLOOM_* environment variables) and talks to the same Redis or Valkey,
-or PostgreSQL (locking.provider: postgres).
+HOSTLOOM_* environment variables) and talks to the same server, whichever
+backend locking.provider names (redis, postgres, etcd).
 
 --namespace reads another namespace than the configuration's
 (locking.namespace). -o json or -o yaml writes one document for scripts
@@ -129,7 +129,7 @@ it says which namespace it read, and its JSON lists nothing.`,
 	pf.StringVarP(&g.output, "output", "o", "", "output format: json or yaml for scripts, wide for tables with more columns (default a table)")
 	pf.StringVar(&g.namespace, "namespace", "", "lock namespace to read, instead of the configuration's locking.namespace")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
-	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request (default locking.redis.dial_timeout, or the PostgreSQL DSN's connect_timeout)")
+	pf.DurationVar(&g.timeout, "timeout", 0, "bound on connecting and on each request (default the backend's own: locking.<provider>.dial_timeout, or the PostgreSQL DSN's connect_timeout)")
 
 	root.AddCommand(
 		newStatus(g, sio),

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/core/locking"
 )
 
@@ -55,24 +52,18 @@ type statusJSON struct {
 }
 
 func (e *env) store() storeJSON {
-	if e.pool != nil {
-		cc := e.pool.Config().ConnConfig
-		return storeJSON{
-			Provider:  string(e.cfg.Locking.Provider),
-			Addrs:     []string{net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))},
-			Username:  cc.User,
-			Password:  cc.Password != "",
-			Database:  cc.Database,
-			Table:     e.pg.Table(),
-			Namespace: e.namespace(),
-		}
+	t := e.session.Target
+	addrs := t.Addrs
+	if addrs == nil {
+		addrs = []string{}
 	}
-	r := redislockbuild.SectionOf(e.cfg.Locking)
 	return storeJSON{
 		Provider:  string(e.cfg.Locking.Provider),
-		Addrs:     r.Addrs,
-		Username:  r.Username,
-		Password:  r.Password.IsSet(),
+		Addrs:     addrs,
+		Username:  t.Username,
+		Password:  t.PasswordSet,
+		Database:  t.Database,
+		Table:     t.Table,
 		Namespace: e.namespace(),
 	}
 }
@@ -101,8 +92,8 @@ func newStatus(g *globals, sio stdio) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [ROLE...]",
 		Short: "Show who leads each role: leader, lease TTL, fence, participants",
-		Long: `status lists every role of the namespace that the store (Redis or
-PostgreSQL) keeps anything for
+		Long: `status lists every role of the namespace that the store (Redis,
+PostgreSQL, etcd) keeps anything for
 (a lease, a fence or a participant), or the roles given, with the leader's
 identity, the lease's remaining TTL, the current term's fencing token and
 the role's live participants (the running electors, leader or not).

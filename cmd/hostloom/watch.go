@@ -56,7 +56,7 @@ lease vanished without a release notification: it ran out, or the
 notification was missed), resign (someone asked the leader to step down).
 
 Changes arrive through the lock's notifications (Redis pub/sub, PostgreSQL
-LISTEN/NOTIFY) and are
+LISTEN/NOTIFY, an etcd watch) and are
 confirmed by reading the role; every --interval watch also reads every role,
 so expiries, roles that appear later and notifications lost while the
 subscription was down are seen too. watch runs until interrupted, until

@@ -30,5 +30,18 @@
 // redis and what it passes. docs/providers.md shows how to write a
 // backend.
 //
+// # Opening for a command
+//
+// Open is Build for a short-lived command, such as a verb of the hostloom
+// CLI: it picks the backend of locking.provider the same way, lets a
+// backend that implements Opener build for one command (a small pool, no
+// retries of a refused dial) and asks the server once within a bound.
+// A configuration the server refuses is a *config.FieldError; a server
+// that does not answer an *UnreachableError naming where and why, never a
+// secret. The Session it returns also says where the lock lives (Target),
+// how to list the job records (JobKeys) and, where the backend keeps
+// them, short-lived notes (Notes). A backend without Opener is opened
+// through its Build and start check.
+//
 // Rule ids (G6, L4, …) are explained in docs/rules.md.
 package lockbuild

@@ -23,3 +23,10 @@ func ExampleBuild() {
 	fmt.Println(b.Kind, lease.Key(), err)
 	// Output: memory report <nil>
 }
+
+// Open words a server that does not answer in one line: where, and why.
+func ExampleUnreachable() {
+	err := lockbuild.Unreachable("etcd 10.0.0.5:2379", 2*time.Second, "locking.etcd.dial_timeout", context.DeadlineExceeded)
+	fmt.Println(err)
+	// Output: etcd 10.0.0.5:2379 unreachable: no answer within 2s (locking.etcd.dial_timeout)
+}

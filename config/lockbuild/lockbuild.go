@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hostloom/hostloom/backends/redis/redislockbuild"
 	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/config/lockbuild/buildapi"
 	"github.com/hostloom/hostloom/core/locking"
@@ -128,60 +127,44 @@ func (b *Built) Close() error {
 // provider no backend serves one naming it and the providers linked. It
 // contacts no server.
 func Build(cfg config.LockingConfig, opts ...Option) (*Built, error) {
-	var s settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&s)
-		}
-	}
-	byName := map[config.ProviderName]Backend{}
-	for _, be := range s.backends {
-		name := be.Provider()
-		if name == config.ProviderMemory || name == config.ProviderDisabled {
-			return nil, fmt.Errorf("lockbuild: backend %q (%T): a provider Build knows itself", string(name), be)
-		}
-		if _, dup := byName[name]; dup {
-			return nil, fmt.Errorf("lockbuild: backend %q given twice", string(name))
-		}
-		byName[name] = be
-		cfg = cfg.WithBackends(be)
-	}
-	if _, given := byName[config.ProviderRedis]; !given {
-		// The library module's own backend, linked by default: a client
-		// built from locking.redis, nothing logged.
-		byName[config.ProviderRedis] = redislockbuild.Backend{}
-	}
-	if err := cfg.Validate(); err != nil {
+	be, cfg, err := resolve(cfg, opts)
+	if err != nil {
 		return nil, err
 	}
-	b := &Built{Kind: cfg.Provider}
-	switch {
-	case !cfg.Coordinated():
-		b.Kind = config.ProviderDisabled
-	case cfg.Provider == config.ProviderMemory:
-		b.Provider = memlock.New()
-	default:
-		be, ok := byName[cfg.Provider]
-		if !ok {
-			// Load knew the backend, but Build was not given it.
-			return nil, &config.FieldError{Key: "locking.provider", Source: cfg.Source("locking.provider"),
-				Reason: fmt.Sprintf("%q was loaded with its backend, which Build was not given (lockbuild.WithBackends)", string(cfg.Provider))}
+	if be == nil {
+		b := &Built{Kind: cfg.Provider}
+		if !cfg.Coordinated() {
+			b.Kind = config.ProviderDisabled
+		} else {
+			b.Provider = memlock.New()
 		}
-		p, err := be.Build(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("lockbuild: provider %q: %w", string(cfg.Provider), err)
-		}
-		if p.Provider == nil {
-			if p.Close != nil {
-				_ = p.Close()
-			}
-			return nil, fmt.Errorf("lockbuild: provider %q: the backend built no provider", string(cfg.Provider))
-		}
-		if p.Close != nil {
-			b.closers = append(b.closers, p.Close)
-		}
-		b.Provider, b.check, b.LogFields = p.Provider, p.Check, p.LogFields
+		return withLock(cfg, b)
 	}
+	p, err := be.Build(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lockbuild: provider %q: %w", string(cfg.Provider), err)
+	}
+	return built(cfg, p)
+}
+
+// built is the Built of a backend's Provided: its provider, close
+// function, check and log fields, and the lock over the provider.
+func built(cfg config.LockingConfig, p Provided) (*Built, error) {
+	if p.Provider == nil {
+		if p.Close != nil {
+			_ = p.Close()
+		}
+		return nil, fmt.Errorf("lockbuild: provider %q: the backend built no provider", string(cfg.Provider))
+	}
+	b := &Built{Kind: cfg.Provider, Provider: p.Provider, check: p.Check, LogFields: p.LogFields}
+	if p.Close != nil {
+		b.closers = append(b.closers, p.Close)
+	}
+	return withLock(cfg, b)
+}
+
+// withLock makes the lock over b.Provider (none when disabled).
+func withLock(cfg config.LockingConfig, b *Built) (*Built, error) {
 	l, err := locking.New(b.Provider, cfg.Options())
 	if err != nil {
 		_ = b.Close()

@@ -45,7 +45,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hostloom/hostloom/core v0.3.0
 	github.com/hostloom/hostloom/backends/etcd v0.3.0
-	github.com/hostloom/hostloom/core/locking/etcdlock v0.3.0 // indirect
+	github.com/hostloom/hostloom/core/locking/etcdlock v0.3.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if pg.srv != nil {
 		pg.srv.Stop()
 	}
+	if etcd.cluster != nil {
+		etcd.cluster.Stop()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

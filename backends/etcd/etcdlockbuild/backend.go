@@ -42,19 +42,18 @@ func (Backend) Section() config.Section {
 }
 
 // Build makes the etcdlock provider over b.Client or a client built from
-// the section (closed by Provided.Close). Without a username the client
-// connects in the background, so an unreachable cluster does not fail
-// start: nobody leads until it answers. With a username etcd's client
-// authenticates while it is built, bounded by dial_timeout: wrong
-// credentials fail start naming locking.etcd.password, and so does an
-// unreachable cluster (the client cannot be built without a token). A TLS
-// file that cannot be read fails start naming its key and path.
+// the section (closed by Provided.Close). The client connects in the
+// background and, with a username, authenticates on its first request,
+// so an unreachable cluster does not fail start: nobody leads until it
+// answers. A TLS file that cannot be read fails start naming its key and
+// path.
 //
 // The start check (Provided.Check) of a client it built reads the
 // prefix once, within dial_timeout: a refusal of the credentials or a
 // permission is a *config.FieldError, logged once at Error
-// (HostLoomLockAuthFailed, with the user, never the password); any other
-// failure is an outage, logged once at Warn (HostLoomLockUnreachable).
+// (HostLoomLockAuthFailed, with the user, never the password): wrong
+// credentials fail start naming locking.etcd.password. Any other failure
+// is an outage, logged once at Warn (HostLoomLockUnreachable).
 func (b Backend) Build(cfg config.LockingConfig) (lockbuild.Provided, error) {
 	e := SectionOf(cfg)
 	log := b.Logger
@@ -110,23 +109,32 @@ func (e Config) NewClient(cfg config.LockingConfig) (*clientv3.Client, error) {
 	}
 	cc := clientv3.Config{Endpoints: e.Endpoints, TLS: tc, Logger: zap.NewNop()}
 	if e.Username != "" {
-		// etcd's client fetches its token while it is built.
-		cc.Username, cc.Password, cc.DialTimeout = e.Username, e.Password.Value(), e.DialTimeout
+		// Given a username, etcd's client authenticates while it is
+		// built, so an unreachable cluster would fail start. Built with a
+		// placeholder token instead, it sets up its per-request
+		// credentials without a request; once it has the username and
+		// password in place of the token, its first request is refused
+		// (invalid token) and the client authenticates with them and
+		// retries it, as it does when a token expires: authentication
+		// happens on first use, and wrong credentials are an error of that
+		// use (the start check's).
+		cc.Token = deferredToken
 	}
 	c, err := clientv3.New(cc)
 	if err != nil {
-		key := "locking.etcd.endpoints"
-		reason := fmt.Sprintf("cannot build the etcd client: %v", err)
-		if isAuthError(err) {
-			key = "locking.etcd.password"
-			reason = fmt.Sprintf("etcd refused the credentials of user %q: %v", e.Username, err)
-		} else if e.Username != "" {
-			reason = fmt.Sprintf("cannot authenticate user %q within dial_timeout %v (etcd's client needs a token before it is built): %v", e.Username, e.DialTimeout, err)
-		}
-		return nil, &config.FieldError{Key: key, Source: cfg.Source(key), Reason: reason}
+		return nil, &config.FieldError{Key: "locking.etcd.endpoints", Source: cfg.Source("locking.etcd.endpoints"),
+			Reason: fmt.Sprintf("cannot build the etcd client: %v", err)}
+	}
+	if e.Username != "" {
+		// Before any request: nothing reads these fields yet.
+		c.Token, c.Username, c.Password = "", e.Username, e.Password.Value()
 	}
 	return c, nil
 }
+
+// deferredToken is the placeholder token NewClient builds a client with
+// when it has a username: no server issues it.
+const deferredToken = "hostloom-authenticate-on-first-use"
 
 // isAuthError reports a refusal of the credentials or a permission.
 func isAuthError(err error) bool {
@@ -139,27 +147,38 @@ func isAuthError(err error) bool {
 	return errors.Is(err, locking.ErrUnauthorized)
 }
 
-// check reads the prefix once through the client Build built.
+// check reads the prefix once through the client Build built, within
+// dial_timeout, and logs what it finds.
 func check(ctx context.Context, c *clientv3.Client, e Config, cfg config.LockingConfig, log *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, e.DialTimeout)
 	defer cancel()
-	_, err := c.Get(ctx, e.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	err := probe(ctx, c, e, cfg)
+	var fe *config.FieldError
 	switch {
 	case err == nil:
-		return nil
-	case isAuthError(err):
-		key := "locking.etcd.password"
-		reason := fmt.Sprintf("etcd refused the credentials of user %q: %v", e.Username, err)
-		if errors.Is(err, rpctypes.ErrPermissionDenied) {
-			key = "locking.etcd.username"
-			reason = fmt.Sprintf("user %q may not read the prefix %q: grant its role read and write on it (etcdctl role grant-permission --prefix)", e.Username, e.Prefix)
-		}
-		fe := &config.FieldError{Key: key, Source: cfg.Source(key), Reason: reason}
+	case errors.As(err, &fe):
 		log.Error("HostLoomLockAuthFailed", zap.String("user", e.Username), zap.Strings("endpoints", e.Endpoints),
-			zap.String("key", fe.Key), zap.String("source", fe.Source), zap.Error(err))
-		return fe
+			zap.String("key", fe.Key), zap.String("source", fe.Source), zap.String("reason", fe.Reason))
 	default:
 		log.Warn("HostLoomLockUnreachable", zap.Strings("endpoints", e.Endpoints), zap.Error(err))
+	}
+	return err
+}
+
+// probe reads the prefix once (a count, no values): the client's first
+// request, which also authenticates it. A refusal of the credentials or
+// of a permission is a *config.FieldError naming the key; any other
+// error is returned as it is.
+func probe(ctx context.Context, c *clientv3.Client, e Config, cfg config.LockingConfig) error {
+	_, err := c.Get(ctx, e.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err == nil || !isAuthError(err) {
 		return err
 	}
+	key := "locking.etcd.password"
+	reason := fmt.Sprintf("etcd refused the credentials of user %q: %v", e.Username, err)
+	if errors.Is(err, rpctypes.ErrPermissionDenied) {
+		key = "locking.etcd.username"
+		reason = fmt.Sprintf("user %q may not read the prefix %q: grant its role read and write on it (etcdctl role grant-permission --prefix)", e.Username, e.Prefix)
+	}
+	return &config.FieldError{Key: key, Source: cfg.Source(key), Reason: reason}
 }

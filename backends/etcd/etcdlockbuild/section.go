@@ -40,8 +40,8 @@ type Config struct {
 	// characters, at most etcdlock.MaxPrefixLength bytes. Default
 	// etcdlock.DefaultPrefix ("hostloom/").
 	Prefix string `koanf:"prefix"`
-	// DialTimeout bounds the start check's request, and with a username,
-	// the authentication when the client is built. Default 5s.
+	// DialTimeout bounds the start check's request (the client's first,
+	// which also authenticates it with a username). Default 5s.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
 	// TLS configures TLS to the members.
 	TLS TLSConfig `koanf:"tls"`
@@ -100,7 +100,7 @@ func (e *Config) Validate(keys config.SectionKeys) []*config.FieldError {
 	}
 	for _, ep := range e.Endpoints {
 		if err := checkEndpoint(ep); err != nil {
-			bad("endpoints", "%q %v", ep, err)
+			bad("endpoints", "%q %v", redactEndpoint(ep), err)
 		}
 	}
 	if e.Prefix == "" {
@@ -129,6 +129,9 @@ func (e *Config) Validate(keys config.SectionKeys) []*config.FieldError {
 func checkEndpoint(ep string) error {
 	hostport := ep
 	if u, err := url.Parse(ep); err == nil && u.Scheme != "" && u.Host != "" {
+		if u.User != nil {
+			return errors.New("carries credentials: set locking.etcd.username and locking.etcd.password instead")
+		}
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return fmt.Errorf("has scheme %q: want http or https", u.Scheme)
 		}
@@ -142,6 +145,14 @@ func checkEndpoint(ep string) error {
 		return fmt.Errorf("has port %q: want a number from 1 to 65535", port)
 	}
 	return nil
+}
+
+// redactEndpoint is ep for an error: a URL's password replaced.
+func redactEndpoint(ep string) string {
+	if u, err := url.Parse(ep); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return ep
 }
 
 // ClientConfig returns the *tls.Config the section describes, nil when
@@ -194,29 +205,26 @@ func pathErr(err error) error {
 	return err
 }
 
-// String describes the section with the password redacted.
-func (e Config) String() string {
-	return fmt.Sprintf("endpoints=%v username=%q password=%s prefix=%q dial_timeout=%v tls=%t",
-		e.Endpoints, e.Username, e.Password.String(), e.Prefix, e.DialTimeout, e.TLS.Enabled)
+// fields are the section's keys as String and MarshalLogObject show
+// them, the password redacted.
+func (e Config) fields() config.Fields {
+	return config.Fields{
+		{Key: "endpoints", Value: e.Endpoints},
+		{Key: "username", Value: e.Username},
+		{Key: "password", Value: e.Password},
+		{Key: "prefix", Value: e.Prefix},
+		{Key: "dial_timeout", Value: e.DialTimeout},
+		{Key: "tls", Value: e.TLS.Enabled},
+	}
 }
+
+// String describes the section with the password redacted.
+func (e Config) String() string { return e.fields().String() }
 
 // GoString keeps %#v as safe as %v.
 func (e Config) GoString() string { return "etcdlockbuild.Config{" + e.String() + "}" }
 
 // MarshalLogObject logs the section with the password redacted.
 func (e Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if err := enc.AddArray("endpoints", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-		for _, s := range e.Endpoints {
-			a.AppendString(s)
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
-	enc.AddString("username", e.Username)
-	enc.AddString("password", e.Password.String())
-	enc.AddString("prefix", e.Prefix)
-	enc.AddDuration("dial_timeout", e.DialTimeout)
-	enc.AddBool("tls", e.TLS.Enabled)
-	return nil
+	return e.fields().MarshalLogObject(enc)
 }

@@ -142,3 +142,22 @@ func TestEtcd_N1_NoEndpointsFailsBuild(t *testing.T) {
 		t.Fatalf("Build without endpoints = %v, want an error naming locking.etcd.endpoints", err)
 	}
 }
+
+// TestEtcd_N1_EndpointWithCredentialsRefusedRedacted: an endpoint URL
+// carrying a user and password is refused, naming the keys to use
+// instead; the error shows the URL with its password redacted.
+func TestEtcd_N1_EndpointWithCredentialsRefusedRedacted(t *testing.T) {
+	_, err := load("HOSTLOOM_LOCKING__ETCD__ENDPOINTS=https://svc:hunter2@h:2379")
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Key != "locking.etcd.endpoints" {
+		t.Fatalf("error %v: want a FieldError for locking.etcd.endpoints", err)
+	}
+	for _, w := range []string{`"https://svc:xxxxx@h:2379"`, "carries credentials", "locking.etcd.password", "env HOSTLOOM_LOCKING__ETCD__ENDPOINTS"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the password shows: %v", err)
+	}
+}

@@ -156,33 +156,12 @@ func TestModule_N1_UnreachableEndpointsDoNotFailStart(t *testing.T) {
 // locking.etcd.password and its source, never the password; the right
 // one leads.
 func TestModule_N1_RefusedCredentialsFailStart(t *testing.T) {
-	c := etcdtest.Start(t, etcdtest.Options{})
-	root, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	c := withAuth(t)
 	ctx := context.Background()
-	for _, step := range []func() error{
-		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := root.UserAdd(ctx, "svc", secretPassword); return err },
-		func() error { _, err := root.RoleAdd(ctx, "svc"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "svc", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserGrantRole(ctx, "svc", "svc"); return err },
-		func() error { _, err := root.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	eps := strings.Join(c.Endpoints(), ",")
 	env := []string{"HOSTLOOM_LOCKING__ETCD__ENDPOINTS=" + eps, "HOSTLOOM_LOCKING__ETCD__USERNAME=svc", "HOSTLOOM_LOCKING__ETCD__PREFIX=app/"}
 	a, logs, _ := app(t, append(env, "HOSTLOOM_LOCKING__ETCD__PASSWORD=wrong-"+secretPassword))
-	err = a.Err()
+	err := a.Err()
 	if err == nil {
 		err = a.Start(ctx)
 		if err == nil {
@@ -208,5 +187,82 @@ func TestModule_N1_RefusedCredentialsFailStart(t *testing.T) {
 	leads(t, h)
 	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// withAuth starts a cluster of the test's own with authentication on: user
+// svc (password secretPassword) may read and write the prefix app/.
+func withAuth(t *testing.T) *etcdtest.Cluster {
+	t.Helper()
+	c := etcdtest.Start(t, etcdtest.Options{})
+	root, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ctx := context.Background()
+	for _, step := range []func() error{
+		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.UserAdd(ctx, "svc", secretPassword); return err },
+		func() error { _, err := root.RoleAdd(ctx, "svc"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "svc", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserGrantRole(ctx, "svc", "svc"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// TestModule_N1_UnreachableWithCredentialsDoesNotFailStart: with a
+// username and password and no member answering, start succeeds (the
+// client authenticates on first use, not while it is built), nobody
+// leads, and the outage is logged once; once the members are back, the
+// credentials are used and the role leads.
+func TestModule_N1_UnreachableWithCredentialsDoesNotFailStart(t *testing.T) {
+	c := withAuth(t)
+	for _, m := range c.Members() {
+		m.Kill()
+	}
+	a, logs, h := app(t, []string{
+		"HOSTLOOM_LOCKING__ETCD__ENDPOINTS=" + strings.Join(c.Endpoints(), ","),
+		"HOSTLOOM_LOCKING__ETCD__USERNAME=svc", "HOSTLOOM_LOCKING__ETCD__PASSWORD=" + secretPassword,
+		"HOSTLOOM_LOCKING__ETCD__PREFIX=app/", "HOSTLOOM_LOCKING__ETCD__DIAL_TIMEOUT=300ms"})
+	if err := a.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start with unreachable endpoints and credentials = %v, want nil", err)
+	}
+	defer func() { _ = a.Stop(ctx) }()
+	if n := logs.FilterMessage("HostLoomLockUnreachable").Len(); n != 1 {
+		t.Errorf("HostLoomLockUnreachable logged %d times, want once:\n%s", n, allLogs(logs))
+	}
+	for _, e := range h.Electors() {
+		if e.IsLeader() {
+			t.Fatal("leads without a reachable cluster")
+		}
+	}
+	for _, m := range c.Members() {
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leads(t, h)
+	if n := logs.FilterMessage("HostLoomLockAuthFailed").Len(); n != 0 {
+		t.Errorf("the right credentials were refused:\n%s", allLogs(logs))
+	}
+	for _, s := range []string{allLogs(logs)} {
+		if strings.Contains(s, secretPassword) {
+			t.Errorf("the password shows: %s", s)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package pglockbuild
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -97,22 +96,26 @@ func (p *Config) Validate(keys config.SectionKeys) []*config.FieldError {
 	return errs
 }
 
-// String describes the section with the DSN redacted.
-func (p Config) String() string {
-	return fmt.Sprintf("dsn=%s table=%q schema=%q external_schema=%t notifications=%t max_conns=%d",
-		p.DSN.String(), p.Table, p.Schema, p.ExternalSchema, p.Notifications, p.MaxConns)
+// fields are the section's keys as String and MarshalLogObject show
+// them, the DSN redacted.
+func (p Config) fields() config.Fields {
+	return config.Fields{
+		{Key: "dsn", Value: p.DSN},
+		{Key: "table", Value: p.Table},
+		{Key: "schema", Value: p.Schema},
+		{Key: "external_schema", Value: p.ExternalSchema},
+		{Key: "notifications", Value: p.Notifications},
+		{Key: "max_conns", Value: p.MaxConns},
+	}
 }
+
+// String describes the section with the DSN redacted.
+func (p Config) String() string { return p.fields().String() }
 
 // GoString keeps %#v as safe as %v.
 func (p Config) GoString() string { return "pglockbuild.Config{" + p.String() + "}" }
 
 // MarshalLogObject logs the section with the DSN redacted.
 func (p Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("dsn", p.DSN.String())
-	enc.AddString("table", p.Table)
-	enc.AddString("schema", p.Schema)
-	enc.AddBool("external_schema", p.ExternalSchema)
-	enc.AddBool("notifications", p.Notifications)
-	enc.AddInt("max_conns", p.MaxConns)
-	return nil
+	return p.fields().MarshalLogObject(enc)
 }
