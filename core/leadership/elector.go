@@ -439,7 +439,9 @@ var ErrNotParticipant = errors.New("not a participant")
 // of it (H4): it ends the term as Resign does (Token first) and releases
 // the lease naming identity as the successor, which takes the role at
 // once; the other candidates hold back one RetryInterval, then any may
-// take it; this instance sits out one RetryInterval. It reads the role's
+// take it; this instance sits out two RetryIntervals (the others'
+// hold-back, then one as after Resign), so should the successor not take
+// the role, another candidate gets the first chance. It reads the role's
 // participants first (one round trip): an identity that is not one of
 // them, or is this instance's own, is an error matching
 // ErrNotParticipant that lists them. It fails with ErrNotLeader when

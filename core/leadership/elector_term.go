@@ -368,6 +368,8 @@ func (l *loop) expire(now time.Time, err error) {
 
 // stepDown ends the term and releases its lease, then sits out one
 // RetryInterval (E8): Resign, and a resign request from an operator (O1).
+// Handing over to target (H4, B1), it sits out two: the others' hold-back
+// for the successor, then one as after Resign.
 // ended is closed once the term has ended; reply gets the release's
 // outcome (nil when there was nothing to release).
 func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{}, reply func(error)) {
@@ -380,10 +382,18 @@ func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{},
 		reply(nil)
 		return
 	}
-	l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+	sitOut := e.opts.RetryInterval
+	if target != "" {
+		// H4: the other candidates hold back one RetryInterval for the
+		// named successor, so their first chance begins only then; a
+		// sit-out ending at the same moment let this instance take the
+		// role back, should the successor not take it, as often as not.
+		sitOut *= 2
+	}
+	l.sitOutUntil = time.Now().Add(sitOut)
 	l.due = l.sitOutUntil
 	l.releaseTo(ctx, lease, target, func(err error) {
-		l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
+		l.sitOutUntil = time.Now().Add(sitOut)
 		l.due = l.sitOutUntil
 		reply(err)
 	})
