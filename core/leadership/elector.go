@@ -68,7 +68,6 @@ type Elector struct {
 
 	loop     *loop         // the state machine; Start and Stop are messages to it
 	running  atomic.Bool   // written by the loop only: started, and no Stop yet (CheckWithin)
-	leaving  atomic.Bool   // set by StopAll: a candidate makes no new attempt (its Stop follows)
 	stopDone chan struct{} // closed by the first Stop once it returns
 }
 

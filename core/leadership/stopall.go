@@ -42,7 +42,7 @@ func stopElectors(ctx context.Context, electors []*Elector) []error {
 	var leading, others []int // indices into electors
 	for _, e := range electors {
 		if e != nil {
-			e.leaving.Store(true)
+			e.leave()
 		}
 	}
 	for i, e := range electors {
@@ -70,6 +70,11 @@ func each(is []int, fn func(int)) {
 	}
 	wg.Wait()
 }
+
+// leave tells the machine that its process leaves (StopAll, Process.Leave):
+// a candidate makes no new attempt and a leader no renewal; its Stop
+// follows. It is a message like any other, taken in order.
+func (e *Elector) leave() { e.loop.post(message{kind: msgLeave}) }
 
 // withdraw deregisters a started elector from its role's participants
 // ahead of its Stop (which deregisters again: a try made meanwhile
