@@ -1,0 +1,71 @@
+package leadership_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/leadership/leadershiptest"
+)
+
+// BenchmarkElector_MemoryCallsInFlight measures what an elector costs
+// while its lock call is under way, against what it costs at rest: 10,000
+// electors over memlock, each with its first acquisition held in the lock
+// (leadershiptest.FaultStall), then released so that every one leads and
+// idles. It reports heap and stack bytes and goroutines per elector at
+// both instants; it asserts nothing (a figure, not a rule). Run it alone:
+//
+//	go test ./leadership/ -run '^$' -bench MemoryCallsInFlight -benchtime 1x
+func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
+	const n = 10_000
+	for b.Loop() {
+		fl := leadershiptest.NewFaultLock(memLock(b))
+		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultStall)
+		g0, m0 := memNow()
+		es := make([]*leadership.Elector, n)
+		for i := range es {
+			e, err := leadership.NewElector(fmt.Sprintf("role-%d", i), fl, leadership.DefaultOptions())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			es[i] = e
+		}
+		for fl.Calls(leadershiptest.OpAcquire) < n {
+			time.Sleep(time.Millisecond) // a measurement: no event tells when all n calls are in
+		}
+		g1, m1 := memNow()
+		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultNone)
+		fl.Unstall()
+		for _, e := range es {
+			if err := e.WaitForLeadership(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for runtime.NumGoroutine() > g0+16 {
+			time.Sleep(time.Millisecond) // the calls' goroutines end after their outcome
+		}
+		g2, m2 := memNow()
+		b.ReportMetric(float64(m1-m0)/n, "B/elector-in-flight")
+		b.ReportMetric(float64(g1-g0)/n, "goroutines/elector-in-flight")
+		b.ReportMetric(float64(m2-m0)/n, "B/elector-at-rest")
+		b.ReportMetric(float64(g2-g0)/n, "goroutines/elector-at-rest")
+		if err := leadership.StopAll(context.Background(), es...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// memNow returns the goroutines and the heap and stack bytes in use,
+// after a collection.
+func memNow() (goroutines int, bytes int64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), int64(ms.HeapInuse + ms.StackInuse)
+}
