@@ -137,7 +137,7 @@ func (l *loop) event(ev locking.Event) {
 			// instead of at the cadence (Q1).
 			l.verifyNow(now)
 		}
-		if at, waited, ok := l.link.back(now, l.headStart()); ok && (waited || (l.lease == nil && l.due.Before(at))) {
+		if at, waited, ok := l.link.back(now, l.headStart(), l.lease != nil); ok && (waited || (l.lease == nil && l.due.Before(at))) {
 			// Q1: a candidate tries no sooner than the head start from
 			// now; an acquisition that waited for the link is made then.
 			l.due = at

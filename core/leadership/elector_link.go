@@ -23,6 +23,7 @@ type link struct {
 	subscriptions int       // EventSubscribed seen so far
 	droppedAt     time.Time // when the live subscription dropped; zero while live, or when the drop is not counted
 	deferred      bool      // an acquisition waits for the link
+	notBefore     time.Time // the link came back to a candidate: no acquisition before then (the head start)
 	unsure        bool      // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the link came back while a renewal was under way; that
 	// renewal may have been answered before the server lost its state,
@@ -56,11 +57,18 @@ func (k *link) down(now time.Time, durable bool) bool {
 
 // holds reports whether a candidate's acquisition due at now waits for
 // the link, and until when: the drop was counted less than lease ago and
-// the link has not come back. A lease after the drop the attempt goes
-// ahead without it: a leader cut off that long has lost its term by its
-// own deadline, and a link that cannot come back must not keep a
-// candidate from a role whose leader is gone.
+// the link has not come back, or it came back less than the head start
+// ago (see back). A lease after the drop the attempt goes ahead without
+// it: a leader cut off that long has lost its term by its own deadline,
+// and a link that cannot come back must not keep a candidate from a role
+// whose leader is gone.
 func (k *link) holds(now time.Time, lease time.Duration) (until time.Time, ok bool) {
+	if k.live && now.Before(k.notBefore) {
+		// Whatever made the attempt due (the outcome of one abandoned at
+		// the drop and answered only now, a wake): the leader gets its
+		// head start.
+		return k.notBefore, true
+	}
 	if k.live || k.droppedAt.IsZero() {
 		return time.Time{}, false
 	}
@@ -73,16 +81,21 @@ func (k *link) holds(now time.Time, lease time.Duration) (until time.Time, ok bo
 }
 
 // back takes the link's return at now after a counted drop (ok false
-// when none was counted): a candidate tries no sooner than at, now plus
-// the head start; waited reports an acquisition that waited for the link,
-// which is made at at.
-func (k *link) back(now time.Time, head time.Duration) (at time.Time, waited, ok bool) {
+// when none was counted): a candidate (leading false) tries no sooner
+// than at, now plus the head start, whatever makes an attempt due
+// meanwhile (holds); waited reports an acquisition that waited for the
+// link, which is made at at.
+func (k *link) back(now time.Time, head time.Duration, leading bool) (at time.Time, waited, ok bool) {
 	if k.droppedAt.IsZero() {
 		return time.Time{}, false, false
 	}
 	waited = k.deferred
 	k.droppedAt, k.deferred = time.Time{}, false
-	return now.Add(head), waited, true
+	at = now.Add(head)
+	if !leading {
+		k.notBefore = at
+	}
+	return at, waited, true
 }
 
 // verifyAfter marks the renewal under way as one that may have been

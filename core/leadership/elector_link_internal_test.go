@@ -56,28 +56,35 @@ func TestLink_Q1_AcquisitionWaitsForTheLinkUpToALease(t *testing.T) {
 		t.Fatal("the link still holds an acquisition a lease after the drop")
 	}
 	k.up()
-	at, waited, ok := k.back(linkT0.Add(2*time.Second), 50*time.Millisecond)
+	at, waited, ok := k.back(linkT0.Add(2*time.Second), 50*time.Millisecond, false)
 	if !ok || !waited || !at.Equal(linkT0.Add(2*time.Second+50*time.Millisecond)) {
 		t.Fatalf("back = %v %t %t, want the head start, an acquisition that waited", at, waited, ok)
 	}
-	if _, ok := k.holds(linkT0.Add(2*time.Second), lease); ok {
-		t.Fatal("a link that came back holds an acquisition")
+	if until, ok := k.holds(linkT0.Add(2*time.Second+10*time.Millisecond), lease); !ok || !until.Equal(at) {
+		t.Fatalf("holds within the head start = %v %t, want %v true", until, ok, at)
 	}
-	if _, _, ok := k.back(linkT0.Add(3*time.Second), 50*time.Millisecond); ok {
+	if _, ok := k.holds(at, lease); ok {
+		t.Fatal("a link that came back holds an acquisition past the head start")
+	}
+	if _, _, ok := k.back(linkT0.Add(3*time.Second), 50*time.Millisecond, false); ok {
 		t.Fatal("a second return without a drop was taken as one")
 	}
 }
 
 // TestLink_Q1_BackWithoutAWaitingAcquisition: a return after a drop
-// during which no acquisition was held reports the head start only.
+// during which no acquisition was held reports the head start only; to a
+// leader (its term may end on the verification) it holds nothing.
 func TestLink_Q1_BackWithoutAWaitingAcquisition(t *testing.T) {
 	var k link
 	k.up()
 	k.down(linkT0, false)
 	k.up()
-	at, waited, ok := k.back(linkT0.Add(time.Second), 50*time.Millisecond)
+	at, waited, ok := k.back(linkT0.Add(time.Second), 50*time.Millisecond, true)
 	if !ok || waited || !at.Equal(linkT0.Add(time.Second+50*time.Millisecond)) {
 		t.Fatalf("back = %v %t %t, want the head start and no waiting acquisition", at, waited, ok)
+	}
+	if _, ok := k.holds(linkT0.Add(time.Second), time.Second); ok {
+		t.Fatal("the link came back to a leader, and holds its next acquisition")
 	}
 }
 
