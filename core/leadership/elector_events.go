@@ -92,6 +92,11 @@ func (l *loop) event(ev locking.Event) {
 	switch ev.Kind {
 	case locking.EventReleased:
 		l.observe("", time.Time{})
+		if l.cand == nil {
+			// A release delivered while this instance leads predates its
+			// term: nothing to wake, nothing to time.
+			break
+		}
 		l.cand.freeSince, l.cand.freeKind = now, "handover"
 		switch {
 		case ev.Owner == "":
@@ -142,7 +147,7 @@ func (l *loop) event(ev locking.Event) {
 			// now; an acquisition that waited for the link is made then.
 			l.due = at
 		}
-		if first && l.cand.tried {
+		if first && l.learned.tried {
 			// Events may have been lost before the subscription first
 			// came up while this candidate had already been refused (a
 			// release named to it, B1): one immediate try (P3).
@@ -293,14 +298,14 @@ func (l *loop) deferTo(at time.Time) {
 func (l *loop) postpone(now time.Time, remaining time.Duration) {
 	e := l.e
 	if !l.link.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
-		!l.cand.wokeDuring.IsZero() || !l.cand.tried {
+		!l.cand.wokeDuring.IsZero() || !l.learned.tried {
 		return
 	}
 	at := now.Add(min(remaining, MaxWait))
 	if l.yields() {
 		at = at.Add(e.opts.RetryInterval) // B1, B2: others first
 	}
-	if hb := l.cand.registered.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
+	if hb := l.learned.registered.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
 		at = hb
 	}
 	if at.After(l.due) {
@@ -313,7 +318,7 @@ func (l *loop) postpone(now time.Time, remaining time.Duration) {
 // first, for one RetryInterval: its balance group leads its share (B1), or
 // a live participant has a higher priority (B2).
 func (l *loop) yields() bool {
-	return l.cand.topPriority > l.e.opts.Priority || l.e.heldBack()
+	return l.learned.topPriority > l.e.opts.Priority || l.e.heldBack()
 }
 
 // observe records who leads until when, as this instance learned it (P2),

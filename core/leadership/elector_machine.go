@@ -41,8 +41,11 @@ type loop struct {
 	// lease is the leader's: the current term's lease, nil when not
 	// leading (phaseLeading has it; every other phase has not).
 	lease locking.Lease
-	// cand is what the candidate knows and waits for; see candidate.
-	cand candidate
+	// cand is the candidate's: what it waits for and what woke it; nil
+	// exactly while leading (lease set), made afresh when a term ends.
+	cand *candidate
+	// learned is what the machine learned that outlives a term.
+	learned learned
 	// stopping is the Stop's: nil until the first Stop is taken.
 	stopping *stopping
 
@@ -52,22 +55,25 @@ type loop struct {
 	announced string  // the leader identity last announced (P2)
 }
 
-// candidate is what the machine knows as a candidate: when it may try,
-// what woke it, what it learned from refusals. The fields are kept
-// across terms: a refusal's priority, the last registration and whether
-// any attempt was made count for the whole life of the elector.
+// candidate is what the machine knows while it does not lead: when it
+// may try and what woke it. A term's end makes a fresh one.
 type candidate struct {
 	sitOutUntil time.Time // Resign, HandOver: no acquisition before then (E8, H4)
 	wokeDuring  time.Time // a wake that came while the attempt under way ran (P3); zero if none
 	named       bool      // a release named this instance, and no attempt since (B1)
-	tried       bool      // an acquisition attempt has been made
-	registered  time.Time // when the last attempt the lock answered (acquired or held) was sent: it registered this participant (P1)
-	topPriority int       // the highest participant priority the last refusal reported (B2)
 	// When the role became free as this instance learned it, for the
 	// handover metric (O6): "handover" from a release notification,
 	// "takeover" from the expiry of the holder's lease.
 	freeSince time.Time
 	freeKind  string
+}
+
+// learned is what the machine learned that counts for the elector's whole
+// life, across terms.
+type learned struct {
+	tried       bool      // an acquisition attempt has been made
+	registered  time.Time // when the last attempt the lock answered (acquired or held) was sent: it registered this participant (P1)
+	topPriority int       // the highest participant priority the last refusal reported (B2)
 }
 
 // stopping is the state of a Stop under way: from the first Stop taken
@@ -165,7 +171,7 @@ func (l *loop) contends() bool {
 // newLoop returns the machine of e, idle until Start; its timer is armed
 // from Start on.
 func newLoop(e *Elector) *loop {
-	l := &loop{e: e}
+	l := &loop{e: e, cand: &candidate{}}
 	l.inbox.handle = l.handle
 	// The timer's goroutine is the runtime's, one per firing, holding
 	// nothing: it runs the machine when idle.

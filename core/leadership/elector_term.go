@@ -15,7 +15,7 @@ import (
 func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.cand.wokeDuring, l.cand.named = time.Time{}, false
-	l.cand.tried = true
+	l.learned.tried = true
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
@@ -44,7 +44,7 @@ func (l *loop) acquired(o outcome) {
 		l.backoff.unsent = 0
 	}
 	if kind == outcomeAcquired || kind == outcomeHeld {
-		l.cand.registered = o.c.sent // the lock answered: it registered this participant (P1)
+		l.learned.registered = o.c.sent // the lock answered: it registered this participant (P1)
 	}
 	switch kind {
 	case outcomeAcquired:
@@ -67,7 +67,7 @@ func (l *loop) acquired(o outcome) {
 		var held *locking.HeldError
 		errors.As(o.err, &held)
 		if held != nil {
-			l.cand.topPriority = held.TopPriority
+			l.learned.topPriority = held.TopPriority
 		}
 		next := retry
 		final := false
@@ -298,7 +298,7 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	if !l.cand.freeSince.IsZero() && !now.Before(l.cand.freeSince) {
 		e.tel.leaderless(l.cand.freeKind, now.Sub(l.cand.freeSince))
 	}
-	l.cand.freeSince = time.Time{}
+	l.cand = nil // the candidate's state ends with its candidacy
 	e.notes.change(Change{Role: e.role, IsLeader: true, Term: term, Fence: fence, Reason: Acquired, At: now})
 	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Uint64("fence", fence), zap.Time("lease_deadline", deadline))
 	l.observe(e.identity, deadline)
@@ -317,7 +317,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	s.token.(*termToken).cancel(endedCause(reason))
 	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
 	lease := l.lease
-	l.lease = nil
+	l.lease, l.cand = nil, &candidate{}
 	if e.group != nil && e.coordinated {
 		e.group.leading.Add(-1)
 	}
@@ -390,8 +390,10 @@ func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{},
 	l.cand.sitOutUntil = time.Now().Add(sitOut)
 	l.due = l.cand.sitOutUntil
 	l.releaseTo(ctx, lease, target, func(err error) {
-		l.cand.sitOutUntil = time.Now().Add(sitOut)
-		l.due = l.cand.sitOutUntil
+		if l.cand != nil { // not leading again already (a release that outlasted the sit-out)
+			l.cand.sitOutUntil = time.Now().Add(sitOut)
+			l.due = l.cand.sitOutUntil
+		}
 		reply(err)
 	})
 }
