@@ -24,7 +24,7 @@ func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
 	for b.Loop() {
 		fl := leadershiptest.NewFaultLock(memLock(b))
 		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultStall)
-		g0, m0 := memNow()
+		g0, m0, s0 := memNow()
 		es := make([]*leadership.Elector, n)
 		for i := range es {
 			e, err := leadership.NewElector(fmt.Sprintf("role-%d", i), fl, leadership.DefaultOptions())
@@ -39,7 +39,7 @@ func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
 		for fl.Calls(leadershiptest.OpAcquire) < n {
 			time.Sleep(time.Millisecond) // a measurement: no event tells when all n calls are in
 		}
-		g1, m1 := memNow()
+		g1, m1, s1 := memNow()
 		fl.Set(leadershiptest.OpAcquire, leadershiptest.FaultNone)
 		fl.Unstall()
 		for _, e := range es {
@@ -50,8 +50,10 @@ func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
 		for runtime.NumGoroutine() > g0+16 {
 			time.Sleep(time.Millisecond) // the calls' goroutines end after their outcome
 		}
-		g2, m2 := memNow()
+		g2, m2, s2 := memNow()
 		b.ReportMetric(float64(m1-m0)/n, "B/elector-in-flight")
+		b.ReportMetric(float64(s1-s0)/n, "stack-B/elector-in-flight")
+		b.ReportMetric(float64(s2-s0)/n, "stack-B/elector-at-rest")
 		b.ReportMetric(float64(g1-g0)/n, "goroutines/elector-in-flight")
 		b.ReportMetric(float64(m2-m0)/n, "B/elector-at-rest")
 		b.ReportMetric(float64(g2-g0)/n, "goroutines/elector-at-rest")
@@ -61,11 +63,11 @@ func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
 	}
 }
 
-// memNow returns the goroutines and the heap and stack bytes in use,
-// after a collection.
-func memNow() (goroutines int, bytes int64) {
+// memNow returns the goroutines, the heap and stack bytes in use and
+// the stack bytes alone, after a collection.
+func memNow() (goroutines int, bytes, stack int64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), int64(ms.HeapInuse + ms.StackInuse)
+	return runtime.NumGoroutine(), int64(ms.HeapInuse + ms.StackInuse), int64(ms.StackInuse)
 }
