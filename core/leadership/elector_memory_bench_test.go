@@ -15,8 +15,9 @@ import (
 // while its lock call is under way, against what it costs at rest: 10,000
 // electors over memlock, each with its first acquisition held in the lock
 // (leadershiptest.FaultStall), then released so that every one leads and
-// idles. It reports heap and stack bytes and goroutines per elector at
-// both instants; it asserts nothing (a figure, not a rule). Run it alone:
+// idles, then stopped together (StopAll) with their releases held in the
+// lock. It reports heap and stack bytes and goroutines per elector at the
+// three instants; it asserts nothing (a figure, not a rule). Run it alone:
 //
 //	go test ./leadership/ -run '^$' -bench MemoryCallsInFlight -benchtime 1x
 func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
@@ -57,7 +58,21 @@ func BenchmarkElector_MemoryCallsInFlight(b *testing.B) {
 		b.ReportMetric(float64(g1-g0)/n, "goroutines/elector-in-flight")
 		b.ReportMetric(float64(m2-m0)/n, "B/elector-at-rest")
 		b.ReportMetric(float64(g2-g0)/n, "goroutines/elector-at-rest")
-		if err := leadership.StopAll(context.Background(), es...); err != nil {
+		// The leave: every elector leads, so StopAll's first wave stops
+		// them all; their releases are held in the lock.
+		fl.Set(leadershiptest.OpRelease, leadershiptest.FaultStall)
+		stopped := make(chan error, 1)
+		go func() { stopped <- leadership.StopAll(context.Background(), es...) }()
+		for fl.Calls(leadershiptest.OpRelease) < n {
+			time.Sleep(time.Millisecond) // a measurement: no event tells when all n releases are in
+		}
+		g3, m3, s3 := memNow()
+		b.ReportMetric(float64(m3-m0)/n, "B/elector-leaving")
+		b.ReportMetric(float64(s3-s0)/n, "stack-B/elector-leaving")
+		b.ReportMetric(float64(g3-g0)/n, "goroutines/elector-leaving")
+		fl.Set(leadershiptest.OpRelease, leadershiptest.FaultNone)
+		fl.Unstall()
+		if err := <-stopped; err != nil {
 			b.Fatal(err)
 		}
 	}
