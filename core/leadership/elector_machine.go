@@ -139,7 +139,7 @@ const (
 	// next attempt does not find this instance's own stale lease.
 	phaseGivingBack
 	// phaseStopping: Stop came; the machine waits for the calls under
-	// way, then replies (stopReq).
+	// way, then replies (stopping.req).
 	phaseStopping
 	// phaseStopped: Stop replied; what still arrives is only cleaned up.
 	phaseStopped
