@@ -97,6 +97,7 @@ func (l *loop) event(ev locking.Event) {
 			// term: nothing to wake, nothing to time.
 			break
 		}
+		l.link.released()
 		l.cand.freeSince, l.cand.freeKind = now, "handover"
 		switch {
 		case ev.Owner == "":

@@ -98,6 +98,15 @@ func (k *link) back(now time.Time, head time.Duration, leading bool) (at time.Ti
 	return at, waited, true
 }
 
+// released takes a release announced over the live link: the server
+// that came back has had the role held and given up, so nobody holds it
+// there and the head start is over.
+func (k *link) released() {
+	if k.live {
+		k.notBefore = time.Time{}
+	}
+}
+
 // verifyAfter marks the renewal under way as one that may have been
 // answered before the link came back (renewing true): its outcome is
 // followed by another renewal at once (reverify).

@@ -66,6 +66,10 @@ func TestLink_Q1_AcquisitionWaitsForTheLinkUpToALease(t *testing.T) {
 	if _, ok := k.holds(at, lease); ok {
 		t.Fatal("a link that came back holds an acquisition past the head start")
 	}
+	k.released()
+	if _, ok := k.holds(linkT0.Add(2*time.Second+10*time.Millisecond), lease); ok {
+		t.Fatal("a release announced over the link that came back left the head start")
+	}
 	if _, _, ok := k.back(linkT0.Add(3*time.Second), 50*time.Millisecond, false); ok {
 		t.Fatal("a second return without a drop was taken as one")
 	}
