@@ -616,6 +616,8 @@ type roleView struct {
 
 // round looks at every member role once, resigns this instance's surplus,
 // and sets each member's hold; it returns the wait before the next round.
+// It counts (count), chooses the roles to hand over (chooseMoves) and
+// hands them over (handOver).
 func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	members := g.snapshot()
 	if len(members) == 0 {
@@ -627,6 +629,37 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	}
 	self := members[0].Identity()
 	g.forget(members, lease, time.Now())
+	c, ok := g.count(ctx, members, self)
+	if !ok {
+		return retry
+	}
+	g.share.Store(int64(c.share))
+	changed := g.membershipChanged(c.identities)
+	surplus := c.leads[self] - c.share
+	if surplus <= 0 {
+		return retry
+	}
+	now := time.Now()
+	moves := g.chooseMoves(c, self, changed, lease, now)
+	g.handOver(ctx, c, moves, surplus, self, retry, lease, now)
+	return retry
+}
+
+// roundCount is what a round counted: the member roles it could see,
+// the identities of their participants, the roles each leads and the
+// share, ceil(R/N) (B1).
+type roundCount struct {
+	views      []roleView
+	identities map[string]bool
+	leads      map[string]int
+	share      int
+}
+
+// count reads the participants of the roles this instance leads (the
+// others count with this instance as their participant) and counts R,
+// N, the share and each identity's leads. ok is false when ctx ended
+// during the reads or there is nothing to count.
+func (g *BalanceGroup) count(ctx context.Context, members []member, self string) (c roundCount, ok bool) {
 	reads := g.readLed(ctx, members)
 	views := make([]roleView, 0, len(members))
 	identities := map[string]bool{}
@@ -661,7 +694,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		ps, err := r.ps, r.err
 		if err != nil {
 			if ctx.Err() != nil {
-				return retry
+				return roundCount{}, false
 			}
 			g.log.Debug("LeadershipBalanceLookupFailed", zap.String("role", e.Role()), zap.Error(err))
 			continue
@@ -689,7 +722,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		views = append(views, v)
 	}
 	if len(views) == 0 || len(identities) == 0 {
-		return retry
+		return roundCount{}, false
 	}
 	share := (len(views) + len(identities) - 1) / len(identities)
 	leads := map[string]int{}
@@ -698,8 +731,12 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			leads[v.leader]++
 		}
 	}
-	mine := leads[self]
-	g.share.Store(int64(share))
+	return roundCount{views: views, identities: identities, leads: leads, share: share}, true
+}
+
+// membershipChanged reports whether the identities differ from the last
+// round's, and remembers them.
+func (g *BalanceGroup) membershipChanged(identities map[string]bool) bool {
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for id := range identities {
 			if !yield(id) {
@@ -713,20 +750,23 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 	}
 	changed := membership != g.members0
 	g.members0 = membership
-	surplus := mine - share
-	if surplus <= 0 {
-		return retry
-	}
-	now := time.Now()
-	// Roles to hand over: led here, with a participant under its share,
-	// not moved within a lease (unless the participants changed), whose
-	// least-leading other participant leads least.
-	type move struct {
-		v      roleView
-		others int
-	}
+	return changed
+}
+
+// move is a role a round may hand over, with the fewest leads among its
+// other participants under their share.
+type move struct {
+	v      roleView
+	others int
+}
+
+// chooseMoves returns the roles to hand over, best first: led here, with
+// a participant under its share, not moved within a lease (unless the
+// participants changed), whose least-leading other participant leads
+// least.
+func (g *BalanceGroup) chooseMoves(c roundCount, self string, changed bool, lease time.Duration, now time.Time) []move {
 	var moves []move
-	for _, v := range views {
+	for _, v := range c.views {
 		if v.leader != self || !v.e.IsLeader() {
 			continue
 		}
@@ -738,7 +778,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			if id == self {
 				continue
 			}
-			if n := leads[id]; n < share && (least < 0 || n < least) {
+			if n := c.leads[id]; n < c.share && (least < 0 || n < least) {
 				least = n
 			}
 		}
@@ -747,6 +787,13 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		}
 	}
 	slices.SortStableFunc(moves, func(a, b move) int { return cmp.Compare(a.others, b.others) })
+	return moves
+}
+
+// handOver hands over up to surplus of moves, handoverWidth at once, each
+// to the taker handovers chooses, and waits for them.
+func (g *BalanceGroup) handOver(ctx context.Context, c roundCount, moves []move, surplus int, self string, retry, lease time.Duration, now time.Time) {
+	mine := c.leads[self]
 	h := handovers{g: g, width: handoverWidth(mine), inflight: map[member]string{}}
 	sem := make(chan struct{}, h.width)
 	var wg sync.WaitGroup
@@ -758,9 +805,9 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			return retry
+			return
 		}
-		taker := h.choose(m.v, self, share)
+		taker := h.choose(m.v, self, c.share)
 		if taker == "" {
 			<-sem
 			continue // every other participant reached its share meanwhile
@@ -768,7 +815,7 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 		surplus--
 		g.moved[m.v.e.Role()] = now
 		g.log.Info("LeadershipBalanceHandover", zap.String("role", m.v.e.Role()), zap.String("to", taker),
-			zap.Int("leads", mine), zap.Int("share", share), zap.Int("participants", len(identities)))
+			zap.Int("leads", mine), zap.Int("share", c.share), zap.Int("participants", len(c.identities)))
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer h.done(m.v.e)
@@ -791,5 +838,4 @@ func (g *BalanceGroup) round(ctx context.Context) time.Duration {
 			g.awaitTaker(ctx, m.v.e, self, retry, took)
 		})
 	}
-	return retry
 }

@@ -68,7 +68,6 @@ type Elector struct {
 
 	loop     *loop         // the state machine; Start and Stop are messages to it
 	running  atomic.Bool   // written by the loop only: started, and no Stop yet (CheckWithin)
-	leaving  atomic.Bool   // set by StopAll: a candidate makes no new attempt (its Stop follows)
 	stopDone chan struct{} // closed by the first Stop once it returns
 }
 
@@ -374,20 +373,72 @@ func (e *Elector) Start(ctx context.Context) error {
 // notifications; when it ends first Stop returns its error (an unreleased
 // lease then expires on its own).
 func (e *Elector) Stop(ctx context.Context) error {
-	reply := make(chan lifeReply, 1)
-	m := message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: reply}}
+	s := e.beginStop(ctx)
+	s.request()
+	return s.await()
+}
+
+// stopCall is one Stop in three steps, so that StopAll can stop many
+// electors from one goroutine: beginStop posts Stop's first message,
+// request takes its reply and sends the stop request (no I/O is waited
+// for), await waits for the release and the notifications.
+type stopCall struct {
+	e     *Elector
+	ctx   context.Context
+	reply chan lifeReply
+	req   request
+	idle  bool // the elector never started: it is stopped, nothing to wait for
+	other bool // another Stop is the first: await waits for it
+}
+
+// beginStop posts Stop's first message.
+func (e *Elector) beginStop(ctx context.Context) *stopCall {
+	s := &stopCall{e: e, ctx: ctx, reply: make(chan lifeReply, 1)}
+	m := message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: s.reply}}
 	if e.group == nil {
 		// No successor to name: the stop request rides on the first
 		// message, and the first Stop's release goes out one hand-off
 		// sooner.
 		m.req = request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
 	}
+	s.req = m.req
 	e.loop.post(m)
-	switch r := <-reply; {
+	return s
+}
+
+// request takes the reply to Stop's first message and, for the first
+// Stop of a balancing elector, names the successor and sends the stop
+// request.
+func (s *stopCall) request() {
+	e := s.e
+	switch r := <-s.reply; {
 	case r.idle:
 		close(e.stopDone)
-		return nil
+		s.idle = true
+		return
 	case !r.first:
+		s.other = true
+		return
+	}
+	if e.group != nil {
+		var target string
+		if e.IsLeader() {
+			target = e.group.successor(e)
+		}
+		e.group.leave(e)
+		s.req = request{stop: true, target: target, ctx: s.ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+		e.loop.post(message{kind: msgRequest, req: s.req})
+	}
+}
+
+// await waits for the Stop request's outcome and the delivery of the
+// notifications queued, bounded by the Stop's context.
+func (s *stopCall) await() error {
+	e, ctx := s.e, s.ctx
+	switch {
+	case s.idle:
+		return nil
+	case s.other:
 		select {
 		case <-e.stopDone:
 			return nil
@@ -395,20 +446,10 @@ func (e *Elector) Stop(ctx context.Context) error {
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
 		}
 	}
-	req := m.req
-	if e.group != nil {
-		var target string
-		if e.IsLeader() {
-			target = e.group.successor(e)
-		}
-		e.group.leave(e)
-		req = request{stop: true, target: target, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-		e.loop.post(message{kind: msgRequest, req: req})
-	}
-	<-req.ended // the machine ends the term before any I/O
+	<-s.req.ended // the machine ends the term before any I/O
 	var err error
 	select {
-	case err = <-req.reply:
+	case err = <-s.req.reply:
 	case <-ctx.Done():
 		err = fmt.Errorf("leadership: stop role %q: waiting for lock calls: %w", e.role, ctx.Err())
 	}
@@ -439,7 +480,9 @@ var ErrNotParticipant = errors.New("not a participant")
 // of it (H4): it ends the term as Resign does (Token first) and releases
 // the lease naming identity as the successor, which takes the role at
 // once; the other candidates hold back one RetryInterval, then any may
-// take it; this instance sits out one RetryInterval. It reads the role's
+// take it; this instance sits out two RetryIntervals (the others'
+// hold-back, then one as after Resign), so should the successor not take
+// the role, another candidate gets the first chance. It reads the role's
 // participants first (one round trip): an identity that is not one of
 // them, or is this instance's own, is an error matching
 // ErrNotParticipant that lists them. It fails with ErrNotLeader when

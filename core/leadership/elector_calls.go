@@ -151,37 +151,46 @@ func classify(op opKind, err error) string {
 	}
 }
 
-// finish takes a call's outcome. While stopping nothing may begin a term
-// or a subscription: a lease an acquisition brings goes back, a
-// subscription made ends.
+// finish takes a call's outcome while the machine contends or leads.
 func (l *loop) finish(o outcome) {
-	stopping := l.phase == phaseStopping
 	switch o.c.op {
 	case opAcquire:
 		l.step = nil
-		switch {
-		case !stopping:
-			if l.e.leaving.Load() {
-				l.withdrawAgain(l.base, o)
-			}
-			l.acquired(o)
-		case o.err == nil:
-			l.release(l.stopReq.ctx, o.lease, l.collect)
-		default:
-			l.withdrawAgain(l.stopReq.ctx, o)
+		if l.leaving {
+			l.withdrawAgain(l.base, o)
+		}
+		l.acquired(o)
+	case opRenew:
+		l.step = nil
+		l.renewed(o)
+	case opWatch:
+		l.pending--
+		l.watching(o)
+	default:
+		l.pending--
+		if o.c.done != nil {
+			o.c.done(o.err)
+		}
+	}
+}
+
+// finishStopping takes a call's outcome while Stop waits (phaseStopping).
+// Nothing may begin a term or a subscription: a lease an acquisition
+// brings goes back, a subscription made ends.
+func (l *loop) finishStopping(o outcome) {
+	switch o.c.op {
+	case opAcquire:
+		l.step = nil
+		if o.err == nil {
+			l.release(l.stopping.req.ctx, o.lease, l.collect)
+		} else {
+			l.withdrawAgain(l.stopping.req.ctx, o)
 		}
 	case opRenew:
 		l.step = nil
-		if !stopping {
-			l.renewed(o)
-		}
 	case opWatch:
 		l.pending--
-		if stopping {
-			l.unwatch(o.stopWatch)
-		} else {
-			l.watching(o)
-		}
+		l.unwatch(o.stopWatch)
 	default:
 		l.pending--
 		if o.c.done != nil {

@@ -24,7 +24,7 @@ func (l *loop) watch(delay time.Duration) {
 	}
 	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: ev}) }
 	ctx, cancel := context.WithCancel(context.Background())
-	l.watchCancel = cancel
+	l.link.cancel = cancel
 	l.start(&call{op: opWatch, sent: time.Now()}, ctx, cancel, func(ctx context.Context, o *outcome) error {
 		if delay > 0 {
 			t := time.NewTimer(delay)
@@ -50,27 +50,27 @@ func (l *loop) watch(delay time.Duration) {
 // watching takes the subscription a watch call made, or schedules the
 // next attempt after a failed one.
 func (l *loop) watching(o outcome) {
-	l.watchCancel = nil
+	l.link.cancel = nil
 	if o.err != nil {
 		if errors.Is(o.err, context.Canceled) {
 			return
 		}
 		// The first failure of a streak is a fault; its retries are
 		// logged at Debug, like every other retry.
-		l.watchFailures++
-		if l.watchFailures == 1 {
+		l.link.failures++
+		if l.link.failures == 1 {
 			l.e.log.Error("LeadershipLoopFaulted", zap.String("op", "watch"), zap.Error(o.err))
 		} else {
-			l.e.log.Debug("LeadershipSubscribeRetry", zap.Int("failures", l.watchFailures), zap.Error(o.err))
+			l.e.log.Debug("LeadershipSubscribeRetry", zap.Int("failures", l.link.failures), zap.Error(o.err))
 		}
 		l.watch(l.e.opts.RetryInterval)
 		return
 	}
-	if l.watchFailures > 0 {
-		l.e.log.Info("LeadershipSubscribed", zap.Int("failures", l.watchFailures))
-		l.watchFailures = 0
+	if l.link.failures > 0 {
+		l.e.log.Info("LeadershipSubscribed", zap.Int("failures", l.link.failures))
+		l.link.failures = 0
 	}
-	l.stopWatch = o.stopWatch
+	l.link.stop = o.stopWatch
 }
 
 // unwatch ends a subscription on a goroutine of its own: it is network
@@ -92,12 +92,18 @@ func (l *loop) event(ev locking.Event) {
 	switch ev.Kind {
 	case locking.EventReleased:
 		l.observe("", time.Time{})
-		l.freeSince, l.freeKind = now, "handover"
+		if l.cand == nil {
+			// A release delivered while this instance leads predates its
+			// term: nothing to wake, nothing to time.
+			break
+		}
+		l.link.released()
+		l.cand.freeSince, l.cand.freeKind = now, "handover"
 		switch {
 		case ev.Owner == "":
 			l.wake(now)
 		case ev.Owner == e.identity:
-			l.named = true
+			l.cand.named = true
 			l.wakeAt(now) // handed to this instance (B1): take it at once
 		default:
 			l.deferTo(now.Add(e.opts.RetryInterval)) // handed to another: it goes first
@@ -126,22 +132,23 @@ func (l *loop) event(ev locking.Event) {
 			l.stepDown(ctx, ev.Target, nil, func(error) { cancel() })
 		}
 	case locking.EventSubscribed:
-		l.live = true
-		l.subscriptions++
-		if l.subscriptions == 1 {
+		first := l.link.up()
+		if first {
 			l.e.log.Debug("LeadershipSubscriptionLive")
 		}
-		if l.subscriptions > 1 && l.lease != nil {
+		if !first && l.lease != nil {
 			// The link dropped and came back: the server may have
 			// restarted without its data, and an acquisition announced
 			// meanwhile was lost. Verify the lease with a renewal now
 			// instead of at the cadence (Q1).
 			l.verifyNow(now)
 		}
-		if !l.droppedAt.IsZero() {
-			l.linkBack(now)
+		if at, waited, ok := l.link.back(now, l.headStart(), l.lease != nil); ok && (waited || (l.lease == nil && l.due.Before(at))) {
+			// Q1: a candidate tries no sooner than the head start from
+			// now; an acquisition that waited for the link is made then.
+			l.due = at
 		}
-		if l.subscriptions == 1 && l.tried {
+		if first && l.learned.tried {
 			// Events may have been lost before the subscription first
 			// came up while this candidate had already been refused (a
 			// release named to it, B1): one immediate try (P3).
@@ -155,8 +162,7 @@ func (l *loop) event(ev locking.Event) {
 		// once (above), gets the first chance to learn it lost the role
 		// before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
-		if l.live && l.droppedAt.IsZero() && !e.caps.durable {
-			l.droppedAt = now
+		if l.link.down(now, e.caps.durable) {
 			if l.lease == nil && l.step != nil && l.step.op == opAcquire {
 				// Q1: an attempt still under way (waiting for a
 				// connection, say) would be sent the moment a restarted
@@ -165,7 +171,6 @@ func (l *loop) event(ev locking.Event) {
 				l.step.cancel()
 			}
 		}
-		l.live = false
 		if l.phase == phaseCandidate && l.step == nil && l.due.After(now.Add(e.opts.RetryInterval)) {
 			l.due = now.Add(e.opts.RetryInterval) // back to the candidate cadence
 		}
@@ -183,39 +188,15 @@ func (l *loop) headStart() time.Duration {
 	return min(linkHeadStart, l.e.opts.RetryInterval/2)
 }
 
-// deferForLink reports whether a candidate's acquisition due at now waits
-// for its subscription (Q1): the subscription dropped less than a lease
-// ago and has not come back. The server may be restarting without its
-// data; when it is back, the leader, told by its own subscription, gets
-// the first chance to verify its lease (linkBack). A lease after the drop
-// the attempt goes ahead without it: a leader cut off from the server
-// that long has lost its term by its own deadline, and a subscription
-// that cannot come back (or a server without notifications) must not keep
-// a candidate from a role whose leader is gone. It sets the due time to
-// that moment.
+// deferForLink reports whether a candidate's acquisition due at now
+// waits for the link (Q1, see link.holds), and sets the due time to the
+// moment it stops waiting.
 func (l *loop) deferForLink(now time.Time) bool {
-	if l.live || l.droppedAt.IsZero() {
-		return false
+	until, ok := l.link.holds(now, l.e.opts.Lease)
+	if ok {
+		l.due = until
 	}
-	until := l.droppedAt.Add(l.e.opts.Lease)
-	if !now.Before(until) {
-		return false
-	}
-	l.deferred = true
-	l.due = until
-	return true
-}
-
-// linkBack takes the subscription's return after a drop: a candidate
-// tries no sooner than the head start from now, and an acquisition that
-// waited for the subscription is made then (Q1).
-func (l *loop) linkBack(now time.Time) {
-	l.droppedAt = time.Time{}
-	at := now.Add(l.headStart())
-	if l.deferred || (l.lease == nil && l.due.Before(at)) {
-		l.due = at
-	}
-	l.deferred = false
+	return ok
 }
 
 // supersededBy reports whether ev, an acquisition announced while this
@@ -254,7 +235,7 @@ func (l *loop) superseded(now time.Time, ev locking.Event) {
 // under way returns (Q1).
 func (l *loop) verifyNow(now time.Time) {
 	if l.step != nil {
-		l.verify = l.step.op == opRenew
+		l.link.verifyAfter(l.step.op == opRenew)
 		return
 	}
 	l.due = now
@@ -274,8 +255,8 @@ func (l *loop) wakeAt(at time.Time) {
 	if l.lease == nil && l.step != nil && l.step.op == opAcquire {
 		// The attempt under way may be refused by the holder that just
 		// left: acquired keeps this wake for the next attempt.
-		if l.wokeDuring.IsZero() || at.Before(l.wokeDuring) {
-			l.wokeDuring = at
+		if l.cand.wokeDuring.IsZero() || at.Before(l.cand.wokeDuring) {
+			l.cand.wokeDuring = at
 		}
 		return
 	}
@@ -317,20 +298,20 @@ func (l *loop) deferTo(at time.Time) {
 // came back, with the candidate asleep and missing from the participants.
 func (l *loop) postpone(now time.Time, remaining time.Duration) {
 	e := l.e
-	if !l.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
-		!l.wokeDuring.IsZero() || !l.tried {
+	if !l.link.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
+		!l.cand.wokeDuring.IsZero() || !l.learned.tried {
 		return
 	}
 	at := now.Add(min(remaining, MaxWait))
 	if l.yields() {
 		at = at.Add(e.opts.RetryInterval) // B1, B2: others first
 	}
-	if hb := l.registered.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
+	if hb := l.learned.registered.Add(e.opts.Lease * 3 / 2); hb.Before(at) {
 		at = hb
 	}
 	if at.After(l.due) {
 		l.due = at
-		l.freeSince, l.freeKind = now.Add(remaining), "takeover"
+		l.cand.freeSince, l.cand.freeKind = now.Add(remaining), "takeover"
 	}
 }
 
@@ -338,7 +319,7 @@ func (l *loop) postpone(now time.Time, remaining time.Duration) {
 // first, for one RetryInterval: its balance group leads its share (B1), or
 // a live participant has a higher priority (B2).
 func (l *loop) yields() bool {
-	return l.topPriority > l.e.opts.Priority || l.e.heldBack()
+	return l.learned.topPriority > l.e.opts.Priority || l.e.heldBack()
 }
 
 // observe records who leads until when, as this instance learned it (P2),
@@ -368,16 +349,16 @@ func (l *loop) observe(identity string, until time.Time) {
 // unavailable logs a provider failure: at Warn once per outage, at Debug
 // for every retry (E7).
 func (l *loop) unavailable(op string, err error) {
-	if errors.Is(err, locking.ErrUnauthorized) && !l.authFailed {
+	if errors.Is(err, locking.ErrUnauthorized) && !l.health.authFailed {
 		// A configuration error, not an outage (O4): once at Error, then
 		// retried quietly (below) in case the credentials are fixed.
-		l.authFailed, l.outage = true, true
+		l.health.authFailed, l.health.outage = true, true
 		l.e.log.Error("LeadershipProviderAuthFailed", zap.String("op", op), zap.Error(err),
 			zap.String("advice", authAdvice(err)))
 		return
 	}
-	if !l.outage {
-		l.outage = true
+	if !l.health.outage {
+		l.health.outage = true
 		l.e.log.Warn("LeadershipProviderUnavailable", zap.String("op", op), zap.Error(err))
 		return
 	}
@@ -404,11 +385,11 @@ func (l *loop) unacknowledged(op string, err error) {
 	if ack != nil {
 		want, got, timeout = ack.Want, ack.Got, ack.Timeout
 	}
-	if l.unacked {
+	if l.health.unacked {
 		l.e.log.Debug("LeadershipReplicasRetry", zap.String("op", op), zap.Int("acknowledged", got), zap.Error(err))
 		return
 	}
-	l.unacked = true
+	l.health.unacked = true
 	consequence := "no term begins: the acquisition was taken back, and is retried"
 	if op == "renew" {
 		consequence = "the term is not extended: it ends at its current deadline unless a renewal is acknowledged before then"
@@ -422,17 +403,17 @@ func (l *loop) unacknowledged(op string, err error) {
 // acknowledged logs the end of an episode of unacknowledged calls once, at
 // Info (Q2): an acquisition or renewal counted again.
 func (l *loop) acknowledged() {
-	if l.unacked {
-		l.unacked = false
+	if l.health.unacked {
+		l.health.unacked = false
 		l.e.log.Info("LeadershipReplicasAcknowledged")
 	}
 }
 
 // recovered logs the end of an outage once, at Info (E7).
 func (l *loop) recovered() {
-	l.authFailed = false
-	if l.outage {
-		l.outage = false
+	l.health.authFailed = false
+	if l.health.outage {
+		l.health.outage = false
 		l.e.log.Info("LeadershipProviderRecovered")
 	}
 }

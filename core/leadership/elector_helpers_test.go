@@ -34,7 +34,7 @@ func (b bareLock) Coordinated() bool { return b.inner.Coordinated() }
 
 // memLock returns a DistributedLock over a fresh memlock provider. Call it
 // inside the synctest bubble that uses it.
-func memLock(t *testing.T, mut ...func(*locking.Options)) *locking.DistributedLock {
+func memLock(t testing.TB, mut ...func(*locking.Options)) *locking.DistributedLock {
 	t.Helper()
 	o := locking.DefaultOptions()
 	for _, m := range mut {

@@ -22,7 +22,7 @@ func (l *loop) begin(r lifeRequest) bool {
 		r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
 		return false
 	default:
-		if l.stopping {
+		if l.stopping != nil {
 			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: elector stopped", e.role)}
 		} else {
 			r.reply <- lifeReply{err: fmt.Errorf("leadership: start role %q: already started", e.role)}
@@ -69,11 +69,11 @@ func (l *loop) stopAsked(r lifeRequest) bool {
 		l.phase = phaseStopped
 		r.reply <- lifeReply{idle: true}
 		return false
-	case l.stopping || l.phase == phaseStopping || l.phase == phaseStopped:
+	case l.stopping != nil || l.phase == phaseStopping || l.phase == phaseStopped:
 		r.reply <- lifeReply{}
 		return false
 	}
-	l.stopping = true
+	l.stopping = &stopping{}
 	l.e.running.Store(false)
 	r.reply <- lifeReply{first: true}
 	return true
@@ -87,7 +87,7 @@ func (l *loop) stopAsked(r lifeRequest) bool {
 func (l *loop) stop(req request) {
 	l.timer.Stop()
 	lease := l.endTerm(Released, nil)
-	l.phase, l.stopReq = phaseStopping, &req
+	l.phase, l.stopping.req = phaseStopping, &req
 	close(req.ended)
 	if l.step != nil {
 		l.step.cancel()
@@ -100,11 +100,11 @@ func (l *loop) stop(req request) {
 		ctx, cancel := context.WithCancel(req.ctx)
 		l.deregister(ctx, cancel)
 	}
-	if l.watchCancel != nil {
-		l.watchCancel()
+	if l.link.cancel != nil {
+		l.link.cancel()
 	}
-	l.unwatch(l.stopWatch)
-	l.stopWatch = nil
+	l.unwatch(l.link.stop)
+	l.link.stop = nil
 	if lease == nil {
 		deregister()
 		return
@@ -172,7 +172,7 @@ func deregisterFailed(err error) bool {
 // collect keeps an error for Stop's reply.
 func (l *loop) collect(err error) {
 	if err != nil {
-		l.stopErrs = append(l.stopErrs, err)
+		l.stopping.errs = append(l.stopping.errs, err)
 	}
 }
 
@@ -181,9 +181,9 @@ func (l *loop) finishStop() {
 	if l.step != nil || l.pending > 0 {
 		return
 	}
-	req := l.stopReq
-	l.phase, l.stopReq = phaseStopped, nil
-	req.reply <- errors.Join(l.stopErrs...)
+	req := l.stopping.req
+	l.phase, l.stopping.req = phaseStopped, nil
+	req.reply <- errors.Join(l.stopping.errs...)
 }
 
 // afterStop takes what still arrives after Stop replied (its context ended

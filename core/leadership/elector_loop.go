@@ -22,33 +22,19 @@ func (l *loop) handle(m message) {
 		if !l.stopAsked(m.life) {
 			return
 		}
+	case msgLeave:
+		l.leaving = true
 	}
-	if l.phase == phaseIdle || l.phase == phaseStopped {
+	switch l.phase {
+	case phaseIdle, phaseStopped:
 		// Before Start only a request can come (it is answered); after
 		// Stop replied, what still arrives is cleaned up.
 		l.afterStop(m)
 		return
-	}
-	switch m.kind {
-	case msgTimer:
-	case msgStop:
-		if m.req.reply != nil {
-			l.stop(m.req) // the first Stop's request came with it
-		}
-	case msgOutcome:
-		l.finish(m.o)
-	case msgRequest:
-		if l.phase == phaseStopping {
-			l.afterStop(m)
-		} else if m.req.stop {
-			l.stop(m.req)
-		} else {
-			l.stepDown(m.req.ctx, m.req.target, m.req.ended, func(err error) { m.req.reply <- err })
-		}
-	case msgEvent:
-		if l.phase != phaseStopping {
-			l.event(m.ev)
-		}
+	case phaseStopping:
+		l.whileStopping(m)
+	default:
+		l.contending(m)
 	}
 	if l.phase == phaseStopping {
 		l.finishStop()
@@ -57,6 +43,39 @@ func (l *loop) handle(m message) {
 	now := time.Now()
 	l.advance(now)
 	l.arm(now)
+}
+
+// contending takes a message while the machine contends or leads
+// (phaseCandidate, phaseLeading, phaseGivingBack).
+func (l *loop) contending(m message) {
+	switch m.kind {
+	case msgStop:
+		if m.req.reply != nil {
+			l.stop(m.req) // the first Stop's request came with it
+		}
+	case msgOutcome:
+		l.finish(m.o)
+	case msgRequest:
+		if m.req.stop {
+			l.stop(m.req)
+		} else {
+			l.stepDown(m.req.ctx, m.req.target, m.req.ended, func(err error) { m.req.reply <- err })
+		}
+	case msgEvent:
+		l.event(m.ev)
+	}
+}
+
+// whileStopping takes a message while Stop waits for the calls under way
+// (phaseStopping): outcomes are wound up (see finishStopping), a request
+// is answered, events and the timer are dropped.
+func (l *loop) whileStopping(m message) {
+	switch m.kind {
+	case msgOutcome:
+		l.finishStopping(m.o)
+	case msgRequest:
+		l.afterStop(m)
+	}
 }
 
 // advance does what is due at now: end a term whose deadline passed (E5),
@@ -78,18 +97,18 @@ func (l *loop) advance(now time.Time) {
 		return
 	}
 	switch {
-	case l.lease != nil && l.e.leaving.Load():
+	case l.lease != nil && l.leaving:
 		// StopAll: this process is leaving and its Stop follows. A
 		// renewal would register it as a participant again (P1); without
 		// one the term ends at its deadline at the latest (E5).
 		l.due = l.e.state.Load().deadline
 	case l.lease != nil:
 		l.renew(now)
-	case now.Before(l.sitOutUntil):
-		l.due = l.sitOutUntil
+	case now.Before(l.cand.sitOutUntil):
+		l.due = l.cand.sitOutUntil
 	case l.deferForLink(now):
 		// Q1: the subscription is down; the due time is moved.
-	case l.e.leaving.Load() && !l.named:
+	case l.leaving && !l.cand.named:
 		// StopAll: this process is leaving; an attempt would register it
 		// as a participant again and could win a role only to release it.
 		// A role handed to it by name is taken all the same: the others

@@ -21,6 +21,7 @@ import (
 // elector_loop.go handle, advance and arm; elector_calls.go lock calls and
 // their outcomes; elector_term.go acquiring, renewing and ending a term;
 // elector_events.go the lock's events and what the machine learns;
+// elector_link.go the notification link's own machine (Q1);
 // elector_lifecycle.go Start and Stop.
 type loop struct {
 	e    *Elector
@@ -29,50 +30,73 @@ type loop struct {
 	inbox inbox[message] // runs handle for each message, one at a time
 
 	// The fields below belong to the inbox's consumer (handle).
-	timer       *time.Timer   // posts msgTimer
-	lease       locking.Lease // the current term's lease; nil when not leading
-	step        *call         // the acquisition or renewal under way, if any
-	pending     int           // other calls under way (release, watch, deregister)
-	phase       phase         // where the machine is; see phase
-	due         time.Time     // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
-	sitOutUntil time.Time     // Resign: no acquisition before then (E8)
-	wokeDuring  time.Time     // a wake that came while the attempt under way ran (P3); zero if none
-	finalTries  int           // refusals in a row that reported at most finalWait left
-	follows     bool          // E9: the uncoordinated Follow policy: a candidate that never contends
-	tried       bool          // an acquisition attempt has been made
-	named       bool          // a release named this instance, and no attempt since (B1)
-	registered  time.Time     // when the last attempt the lock answered (acquired or held) was sent: it registered this participant (P1)
-	authFailed  bool          // the backend refused the credentials; logged once (O4)
-	outage      bool          // the provider failed and has not answered since (E7)
-	unacked     bool          // too few replicas acknowledged and none has since (Q2)
-	unsent      uint8         // acquisition attempts in a row the lock never sent (locking.ErrNotSent), at most maxUnsent
-	stopping    bool          // the first Stop was taken; its stop request follows (phaseStopping)
-	stopReq     *request      // phaseStopping: the Stop waiting for the calls under way
-	stopErrs    []error
+	timer   *time.Timer // posts msgTimer
+	phase   phase       // where the machine is; see phase
+	due     time.Time   // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
+	step    *call       // the acquisition or renewal under way, if any
+	pending int         // other calls under way (release, watch, deregister)
+	follows bool        // E9: the uncoordinated Follow policy: a candidate that never contends
+	leaving bool        // msgLeave came: the process leaves; a candidate makes no new attempt, a leader no renewal
 
-	stopWatch     func()
-	watchCancel   context.CancelFunc // ends a subscription attempt (and its retry wait)
-	watchFailures int                // subscription attempts failed in a row
-	subscriptions int                // EventSubscribed seen so far
-	announced     string
-	topPriority   int  // the highest participant priority the last refusal reported (B2)
-	live          bool // the event subscription is live (P3)
-	// droppedAt: when the live subscription dropped, zero while it is
-	// live or never was; a candidate's acquisitions wait for it to come
-	// back (Q1, see deferForLink).
-	droppedAt time.Time
-	deferred  bool // an acquisition waits for the subscription (Q1)
-	unsure    bool // a renewal of this term failed with an unknown outcome (it may still land)
-	// verify: the subscription came back while a renewal was under way;
-	// that renewal may have been answered before the server lost its
-	// state, so another one follows at once (Q1).
-	verify bool
+	// lease is the leader's: the current term's lease, nil when not
+	// leading (phaseLeading has it; every other phase has not).
+	lease locking.Lease
+	// cand is the candidate's: what it waits for and what woke it; nil
+	// exactly while leading (lease set), made afresh when a term ends.
+	cand *candidate
+	// learned is what the machine learned that outlives a term.
+	learned learned
+	// stopping is the Stop's: nil until the first Stop is taken.
+	stopping *stopping
 
+	link      link    // the notification link (Q1, P3); see link
+	backoff   backoff // the waits that grow with failures in a row
+	health    health  // the provider's condition as logged (E7, O4, Q2)
+	announced string  // the leader identity last announced (P2)
+}
+
+// candidate is what the machine knows while it does not lead: when it
+// may try and what woke it. A term's end makes a fresh one.
+type candidate struct {
+	sitOutUntil time.Time // Resign, HandOver: no acquisition before then (E8, H4)
+	wokeDuring  time.Time // a wake that came while the attempt under way ran (P3); zero if none
+	named       bool      // a release named this instance, and no attempt since (B1)
 	// When the role became free as this instance learned it, for the
 	// handover metric (O6): "handover" from a release notification,
 	// "takeover" from the expiry of the holder's lease.
 	freeSince time.Time
 	freeKind  string
+}
+
+// learned is what the machine learned that counts for the elector's whole
+// life, across terms.
+type learned struct {
+	tried       bool      // an acquisition attempt has been made
+	registered  time.Time // when the last attempt the lock answered (acquired or held) was sent: it registered this participant (P1)
+	topPriority int       // the highest participant priority the last refusal reported (B2)
+}
+
+// stopping is the state of a Stop under way: from the first Stop taken
+// (its stop request follows) until it replied and after.
+type stopping struct {
+	req  *request // phaseStopping: the Stop waiting for the calls under way
+	errs []error  // what the release reported, for Stop's reply
+}
+
+// backoff is the machine's waits that grow with failures in a row: the
+// acquisitions the lock never sent (unsentWait) and the refusals that
+// reported the holder's lease ending within finalWait.
+type backoff struct {
+	unsent uint8 // acquisition attempts in a row the lock never sent (locking.ErrNotSent), at most maxUnsent
+	final  int   // refusals in a row that reported at most finalWait left
+}
+
+// health is the provider's condition as the machine logged it, so each
+// episode is logged once at its start and once at its end.
+type health struct {
+	authFailed bool // the backend refused the credentials; logged once (O4)
+	outage     bool // the provider failed and has not answered since (E7)
+	unacked    bool // too few replicas acknowledged and none has since (Q2)
 }
 
 // msgKind is the kind of a message to the machine.
@@ -85,6 +109,7 @@ const (
 	msgOutcome
 	msgRequest
 	msgEvent
+	msgLeave // the process leaves (StopAll, Process.Leave): no new attempt, no renewal; Stop follows
 )
 
 // message is one unit of work for the machine.
@@ -114,7 +139,7 @@ const (
 	// next attempt does not find this instance's own stale lease.
 	phaseGivingBack
 	// phaseStopping: Stop came; the machine waits for the calls under
-	// way, then replies (stopReq).
+	// way, then replies (stopping.req).
 	phaseStopping
 	// phaseStopped: Stop replied; what still arrives is only cleaned up.
 	phaseStopped
@@ -146,7 +171,7 @@ func (l *loop) contends() bool {
 // newLoop returns the machine of e, idle until Start; its timer is armed
 // from Start on.
 func newLoop(e *Elector) *loop {
-	l := &loop{e: e}
+	l := &loop{e: e, cand: &candidate{}}
 	l.inbox.handle = l.handle
 	// The timer's goroutine is the runtime's, one per firing, holding
 	// nothing: it runs the machine when idle.

@@ -14,8 +14,8 @@ import (
 // acquire makes one acquisition attempt (E1, E2).
 func (l *loop) acquire(now time.Time) {
 	e := l.e
-	l.wokeDuring, l.named = time.Time{}, false
-	l.tried = true
+	l.cand.wokeDuring, l.cand.named = time.Time{}, false
+	l.learned.tried = true
 	bound := min(e.opts.RetryInterval, e.opts.Lease)
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
@@ -41,16 +41,16 @@ func (l *loop) acquired(o outcome) {
 	retry := e.opts.RetryInterval
 	notSent := kind == outcomeError && errors.Is(o.err, locking.ErrNotSent)
 	if !notSent {
-		l.unsent = 0
+		l.backoff.unsent = 0
 	}
 	if kind == outcomeAcquired || kind == outcomeHeld {
-		l.registered = o.c.sent // the lock answered: it registered this participant (P1)
+		l.learned.registered = o.c.sent // the lock answered: it registered this participant (P1)
 	}
 	switch kind {
 	case outcomeAcquired:
 		l.recovered()
 		l.acknowledged()
-		l.finalTries = 0
+		l.backoff.final = 0
 		deadline := o.c.sent.Add(o.granted - e.margin)
 		if !now.Before(deadline) {
 			// The reply came after the lease it granted had run out: no
@@ -67,26 +67,26 @@ func (l *loop) acquired(o outcome) {
 		var held *locking.HeldError
 		errors.As(o.err, &held)
 		if held != nil {
-			l.topPriority = held.TopPriority
+			l.learned.topPriority = held.TopPriority
 		}
 		next := retry
 		final := false
 		if held != nil && held.Remaining > 0 {
 			l.observe(held.Owner, now.Add(held.Remaining))
-			l.freeSince, l.freeKind = now.Add(held.Remaining), "takeover"
+			l.cand.freeSince, l.cand.freeKind = now.Add(held.Remaining), "takeover"
 			wait := held.Remaining
 			if wait <= finalWait {
 				// The lease ends within the millisecond: try again at once
 				// rather than after the timer's slack, a bounded number of
 				// times in a row.
-				l.finalTries++
+				l.backoff.final++
 				final = true
 				wait = 0
-				if l.finalTries > maxFinalTries {
+				if l.backoff.final > maxFinalTries {
 					wait = held.Remaining + finalWait
 				}
 			}
-			if l.live {
+			if l.link.live {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
 				next = min(wait, MaxWait)
@@ -98,10 +98,10 @@ func (l *loop) acquired(o outcome) {
 			}
 		}
 		if !final {
-			l.finalTries = 0
+			l.backoff.final = 0
 		}
 		l.due = now.Add(next)
-		if w := l.wokeDuring; !w.IsZero() && w.Before(l.due) {
+		if w := l.cand.wokeDuring; !w.IsZero() && w.Before(l.due) {
 			// A release came while this attempt ran: the refusal may
 			// predate it, so the wake it asked for still stands (P3).
 			l.due = w
@@ -120,7 +120,7 @@ func (l *loop) acquired(o outcome) {
 	default:
 		l.unavailable("acquire", o.err)
 		if notSent {
-			l.due = now.Add(l.unsentWait())
+			l.due = now.Add(l.backoff.unsentWait(retry, e.opts.Lease))
 			return
 		}
 		// E1, E7: the cadence counts from when the attempt was sent, so
@@ -146,14 +146,13 @@ func (l *loop) acquired(o outcome) {
 // one in a row, up to one Lease; any attempt that reaches the server ends
 // the streak. The candidates of other processes, which are not saturated,
 // still take a role whose leader is gone within the lease (E1).
-func (l *loop) unsentWait() time.Duration {
-	l.unsent = min(l.unsent+1, maxUnsent)
-	e := l.e
-	wait := e.opts.RetryInterval
-	for i := uint8(1); i < l.unsent && wait < e.opts.Lease; i++ {
+func (b *backoff) unsentWait(retry, lease time.Duration) time.Duration {
+	b.unsent = min(b.unsent+1, maxUnsent)
+	wait := retry
+	for i := uint8(1); i < b.unsent && wait < lease; i++ {
 		wait *= 2
 	}
-	return min(wait, e.opts.Lease)
+	return min(wait, lease)
 }
 
 // maxUnsent bounds the count of unsent attempts in a row: past it the
@@ -229,10 +228,9 @@ func (l *loop) renewed(o outcome) {
 			l.observe(e.identity, d)
 		}
 		l.due = c.sent.Add(e.opts.RenewInterval)
-		if l.verify {
+		if l.link.reverify() {
 			// Q1: this renewal may have been answered before the link
 			// came back; verify again.
-			l.verify = false
 			l.due = now
 		}
 		if o.preempted {
@@ -249,7 +247,7 @@ func (l *loop) renewed(o outcome) {
 		l.due = now
 		return
 	}
-	l.unsure = true // the request may have reached the backend
+	l.link.unsure = true // the request may have reached the backend
 	if !now.Before(s.deadline) {
 		l.expire(now, o.err)
 		return
@@ -269,10 +267,9 @@ func (l *loop) renewed(o outcome) {
 		// No attempt at or past the deadline: wait for it (E6, E5).
 		wait = remaining
 	}
-	if l.verify && kind != outcomeFault {
+	if kind != outcomeFault && l.link.reverify() {
 		// Q1: the link came back while this renewal (sent over the old
 		// one) was under way: try again now rather than at the E6 cadence.
-		l.verify = false
 		wait = 0
 	}
 	l.due = now.Add(wait)
@@ -298,10 +295,10 @@ func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.T
 	}
 	e.tel.leader(true, fence)
 	e.tel.transition(Acquired)
-	if !l.freeSince.IsZero() && !now.Before(l.freeSince) {
-		e.tel.leaderless(l.freeKind, now.Sub(l.freeSince))
+	if !l.cand.freeSince.IsZero() && !now.Before(l.cand.freeSince) {
+		e.tel.leaderless(l.cand.freeKind, now.Sub(l.cand.freeSince))
 	}
-	l.freeSince = time.Time{}
+	l.cand = nil // the candidate's state ends with its candidacy
 	e.notes.change(Change{Role: e.role, IsLeader: true, Term: term, Fence: fence, Reason: Acquired, At: now})
 	e.log.Info("LeadershipAcquired", zap.Uint64("term", term), zap.Uint64("fence", fence), zap.Time("lease_deadline", deadline))
 	l.observe(e.identity, deadline)
@@ -320,7 +317,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 	s.token.(*termToken).cancel(endedCause(reason))
 	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
 	lease := l.lease
-	l.lease = nil
+	l.lease, l.cand = nil, &candidate{}
 	if e.group != nil && e.coordinated {
 		e.group.leading.Add(-1)
 	}
@@ -331,7 +328,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		l.step.ended = reason
 		l.step.cancel()
 	}
-	if reason == Expired && lease != nil && (l.unsure || (l.step != nil && l.step.op == opRenew)) {
+	if reason == Expired && lease != nil && (l.link.unsure || (l.step != nil && l.step.op == opRenew)) {
 		// A renewal of unknown outcome was sent in this term (it timed out
 		// or is still under way): it may yet land (a delayed link) and
 		// extend the backend's lease by a whole lease after this term
@@ -340,7 +337,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		l.giveBack(lease)
 		lease = nil
 	}
-	l.unsure, l.verify = false, false
+	l.link.termEnded()
 	e.tel.leader(false, 0)
 	e.tel.transition(reason)
 	e.notes.change(Change{Role: e.role, IsLeader: false, Term: s.term, Fence: s.fence, Reason: reason, At: time.Now()})
@@ -368,6 +365,8 @@ func (l *loop) expire(now time.Time, err error) {
 
 // stepDown ends the term and releases its lease, then sits out one
 // RetryInterval (E8): Resign, and a resign request from an operator (O1).
+// Handing over to target (H4, B1), it sits out two: the others' hold-back
+// for the successor, then one as after Resign.
 // ended is closed once the term has ended; reply gets the release's
 // outcome (nil when there was nothing to release).
 func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{}, reply func(error)) {
@@ -380,11 +379,21 @@ func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{},
 		reply(nil)
 		return
 	}
-	l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
-	l.due = l.sitOutUntil
+	sitOut := e.opts.RetryInterval
+	if target != "" {
+		// H4: the other candidates hold back one RetryInterval for the
+		// named successor, so their first chance begins only then; a
+		// sit-out ending at the same moment let this instance take the
+		// role back, should the successor not take it, as often as not.
+		sitOut *= 2
+	}
+	l.cand.sitOutUntil = time.Now().Add(sitOut)
+	l.due = l.cand.sitOutUntil
 	l.releaseTo(ctx, lease, target, func(err error) {
-		l.sitOutUntil = time.Now().Add(e.opts.RetryInterval)
-		l.due = l.sitOutUntil
+		if l.cand != nil { // not leading again already (a release that outlasted the sit-out)
+			l.cand.sitOutUntil = time.Now().Add(sitOut)
+			l.due = l.cand.sitOutUntil
+		}
 		reply(err)
 	})
 }

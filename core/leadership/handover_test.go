@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // handOverTrio starts a, b and c for role "billing" over one memlock,
@@ -56,6 +57,57 @@ func TestElector_H4_HandOverToNamedParticipant(t *testing.T) {
 		for _, e := range []*leadership.Elector{a, b, c} {
 			mustStop(t, e)
 		}
+	})
+}
+
+// TestElector_H4_OthersHoldBackARetryInterval: a hands the role to
+// "ghost", a participant that never takes it (it registered through a
+// refused acquisition and has no elector); b, a candidate, holds back and
+// takes the free role once a RetryInterval has passed, not before. a,
+// which handed the role over, does not take it back when the others'
+// hold-back ends: it sits out a RetryInterval past it, as after Resign,
+// so another instance gets the first chance (E8). (A sit-out that ended
+// at the same instant as the hold-back let a take the role back in about
+// half of the runs; b then waited for ever, as fake time went on with
+// a's renewals.)
+func TestElector_H4_OthersHoldBackARetryInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := memLock(t)
+		a := mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("a"))
+		b := mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("b"))
+		mustStart(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		synctest.Wait()
+		if _, err := l.TryAcquireAs(context.Background(), "leader:billing", fastOpts().Lease, "ghost"); !errors.Is(err, locking.ErrNotAcquired) {
+			t.Fatalf("ghost's acquisition: %v, want refused (it registers)", err)
+		}
+		var ledAt time.Time
+		b.OnChange(func(c leadership.Change) {
+			if c.IsLeader && ledAt.IsZero() {
+				ledAt = c.At
+			}
+		})
+		begin := time.Now()
+		if err := a.HandOver(context.Background(), "ghost"); err != nil {
+			t.Fatalf("HandOver: %v", err)
+		}
+		synctest.Wait()
+		if b.IsLeader() {
+			t.Fatal("b took the role handed to ghost at once")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*fastOpts().RetryInterval)
+		defer cancel()
+		if err := b.WaitForLeadership(ctx); err != nil {
+			id, _ := a.Leader()
+			t.Fatalf("b does not lead two RetryIntervals after the hand-over (leader %q, a leads %t): %v", id, a.IsLeader(), err)
+		}
+		synctest.Wait()
+		if d := ledAt.Sub(begin); d < fastOpts().RetryInterval {
+			t.Fatalf("b led %v after the hand-over, before a RetryInterval", d)
+		}
+		mustStop(t, a)
+		mustStop(t, b)
 	})
 }
 

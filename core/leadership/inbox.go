@@ -37,6 +37,16 @@ func (b *inbox[T]) run(x T) {
 	}
 }
 
+// queueOnly queues x without starting a consumer: it is handled, in
+// order, before the next item put or run (or by the consumer running
+// now). For an item that changes nothing until the next one comes, it
+// saves a goroutine per call.
+func (b *inbox[T]) queueOnly(x T) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.items = append(b.items, x)
+}
+
 // queue appends x and reports whether the caller became the consumer
 // (none was running); the caller must then consume.
 func (b *inbox[T]) queue(x T) bool {

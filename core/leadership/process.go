@@ -360,7 +360,7 @@ func (p *Process) run(ls *leaveState) {
 		// (E11, O2): its lease is kept, not left to expire, for work that
 		// outlasts it. stopElectors sets the rest.
 		if len(r.work) == 0 || !r.e.IsLeader() {
-			r.e.leaving.Store(true)
+			r.e.leave()
 		}
 	}
 	var plain []*processRole
@@ -439,7 +439,7 @@ func (p *Process) stopRole(r *processRole) {
 		<-workDone
 		p.log.Info("LeaderWorkReturned", zap.String("role", r.name), zap.Duration("after", time.Since(begin)))
 	}
-	r.e.leaving.Store(true)
+	r.e.leave()
 	ctx, cancel := context.WithTimeout(context.Background(), r.e.opts.Lease)
 	defer cancel()
 	r.stopErr = r.e.Stop(ctx)
