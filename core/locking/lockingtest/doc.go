@@ -30,8 +30,8 @@
 // acquisitions, refused ones included, and extensions; Since kept; gone
 // after two leases or at Deregister: P1), Inspect and Keys (O1). These
 // last checks need optional capabilities (locking.Subscriber,
-// ResignRequester, ParticipantRegistry, Inspector, slotstore.Jobs); a
-// check whose capability the lock lacks is skipped, and
+// ResignRequester, ParticipantRegistry, Inspector, job records: a
+// RecordStore with jobrecord.State, or a jobrecord.Jobs); a check whose capability the lock lacks is skipped, and
 // L9_CapabilitiesReported checks that the lock reports ErrNotSupported
 // for it instead.
 //
