@@ -129,8 +129,10 @@
 // # Job slots
 //
 // The scheduler's job records (S9–S11: claims, completion, recovery, pause,
-// history) follow redislock's semantics exactly, in two more tables. A
-// claim, a completion and a pause are one transaction each (the job's row
-// locked FOR UPDATE, decided on, written back in one batch), the others
-// one statement; holds and expiries are measured on the server's clock.
+// history) are kept in two more tables, a row per job and its history
+// ring; package jobrecord decides them, as for every provider. A claim, a
+// completion and a pause read the job's row with its version (xmin) and
+// write it back in one statement only if no one wrote it since, so rows
+// written by earlier releases, and writes by processes still running one,
+// are seen; holds and expiries are measured on the server's clock.
 package pglock
