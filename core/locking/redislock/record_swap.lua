@@ -32,10 +32,14 @@ for i = at + 1, at + 2 * m, 2 do
   set[#set + 1] = ARGV[i]
   set[#set + 1] = ARGV[i + 1]
 end
+local gone = {}
 for name in pairs(want) do
   if not keep[name] then
-    redis.call('HDEL', KEYS[1], name)
+    gone[#gone + 1] = name
   end
+end
+if #gone > 0 then
+  redis.call('HDEL', KEYS[1], unpack(gone))
 end
 local entry = ARGV[at + 2 * m + 1]
 if entry ~= '' then
