@@ -189,7 +189,7 @@ func (p *Provider) JobKeys(ctx context.Context, prefix string) ([]string, error)
 	return keys, nil
 }
 
-// Advance implements slotstore.State: the value is written when it is
+// Advance implements jobrecord.State: the value is written when it is
 // greater than the stored one, in a transaction that compares the stored
 // revision (read first; tried again after a concurrent write).
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
@@ -225,7 +225,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return false, 0, fmt.Errorf("etcdlock: advance %q: %w %d times", key, jobrecord.ErrConflict, maxCASAttempts)
 }
 
-// State implements slotstore.State in one read.
+// State implements jobrecord.State in one read.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := checkKey("state", key); err != nil {
 		return 0, false, err
