@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,5 +246,61 @@ func stepHistoryBounded(t *testing.T, j jobKey) {
 	}
 	if h, err := j.l.JobHistory(context.Background(), j.key, 2); err != nil || len(h) != 2 {
 		t.Errorf("history(2) = %d records, %v", len(h), err)
+	}
+}
+
+// RunJobClaimRace checks that concurrent claims of one slot are granted
+// once (S9, V1): for a few slots in turn, contenders in as many
+// goroutines claim the same slot with terms of their own, and exactly one
+// is granted; the others find it started. Over a store that decides in
+// Go and writes back only if the record is unchanged, this is the check
+// that a lost write is decided again. l must report
+// Capabilities().JobSlots; run it outside a testing/synctest bubble.
+func RunJobClaimRace(t *testing.T, l *locking.DistributedLock, contenders int) {
+	t.Helper()
+	if !l.Capabilities().JobSlots {
+		t.Fatal("Capabilities().JobSlots is false")
+	}
+	ctx := context.Background()
+	key := "sched:race:" + strings.ReplaceAll(t.Name(), "/", "_")
+	type result struct {
+		r    jobrecord.SlotClaimResult
+		term string
+		err  error
+	}
+	for slot := int64(1000); slot <= 3000; slot += 1000 {
+		results := make(chan result, contenders)
+		var wg sync.WaitGroup
+		for i := range contenders {
+			wg.Go(func() {
+				term := fmt.Sprintf("t%d-%d", slot, i)
+				r, err := l.ClaimSlot(ctx, key, jobrecord.SlotClaim{Slot: slot, Attempt: 1, Term: term, Record: term, TTL: time.Hour})
+				results <- result{r, term, err}
+			})
+		}
+		wg.Wait()
+		close(results)
+		var won []result
+		for res := range results {
+			switch {
+			case res.err != nil:
+				t.Errorf("slot %d: claim: %v", slot, res.err)
+			case res.r.Status == jobrecord.ClaimGranted:
+				won = append(won, res)
+			case res.r.Status != jobrecord.ClaimStarted:
+				t.Errorf("slot %d: a claim was %v, want granted or started", slot, res.r.Status)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("slot %d: %d of %d concurrent claims granted, want 1", slot, len(won), contenders)
+		}
+		// The run ends, so the next slot's claims find nothing to recover.
+		ok, err := l.CompleteSlot(ctx, key, jobrecord.SlotCompletion{Slot: slot, Attempt: 1, Term: won[0].term, Seq: won[0].r.Seq, Done: true, Record: "done", TTL: time.Hour})
+		if err != nil || !ok {
+			t.Fatalf("slot %d: completion of the granted claim = %v, %v", slot, ok, err)
+		}
+		if h, err := l.JobHistory(ctx, key, 1); err != nil || len(h) != 1 || h[0] != "done" {
+			t.Errorf("slot %d: newest history record = %v, %v; want [done]", slot, h, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/jobrecord"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
 	"github.com/hostloom/hostloom/core/locking/pglock"
 )
 
@@ -70,4 +71,11 @@ func TestRecords_V1_SwapRefusedAfterAnotherWrite(t *testing.T) {
 	if ok, err := p.SwapRecord(ctx, "k", from, jobrecord.Write{Fields: map[string]string{"color": "red"}, TTL: time.Hour}); err == nil || ok {
 		t.Errorf("swap of a field without a column = %v, %v; want an error", ok, err)
 	}
+}
+
+// TestRecords_V1_ConcurrentClaimsGrantedOnce: concurrent claims of one
+// slot, each a read and a conditional write, are granted once.
+func TestRecords_V1_ConcurrentClaimsGrantedOnce(t *testing.T) {
+	l, _ := newLock(t, newDB(t), pglock.Options{}, "")
+	lockingtest.RunJobClaimRace(t, l, 16)
 }

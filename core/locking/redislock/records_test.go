@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/lockingtest"
 	"github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/hostloom/hostloom/core/testing/redistest"
 )
@@ -94,4 +95,16 @@ func TestRecords_V1_SwapRefusedAfterAnotherWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecords_V1_ConcurrentClaimsGrantedOnce: concurrent claims of one
+// slot, each a read and a conditional write, are granted once.
+func TestRecords_V1_ConcurrentClaimsGrantedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	l, err := redislock.NewLock(srv.Client(t), locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	lockingtest.RunJobClaimRace(t, l, 16)
 }
