@@ -113,8 +113,9 @@
 // meanwhile run after the recovery when still within the misfire window.
 //
 // The rule for "the earlier attempt's term has certainly ended": the claim
-// records, on the store's clock (Redis TIME), until = claim time + the
-// recovery hold (WithRecoveryHold, default the elector's lease). A
+// records, on the store's clock (Redis TIME), until = the time the claim
+// read the job's record (a round trip before it wrote it) + the recovery
+// hold (WithRecoveryHold, default the elector's lease). A
 // recovery runs only when the earlier attempt reported its end (it
 // returned), or once the store's clock has passed until. A leader's lease
 // cannot outlive its last renewal by more than a lease, and a successor

@@ -53,7 +53,10 @@
 // RunJobStore checks a lock's job records: claims, recovery after a hold
 // or a returned run, completion (a superseded claim's included), pause,
 // bounded attempts and bounded history. Its steps share one key, in
-// order; memlock, redislock and pglock run it over a lock of their own.
+// order; memlock, redislock, pglock and etcdlock run it over a lock of
+// their own. RunJobClaimRace checks that concurrent claims of one slot
+// are granted once, which a store that writes back only if unchanged
+// must get right when a write loses.
 //
 // # Time
 //
