@@ -12,7 +12,8 @@ import (
 )
 
 // The job records (locking.RecordStore), on the tables {J} (one row per
-// job, a column per field of the record) and {H} (its history ring). A
+// job, a column per field of the record that earlier releases stored,
+// and the fields added since in extra, JSON) and {H} (its history ring). A
 // row's version is its xmin, the transaction that last wrote it, which
 // every writer changes, so a write is one statement that updates the row
 // only if no one wrote it since it was read. The columns are those the
@@ -27,15 +28,15 @@ import (
 // the number of job rows written. recordHistorySQL reads the ring.
 const (
 	recordLoadSQL = `SELECT j.slot, j.open, coalesce(j.run, false), coalesce(j.att, 0), j.term, coalesce(j.until_ms, 0),
-    coalesce(j.paused, false), coalesce(j.seq, 0), coalesce(j.xmin::text::bigint, 0), coalesce(j.expires_at > now.t, false),
+    coalesce(j.paused, false), coalesce(j.seq, 0), j.extra, coalesce(j.xmin::text::bigint, 0), coalesce(j.expires_at > now.t, false),
     coalesce(ceil(extract(epoch FROM j.expires_at - now.t) * 1000000)::bigint, 0), now.t
 FROM (SELECT clock_timestamp() AS t) now LEFT JOIN {J} j ON j.key = $1`
 	recordSwapSQL = `WITH w AS (
-    INSERT INTO {J} AS j (key, slot, open, run, att, term, until_ms, paused, seq, expires_at)
-    VALUES ($1, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp() + $11::bigint * interval '1 microsecond')
+    INSERT INTO {J} AS j (key, slot, open, run, att, term, until_ms, paused, seq, extra, expires_at)
+    VALUES ($1, $3, $4, $5, $6, $7, $8, $9, $10, $14, clock_timestamp() + $11::bigint * interval '1 microsecond')
     ON CONFLICT (key) DO UPDATE SET slot = EXCLUDED.slot, open = EXCLUDED.open, run = EXCLUDED.run, att = EXCLUDED.att,
         term = EXCLUDED.term, until_ms = EXCLUDED.until_ms, paused = EXCLUDED.paused, seq = EXCLUDED.seq,
-        expires_at = EXCLUDED.expires_at
+        extra = EXCLUDED.extra, expires_at = EXCLUDED.expires_at
     WHERE j.xmin::text::bigint = $2
     RETURNING 1
 ), h AS (
@@ -57,6 +58,7 @@ type row struct {
 	until      int64
 	paused     bool
 	seq        int64
+	extra      map[string]string // fields without a column; nil when none
 }
 
 // fields returns the row as a record's fields (see jobrecord.Record).
@@ -87,11 +89,16 @@ func (r row) fields() map[string]string {
 	if r.seq != 0 {
 		f["seq"] = strconv.FormatInt(r.seq, 10)
 	}
+	for name, v := range r.extra {
+		if _, ok := f[name]; !ok {
+			f[name] = v
+		}
+	}
 	return f
 }
 
-// rowOf returns fields as a row; a field without a column, or an integer
-// field that does not parse, is an error naming it.
+// rowOf returns fields as a row: a field without a column goes to extra;
+// an integer field that does not parse is an error naming it.
 func rowOf(fields map[string]string) (row, error) {
 	var r row
 	for name, v := range fields {
@@ -129,7 +136,10 @@ func rowOf(fields map[string]string) (row, error) {
 		case "seq":
 			r.seq = n
 		default:
-			return row{}, fmt.Errorf("job field %s has no column", name)
+			if r.extra == nil {
+				r.extra = make(map[string]string)
+			}
+			r.extra[name] = v
 		}
 	}
 	return r, nil
@@ -141,7 +151,7 @@ func (p *Provider) load(ctx context.Context, q pgx.Row) (jobrecord.Stored, error
 	var version, us int64
 	var live bool
 	var now time.Time
-	if err := q.Scan(&r.slot, &r.open, &r.run, &r.att, &r.term, &r.until, &r.paused, &r.seq, &version, &live, &us, &now); err != nil {
+	if err := q.Scan(&r.slot, &r.open, &r.run, &r.att, &r.term, &r.until, &r.paused, &r.seq, &r.extra, &version, &live, &us, &now); err != nil {
 		return jobrecord.Stored{}, err
 	}
 	st := jobrecord.Stored{Version: version, Now: now}
@@ -184,7 +194,7 @@ func (p *Provider) SwapRecord(ctx context.Context, key string, from jobrecord.St
 	}
 	var n int64
 	err = p.pool.QueryRow(ctx, p.sql.recordSwap, p.mode, key, from.Version,
-		r.slot, r.open, r.run, r.att, r.term, r.until, r.paused, r.seq, micros(w.TTL), int32(idx), entry).Scan(&n)
+		r.slot, r.open, r.run, r.att, r.term, r.until, r.paused, r.seq, micros(w.TTL), int32(idx), entry, r.extra).Scan(&n)
 	if err != nil {
 		return false, p.opError("swap record", ctx, err)
 	}
