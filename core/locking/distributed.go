@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hostloom/hostloom/core/internal/keycache"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
 
 // tokenBytes is the size of the random owner token (L3): 128 bits.
@@ -38,7 +38,7 @@ type DistributedLock struct {
 	resign       ResignRequester
 	participants ParticipantRegistry
 	inspector    Inspector
-	jobs         slotstore.Jobs
+	jobs         jobrecord.Jobs
 	closer       io.Closer
 
 	closeOnce sync.Once
@@ -65,7 +65,7 @@ var (
 // the provider.
 //
 // New finds p's optional capabilities once (Subscriber, ResignRequester,
-// ParticipantRegistry, Inspector, slotstore.Jobs, io.Closer) and reports
+// ParticipantRegistry, Inspector, RecordStore, io.Closer) and reports
 // them through Capabilities; the lock's methods for a capability p lacks
 // return ErrNotSupported (L9). The lock owns p: Close closes it.
 func New(p Provider, o Options) (*DistributedLock, error) {
@@ -97,7 +97,7 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 	l.events, _ = p.(Subscriber)
 	l.participants, _ = p.(ParticipantRegistry)
 	l.inspector, _ = p.(Inspector)
-	l.jobs, _ = p.(slotstore.Jobs)
+	l.jobs = findJobs(p)
 	if r, ok := p.(ResignRequester); ok && l.events != nil {
 		l.resign = r
 	}
@@ -345,7 +345,7 @@ func (l *DistributedLock) stateKey(key string) (string, error) {
 // Advance sets the monotonic state value under key (namespaced as
 // {namespace}:state:{key}) when value is greater than the stored one (L8).
 // It returns an error matching ErrNotSupported when the provider keeps no
-// job slots (slotstore.Jobs) or the lock is disabled.
+// job slots (jobrecord.Jobs) or the lock is disabled.
 func (l *DistributedLock) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	skey, err := l.stateKey(key)
 	if err != nil {

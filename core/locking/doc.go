@@ -82,9 +82,12 @@
 //     last fence and participants of one key in one round trip); Keys lists
 //     the namespace's keys (a full scan of the backend: for tools, not hot
 //     paths).
-//   - Job slots (slotstore.Jobs, L8, S9–S11): Advance, State and the
-//     scheduler's job records, under {namespace}:state: and
-//     {namespace}:jobs:.
+//   - Job slots (RecordStore with jobrecord.State, L8, S9–S11, V1):
+//     Advance, State and the scheduler's job records, under
+//     {namespace}:state: and {namespace}:jobs:. The provider only stores a
+//     versioned record per job; claims, completions and pauses are decided
+//     by package core/jobrecord. A provider that implements jobrecord.Jobs
+//     itself is used as it is.
 //   - io.Closer: Close of the lock closes the provider.
 //
 // New finds them once; Capabilities reports them, and every method of a

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
 
-var _ slotstore.Jobs = (*DistributedLock)(nil)
+var _ jobrecord.Jobs = (*DistributedLock)(nil)
 
 // JobKey validates key and returns the provider key of its job records:
 // {namespace}:jobs:{key}, or {{namespace}}:jobs:{key} with UseHashTags
@@ -22,7 +22,7 @@ func (l *DistributedLock) JobKey(key string) (string, error) {
 }
 
 // jobs resolves key and the provider's job API.
-func (l *DistributedLock) jobSlots(key string) (slotstore.Jobs, string, error) {
+func (l *DistributedLock) jobSlots(key string) (jobrecord.Jobs, string, error) {
 	jkey, err := l.JobKey(key)
 	if err != nil {
 		return nil, "", err
@@ -40,38 +40,38 @@ func checkTTL(op, key string, ttl time.Duration) error {
 	return nil
 }
 
-// ClaimSlot implements slotstore.Jobs. It returns an error matching
+// ClaimSlot implements jobrecord.Jobs. It returns an error matching
 // ErrNotSupported when the provider keeps no job records or the lock is
 // disabled, and one naming the field for an invalid claim.
-func (l *DistributedLock) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
+func (l *DistributedLock) ClaimSlot(ctx context.Context, key string, c jobrecord.SlotClaim) (jobrecord.SlotClaimResult, error) {
 	p, jkey, err := l.jobSlots(key)
 	if err != nil {
-		return slotstore.SlotClaimResult{}, err
+		return jobrecord.SlotClaimResult{}, err
 	}
 	switch {
 	case c.Slot < 0:
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: slot %d must not be negative", key, c.Slot)
-	case c.Attempt < 1 || c.Attempt > slotstore.MaxJobAttempts:
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: attempt %d must be in 1..%d", key, c.Attempt, slotstore.MaxJobAttempts)
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: slot %d must not be negative", key, c.Slot)
+	case c.Attempt < 1 || c.Attempt > jobrecord.MaxJobAttempts:
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: attempt %d must be in 1..%d", key, c.Attempt, jobrecord.MaxJobAttempts)
 	case c.Attempt > 1 && c.Slot == 0:
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: attempt %d needs a slot", key, c.Attempt)
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: attempt %d needs a slot", key, c.Attempt)
 	case c.Term == "":
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: empty term", key)
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: empty term", key)
 	case c.Hold < 0:
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: hold %v must not be negative", key, c.Hold)
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: hold %v must not be negative", key, c.Hold)
 	}
 	if err := checkTTL("claim", key, c.TTL); err != nil {
-		return slotstore.SlotClaimResult{}, err
+		return jobrecord.SlotClaimResult{}, err
 	}
 	r, err := p.ClaimSlot(ctx, jkey, c)
 	if err != nil {
-		return slotstore.SlotClaimResult{}, fmt.Errorf("locking: claim %q: %w", key, err)
+		return jobrecord.SlotClaimResult{}, fmt.Errorf("locking: claim %q: %w", key, err)
 	}
 	return r, nil
 }
 
-// CompleteSlot implements slotstore.Jobs.
-func (l *DistributedLock) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
+// CompleteSlot implements jobrecord.Jobs.
+func (l *DistributedLock) CompleteSlot(ctx context.Context, key string, c jobrecord.SlotCompletion) (bool, error) {
 	p, jkey, err := l.jobSlots(key)
 	if err != nil {
 		return false, err
@@ -86,7 +86,7 @@ func (l *DistributedLock) CompleteSlot(ctx context.Context, key string, c slotst
 	return ok, nil
 }
 
-// SetJobPaused implements slotstore.Jobs.
+// SetJobPaused implements jobrecord.Jobs.
 func (l *DistributedLock) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
 	p, jkey, err := l.jobSlots(key)
 	if err != nil {
@@ -101,27 +101,27 @@ func (l *DistributedLock) SetJobPaused(ctx context.Context, key string, paused b
 	return nil
 }
 
-// JobStatus implements slotstore.Jobs.
-func (l *DistributedLock) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
+// JobStatus implements jobrecord.Jobs.
+func (l *DistributedLock) JobStatus(ctx context.Context, key string) (jobrecord.JobStatus, error) {
 	p, jkey, err := l.jobSlots(key)
 	if err != nil {
-		return slotstore.JobStatus{}, err
+		return jobrecord.JobStatus{}, err
 	}
 	st, err := p.JobStatus(ctx, jkey)
 	if err != nil {
-		return slotstore.JobStatus{}, fmt.Errorf("locking: job status %q: %w", key, err)
+		return jobrecord.JobStatus{}, fmt.Errorf("locking: job status %q: %w", key, err)
 	}
 	return st, nil
 }
 
-// JobHistory implements slotstore.Jobs; n must be in 1..JobHistoryLen.
+// JobHistory implements jobrecord.Jobs; n must be in 1..JobHistoryLen.
 func (l *DistributedLock) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
 	p, jkey, err := l.jobSlots(key)
 	if err != nil {
 		return nil, err
 	}
-	if n < 1 || n > slotstore.JobHistoryLen {
-		return nil, fmt.Errorf("locking: history %q: n %d must be in 1..%d", key, n, slotstore.JobHistoryLen)
+	if n < 1 || n > jobrecord.JobHistoryLen {
+		return nil, fmt.Errorf("locking: history %q: n %d must be in 1..%d", key, n, jobrecord.JobHistoryLen)
 	}
 	h, err := p.JobHistory(ctx, jkey, n)
 	if err != nil {

@@ -3,13 +3,36 @@ package locking
 import (
 	"context"
 	"time"
+
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
+
+// RecordStore is the job records capability (V1): one versioned record
+// per key that the provider reads and writes back only if unchanged, with
+// a time to live and a history ring. With jobrecord.State (Advance and
+// State, L8) it gives the lock its job slots; the rules that decide the
+// records are package core/jobrecord's, never the provider's. It is
+// jobrecord.RecordStore (the records' package holds it so that the rules
+// and the providers share one definition without a cycle).
+type RecordStore = jobrecord.RecordStore
+
+// findJobs returns p's job records: a RecordStore with State decided by
+// jobrecord.Store, else a jobrecord.Jobs p implements itself, else nil.
+func findJobs(p Provider) jobrecord.Jobs {
+	rs, ok1 := p.(RecordStore)
+	st, ok2 := p.(jobrecord.State)
+	if ok1 && ok2 {
+		return jobrecord.NewStore(rs, st)
+	}
+	j, _ := p.(jobrecord.Jobs)
+	return j
+}
 
 // Provider is a lock backend: the three atomic operations DistributedLock
 // builds on, and all a backend must implement (L9). Everything else a
 // backend can do is an optional capability, one small interface each
-// (Subscriber, ParticipantRegistry, Inspector, ResignRequester; job slots
-// are in package core/scheduling/slotstore; io.Closer), which locking.New
+// (Subscriber, ParticipantRegistry, Inspector, ResignRequester; job
+// records, RecordStore with jobrecord.State; io.Closer), which locking.New
 // looks for once and reports through DistributedLock.Capabilities. See
 // docs/providers.md for what each capability buys and what the elector,
 // the scheduler and the hostloom CLI do without it, and package lockingtest
@@ -245,8 +268,8 @@ type Capabilities struct {
 	Inspect bool
 	// Resign: RequestResign works (ResignRequester together with Events).
 	Resign bool
-	// JobSlots: the provider keeps the scheduler's job records (package
-	// core/scheduling/slotstore).
+	// JobSlots: the provider keeps the scheduler's job records (a
+	// RecordStore with jobrecord.State, or a jobrecord.Jobs of its own).
 	JobSlots bool
 	// Durable: the backend keeps its leases across a restart of its server
 	// (Durable), so a leader need not be given the first chance to verify

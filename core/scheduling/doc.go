@@ -59,7 +59,7 @@
 //
 // With a slot store, each run first claims its slot under the job's key
 // JobKey(role, job) = "sched:{role}:{job}": the claim stores the slot only
-// when it is greater than every slot recorded, in one atomic round trip. A
+// when it is greater than every slot recorded, in one atomic step. A
 // run whose slot (or a later one) is already recorded does not start
 // (reason started). So a slot is started at most once across replicas,
 // whatever their clock skew, as long as the store keeps what it
@@ -69,14 +69,16 @@
 // its slot: the slot is claimed after the delay.
 //
 // There are two kinds of store. A slotstore.Jobs (a *locking.DistributedLock
-// whose provider has job slots: Capabilities().JobSlots, as redislock and
-// memlock do; a lock without them is no store at all) keeps the
-// job's records: latest slot, the unfinished attempt, paused state and
-// history, in one key per job ({namespace}:jobs:sched:{role}:{job}, a hash
-// on Redis, so one job's records live in one Cluster slot). A run then
-// takes two round trips: the claim (which also reads the paused state, the
-// previous slot for the missed count, and for a Recover job the unfinished
-// attempt) and the completion. Any other slotstore.State gets the
+// whose provider has job slots: Capabilities().JobSlots, as memlock,
+// redislock, pglock and etcdlock do; a lock without them is no store at
+// all) keeps the job's records: latest slot, the unfinished attempt,
+// paused state and history, in one key per job
+// ({namespace}:jobs:sched:{role}:{job}, a hash on Redis, so one job's
+// records live in one Cluster slot), decided by package core/jobrecord. A
+// run then takes a claim (which also reads the paused state, the previous
+// slot for the missed count, and for a Recover job the unfinished attempt)
+// and a completion, each a read and a conditional write: four round trips
+// over Redis, three when the claim writes nothing. Any other slotstore.State gets the
 // claim-only path: Advance under {namespace}:state:sched:{role}:{job}, one
 // round trip per run plus one read (State) at a term's first claim;
 // recovery, pause and history need a slotstore.Jobs.
@@ -101,7 +103,7 @@
 // A slot is recorded when its run starts. Without Recover that is all: a
 // run cut short by a failover is not run again (at most once per slot).
 // With Job.Recover (which needs a JobStore) the store also records each
-// run's end, in the same round trip as the completion: the slot is done
+// run's end, in the same atomic step as the completion: the slot is done
 // unless the run returned Canceled because its term ended or the
 // scheduler stopped. A slot that is not done — its run was cut short, or
 // its process died and never reported — is run once more by the next
@@ -111,8 +113,9 @@
 // meanwhile run after the recovery when still within the misfire window.
 //
 // The rule for "the earlier attempt's term has certainly ended": the claim
-// records, on the store's clock (Redis TIME), until = claim time + the
-// recovery hold (WithRecoveryHold, default the elector's lease). A
+// records, on the store's clock (Redis TIME), until = the time the claim
+// read the job's record (a round trip before it wrote it) + the recovery
+// hold (WithRecoveryHold, default the elector's lease). A
 // recovery runs only when the earlier attempt reported its end (it
 // returned), or once the store's clock has passed until. A leader's lease
 // cannot outlive its last renewal by more than a lease, and a successor
@@ -131,7 +134,7 @@
 // # Pause and resume (S10)
 //
 // Pause and Resume write the paused state into the job's records; every
-// claim reads it in the same round trip, so the leader skips the next slot
+// claim reads it in the same atomic step, so the leader skips the next slot
 // after a Pause on any replica (reason paused, logged at Debug), without
 // polling. A paused slot is recorded as passed, so it is never caught up,
 // neither after Resume nor by a new leader. JobInfo.Paused reports the

@@ -198,7 +198,7 @@ func (s *Scheduler) History(ctx context.Context, job string, n int) ([]RunRecord
 }
 
 // Pause pauses the job on every replica, through the slot store (S10): the
-// leader reads the paused state with every claim, in the same round trip,
+// leader reads the paused state with every claim, in the same atomic step,
 // so no slot of the job starts after Pause returned, on any replica (a run
 // already going is not cancelled). Paused slots are skipped (reason
 // paused) and recorded as passed: they are never caught up after Resume.

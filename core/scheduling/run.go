@@ -226,7 +226,7 @@ func (s *Scheduler) termID(term uint64) string {
 
 // claimJob claims slot (zero: recovery only) in the job store, with the
 // paused check and, for a Recover job, the recovery check in the same
-// round trip. On the first claim of a term it counts the slots nobody
+// atomic step. On the first claim of a term it counts the slots nobody
 // started since the last recorded one as missed. A failed claim returns
 // the zero result (no status).
 func (s *Scheduler) claimJob(ctx context.Context, j *job, slot time.Time, tok context.Context, term uint64, first, catchUp bool) slotstore.SlotClaimResult {
@@ -398,7 +398,7 @@ func (s *Scheduler) run(ctx, seg context.Context, j *job, slot time.Time, attemp
 	}
 }
 
-// complete records a run's end in the job store, in one round trip: its
+// complete records a run's end in the job store, in one atomic step: its
 // history record and, unless done is false (the run was cut short by the
 // end of its term or by Stop), that the slot needs no recovery.
 func (s *Scheduler) complete(ctx context.Context, j *job, r RunRecord, seq int64, term uint64, done bool) {

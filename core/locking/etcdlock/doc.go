@@ -86,10 +86,11 @@
 //
 // # Job records
 //
-// The scheduler's job records (slotstore.Jobs) are one JSON record per job
-// and its history ring, attached to one lease per job that each write
-// refreshes, written with compare-and-swap on the record's revision. The
-// term's hold is measured on the provider's clock.
+// The scheduler's job records (locking.RecordStore) are one JSON record
+// per job and its history ring, attached to one lease per job that each
+// write refreshes, written with compare-and-swap on the record's
+// revision; package jobrecord decides what to write. The term's hold is
+// measured on the provider's clock.
 //
 // # Errors
 //

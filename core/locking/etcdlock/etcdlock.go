@@ -12,8 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ErrNilClient is returned by New for a nil client.
@@ -74,7 +74,8 @@ var (
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.Durable             = (*Provider)(nil)
-	_ slotstore.Jobs              = (*Provider)(nil)
+	_ locking.RecordStore         = (*Provider)(nil)
+	_ jobrecord.State             = (*Provider)(nil)
 	_ io.Closer                   = (*Provider)(nil)
 )
 

@@ -53,6 +53,14 @@ func TestJobStore_S9_N2_Etcd(t *testing.T) {
 	lockingtest.RunJobStore(t, l)
 }
 
+// TestJobs_V1_ConcurrentClaimsGrantedOnce: concurrent claims of one slot,
+// each a read and a transaction on the record's revision, are granted
+// once.
+func TestJobs_V1_ConcurrentClaimsGrantedOnce(t *testing.T) {
+	l, _ := newLock(t, newClient(t), prefixOf(t), "")
+	lockingtest.RunJobClaimRace(t, l, 8)
+}
+
 // TestJobs_S11_N4_RecordsExpireTogether: a job's records, history
 // included, live on one lease that each write refreshes, and run out
 // together.

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ProviderBackend is a Backend that also hands out its providers. Run then
@@ -123,8 +123,18 @@ type withInspector struct {
 
 type withJobs struct {
 	required
-	slotstore.Jobs
+	jobrecord.Jobs
 }
+
+type withRecords struct {
+	required
+	locking.RecordStore
+	slotState
+}
+
+// slotState is jobrecord.State under a name that does not hide its State
+// method when embedded.
+type slotState interface{ jobrecord.State }
 
 // restrict returns p exposing only the capabilities of v, with faults f;
 // ok is false when p lacks one of them.
@@ -148,7 +158,12 @@ func restrict(p locking.Provider, v variant, f *faults) (locking.Provider, bool)
 		in, ok := p.(locking.Inspector)
 		return withInspector{r, in}, ok
 	case c == locking.Capabilities{JobSlots: true}:
-		j, ok := p.(slotstore.Jobs)
+		rs, ok1 := p.(locking.RecordStore)
+		st, ok2 := p.(jobrecord.State)
+		if ok1 && ok2 {
+			return withRecords{r, rs, st}, true
+		}
+		j, ok := p.(jobrecord.Jobs)
 		return withJobs{r, j}, ok
 	}
 	panic(fmt.Sprintf("lockingtest: no restriction for %+v", c))

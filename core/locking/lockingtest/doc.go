@@ -30,8 +30,8 @@
 // acquisitions, refused ones included, and extensions; Since kept; gone
 // after two leases or at Deregister: P1), Inspect and Keys (O1). These
 // last checks need optional capabilities (locking.Subscriber,
-// ResignRequester, ParticipantRegistry, Inspector, slotstore.Jobs); a
-// check whose capability the lock lacks is skipped, and
+// ResignRequester, ParticipantRegistry, Inspector, job records: a
+// RecordStore with jobrecord.State, or a jobrecord.Jobs); a check whose capability the lock lacks is skipped, and
 // L9_CapabilitiesReported checks that the lock reports ErrNotSupported
 // for it instead.
 //
@@ -53,7 +53,10 @@
 // RunJobStore checks a lock's job records: claims, recovery after a hold
 // or a returned run, completion (a superseded claim's included), pause,
 // bounded attempts and bounded history. Its steps share one key, in
-// order; memlock, redislock and pglock run it over a lock of their own.
+// order; memlock, redislock, pglock and etcdlock run it over a lock of
+// their own. RunJobClaimRace checks that concurrent claims of one slot
+// are granted once, which a store that writes back only if unchanged
+// must get right when a write loses.
 //
 // # Time
 //

@@ -2,249 +2,140 @@ package memlock
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
 
-var _ slotstore.Jobs = (*Provider)(nil)
+// Job records (locking.RecordStore). A job's record is kept, as JSON of
+// its fields and version, in the provider's expiring entries under the
+// job key, so records expire like the Redis ones and need no map of their
+// own; its history ring is one entry per ring index. Package jobrecord
+// decides what to write.
 
-// jobState is one job's records (slotstore.Jobs). It is kept,
-// encoded, in the provider's expiring entries under the job key, so job
-// records expire like the Redis ones and need no map of their own.
-type jobState struct {
-	Slot    int64
-	HasSlot bool
-	Open    int64 // unfinished slot; 0 when none
-	Running bool
-	Attempt int
-	Until   int64 // Unix ns: the claiming term certainly ended
-	Paused  bool
-	Seq     int64
-	Term    string
+// storedRecord is a job's record as kept in an entry.
+type storedRecord struct {
+	Version int64             `json:"v"`
+	Fields  map[string]string `json:"f"`
 }
 
-// stateFields is how many '|'-separated fields an encoded jobState has; the
-// term is last, so it may contain anything.
-const stateFields = 9
-
-func flag(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
+// historyKey is the entry of ring index i of key. The NUL cannot occur in
+// a provider key (locking.CheckKey refuses control characters).
+func historyKey(key string, i int) string {
+	return key + "\x00h" + strconv.Itoa(i)
 }
 
-// encode returns st as stored: decimal fields separated by '|', the term
-// last.
-func (st *jobState) encode() string {
-	b := make([]byte, 0, 64+len(st.Term))
-	for _, n := range [...]int64{st.Slot, flag(st.HasSlot), st.Open, flag(st.Running), int64(st.Attempt), st.Until, flag(st.Paused), st.Seq} {
-		b = strconv.AppendInt(b, n, 10)
-		b = append(b, '|')
-	}
-	return string(append(b, st.Term...))
-}
-
-// decodeState parses what encode stored.
-func decodeState(v string) (jobState, error) {
-	f := strings.SplitN(v, "|", stateFields)
-	if len(f) != stateFields {
-		return jobState{}, fmt.Errorf("%d fields, want %d", len(f), stateFields)
-	}
-	var n [stateFields - 1]int64
-	for i := range n {
-		x, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return jobState{}, err
-		}
-		n[i] = x
-	}
-	return jobState{
-		Slot: n[0], HasSlot: n[1] == 1, Open: n[2], Running: n[3] == 1, Attempt: int(n[4]),
-		Until: n[5], Paused: n[6] == 1, Seq: n[7], Term: f[stateFields-1],
-	}, nil
-}
-
-// historyKey is the entry of the history record at ring index i of key:
-// record seq lives at index (seq-1) % JobHistoryLen. The NUL cannot occur
-// in a provider key (locking.CheckKey refuses control characters).
-func historyKey(key string, i int64) string {
-	return key + "\x00h" + strconv.FormatInt(i, 10)
-}
-
-// ringIndex is where record seq lives.
-func ringIndex(seq int64) int64 { return (seq - 1) % slotstore.JobHistoryLen }
-
-// loadJob reads key's job state; p.mu must be held.
-func (p *Provider) loadJob(key string, now time.Time) (jobState, time.Duration, error) {
+// loadRecord reads key's record; p.mu must be held.
+func (p *Provider) loadRecord(key string, now time.Time) (jobrecord.Stored, error) {
 	e, ok := p.live(key, now)
 	if !ok {
-		return jobState{}, 0, nil
+		return jobrecord.Stored{Now: now}, nil
 	}
-	st, err := decodeState(e.value)
-	if err != nil {
-		return jobState{}, 0, fmt.Errorf("memlock: job records %q do not parse: %w", key, err)
+	var r storedRecord
+	if err := json.Unmarshal([]byte(e.value), &r); err != nil {
+		return jobrecord.Stored{}, fmt.Errorf("memlock: job records %q do not parse: %w", key, err)
 	}
-	return st, e.expires.Sub(now), nil
+	return jobrecord.Stored{Found: true, Fields: r.Fields, Version: r.Version, Now: now, TTL: e.expires.Sub(now)}, nil
 }
 
-// storeJob writes key's job state with time to live ttl; p.mu must be
-// held.
-func (p *Provider) storeJob(key string, st jobState, ttl time.Duration, now time.Time) error {
-	p.entries[key] = entry{value: st.encode(), expires: now.Add(ttl)}
+// LoadRecord implements locking.RecordStore on package time.
+func (p *Provider) LoadRecord(ctx context.Context, key string) (jobrecord.Stored, error) {
+	if err := ctx.Err(); err != nil {
+		return jobrecord.Stored{}, err
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loadRecord(key, now)
+}
+
+// SwapRecord implements locking.RecordStore. Versions come from one
+// counter of the provider, so a record that expired and was written
+// again never has the version of one read before. Unlike the fields of
+// a Redis hash, each history entry expires w.TTL after its own latest
+// write (refreshing a hundred entries on every write would cost more than
+// the write); a record that expired restarts its runs at 1, so an entry
+// of an earlier life is never read.
+func (p *Provider) SwapRecord(ctx context.Context, key string, from jobrecord.Stored, w jobrecord.Write) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if w.TTL < time.Millisecond {
+		return false, fmt.Errorf("memlock: swap record %q: ttl %v must be at least 1ms", key, w.TTL)
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur, err := p.loadRecord(key, now)
+	if err != nil {
+		return false, err
+	}
+	if cur.Found != from.Found || cur.Version != from.Version {
+		return false, nil
+	}
+	p.versions++
+	b, err := json.Marshal(storedRecord{Version: p.versions, Fields: w.Fields})
+	if err != nil {
+		return false, err
+	}
+	p.entries[key] = entry{value: string(b), expires: now.Add(w.TTL)}
+	if w.HasEntry {
+		p.entries[historyKey(key, w.Index)] = entry{value: w.Entry, expires: now.Add(w.TTL)}
+	}
 	p.wrote(now)
-	return nil
+	return true, nil
 }
 
-// setRecord stores history record seq of key with time to live ttl; p.mu
-// must be held. Unlike the fields of a Redis hash, each record expires ttl
-// after its own latest write (refreshing a hundred entries on every claim
-// would cost more than the claim); JobHistory reads records only while the
-// job's state lives, and a state that expired restarts at seq 1, so a
-// record of an earlier life is never read.
-func (p *Provider) setRecord(key string, seq int64, rec string, ttl time.Duration, now time.Time) {
-	p.entries[historyKey(key, ringIndex(seq))] = entry{value: rec, expires: now.Add(ttl)}
-}
-
-// waitFor is how long until the unfinished attempt's term certainly ended.
-func (st *jobState) waitFor(now time.Time) time.Duration {
-	if !st.Running {
-		return 0
-	}
-	return max(time.Unix(0, st.Until).Sub(now), 0)
-}
-
-// ClaimSlot implements slotstore.Jobs.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
+// LoadHistory implements locking.RecordStore.
+func (p *Provider) LoadHistory(ctx context.Context, key string) (jobrecord.Stored, map[int]string, error) {
 	if err := ctx.Err(); err != nil {
-		return slotstore.SlotClaimResult{}, err
+		return jobrecord.Stored{}, nil, err
 	}
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st, _, err := p.loadJob(key, now)
-	if err != nil {
-		return slotstore.SlotClaimResult{}, err
+	st, err := p.loadRecord(key, now)
+	if err != nil || !st.Found {
+		return st, nil, err
 	}
-	r := slotstore.SlotClaimResult{Previous: st.Slot, HasPrevious: st.HasSlot}
-	if st.Paused {
-		r.Status = slotstore.ClaimPaused
-		if c.Attempt == 1 && c.Slot > 0 && (!st.HasSlot || st.Slot < c.Slot) {
-			st.Slot, st.HasSlot = c.Slot, true
-			return r, p.storeJob(key, st, c.TTL, now)
+	entries := make(map[int]string)
+	for i := range jobrecord.JobHistoryLen {
+		if e, ok := p.live(historyKey(key, i), now); ok {
+			entries[i] = e.value
 		}
-		return r, nil
 	}
-	if c.Attempt > 1 {
-		switch {
-		case st.Open != c.Slot || st.Attempt != c.Attempt-1 || c.Attempt > slotstore.MaxJobAttempts || st.Term == c.Term:
-			r.Status = slotstore.ClaimRefused
-			return r, nil
-		case st.waitFor(now) > 0:
-			r.Status, r.Wait, r.Attempt = slotstore.ClaimWait, st.waitFor(now), st.Attempt
-			return r, nil
-		}
-	} else {
-		if c.Recover && st.Open != 0 && st.Term != c.Term && st.Attempt < slotstore.MaxJobAttempts {
-			r.Status, r.Slot, r.Attempt, r.Wait = slotstore.ClaimRecoverable, st.Open, st.Attempt, st.waitFor(now)
-			return r, nil
-		}
-		if c.Slot == 0 || (st.HasSlot && st.Slot >= c.Slot) {
-			r.Status = slotstore.ClaimStarted
-			return r, nil
-		}
-		st.Slot, st.HasSlot = c.Slot, true
-	}
-	st.Open, st.Running, st.Attempt, st.Term = c.Slot, true, c.Attempt, c.Term
-	st.Until = now.Add(c.Hold).UnixNano()
-	st.Seq++
-	p.setRecord(key, st.Seq, c.Record, c.TTL, now)
-	r.Status, r.Attempt, r.Seq = slotstore.ClaimGranted, c.Attempt, st.Seq
-	return r, p.storeJob(key, st, c.TTL, now)
+	return st, entries, nil
 }
 
-// CompleteSlot implements slotstore.Jobs.
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ttl, err := p.loadJob(key, now)
-	if err != nil || ttl == 0 {
-		return false, err
-	}
-	matched := st.Open != 0 && st.Open == c.Slot && st.Attempt == c.Attempt && st.Term == c.Term
-	if matched {
-		if c.Done {
-			st.Open, st.Running = 0, false
-		} else {
-			st.Running = false
-		}
-	}
-	if c.Seq > 0 && c.Seq <= st.Seq && c.Seq > st.Seq-slotstore.JobHistoryLen {
-		p.setRecord(key, c.Seq, c.Record, c.TTL, now)
-	}
-	return matched, p.storeJob(key, st, c.TTL, now)
+// The job slots methods below are the earlier interface
+// (jobrecord.Jobs) of this provider, kept for code that calls the
+// provider directly: each is the same method of jobrecord.Store over
+// this provider.
+
+// ClaimSlot implements jobrecord.Jobs (see jobrecord.Claim).
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c jobrecord.SlotClaim) (jobrecord.SlotClaimResult, error) {
+	return jobrecord.NewStore(p, p).ClaimSlot(ctx, key, c)
 }
 
-// SetJobPaused implements slotstore.Jobs.
+// CompleteSlot implements jobrecord.Jobs (see jobrecord.Complete).
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c jobrecord.SlotCompletion) (bool, error) {
+	return jobrecord.NewStore(p, p).CompleteSlot(ctx, key, c)
+}
+
+// SetJobPaused implements jobrecord.Jobs (see jobrecord.Pause).
 func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, _, err := p.loadJob(key, now)
-	if err != nil {
-		return err
-	}
-	st.Paused = paused
-	return p.storeJob(key, st, ttl, now)
+	return jobrecord.NewStore(p, p).SetJobPaused(ctx, key, paused, ttl)
 }
 
-// JobStatus implements slotstore.Jobs.
-func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
-	if err := ctx.Err(); err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ttl, err := p.loadJob(key, now)
-	if err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	return slotstore.JobStatus{
-		Slot: st.Slot, HasSlot: st.HasSlot, Paused: st.Paused,
-		Unfinished: st.Open, Attempt: st.Attempt, Running: st.Open != 0 && st.Running,
-		Runs: st.Seq, TTL: ttl,
-	}, nil
+// JobStatus implements jobrecord.Jobs.
+func (p *Provider) JobStatus(ctx context.Context, key string) (jobrecord.JobStatus, error) {
+	return jobrecord.NewStore(p, p).JobStatus(ctx, key)
 }
 
-// JobHistory implements slotstore.Jobs.
+// JobHistory implements jobrecord.Jobs.
 func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, _, err := p.loadJob(key, now)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for seq := st.Seq; seq > 0 && seq > st.Seq-int64(min(n, slotstore.JobHistoryLen)); seq-- {
-		if e, ok := p.live(historyKey(key, ringIndex(seq)), now); ok {
-			out = append(out, e.value)
-		}
-	}
-	return out, nil
+	return jobrecord.NewStore(p, p).JobHistory(ctx, key, n)
 }

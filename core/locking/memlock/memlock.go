@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // sweepEvery is how many writes pass between sweeps of expired entries, so
@@ -21,7 +21,8 @@ const sweepEvery = 1024
 // It implements every optional capability of locking.Provider: events
 // (locking.Subscriber), resign requests (locking.ResignRequester),
 // participants (locking.ParticipantRegistry), inspection
-// (locking.Inspector) and the scheduler's job slots (slotstore.Jobs).
+// (locking.Inspector) and the scheduler's job records
+// (locking.RecordStore, with jobrecord.State).
 type Provider struct {
 	mu      sync.Mutex
 	entries map[string]entry
@@ -29,6 +30,8 @@ type Provider struct {
 	state   map[string]int64
 	events  map[string]map[*eventWatcher]struct{}
 	writes  int
+	// versions numbers the job records' writes (RecordStore).
+	versions int64
 }
 
 // meta is what the provider keeps about a key beyond its lease: the last
@@ -58,7 +61,9 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
-	_ slotstore.Jobs              = (*Provider)(nil)
+	_ locking.RecordStore         = (*Provider)(nil)
+	_ jobrecord.State             = (*Provider)(nil)
+	_ jobrecord.Jobs              = (*Provider)(nil)
 )
 
 // New returns an empty provider.
@@ -258,7 +263,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	return e.value, e.expires.Sub(now), true, nil
 }
 
-// Advance implements slotstore.State.
+// Advance implements jobrecord.State.
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
@@ -272,7 +277,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return true, value, nil
 }
 
-// State implements slotstore.State.
+// State implements jobrecord.State.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

@@ -59,3 +59,13 @@ func TestJobStore_S9_Memlock(t *testing.T) {
 	}
 	lockingtest.RunJobStore(t, l)
 }
+
+// TestJobs_V1_ConcurrentClaimsGrantedOnce: concurrent claims of one slot
+// are granted once.
+func TestJobs_V1_ConcurrentClaimsGrantedOnce(t *testing.T) {
+	l, err := memlock.NewLock(locking.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockingtest.RunJobClaimRace(t, l, 16)
+}

@@ -20,7 +20,9 @@
 // _participants, _state, _jobs and _job_runs), or by the SQL of Schema for teams that manage
 // their schema (Options.ExternalSchema). The first operation also checks
 // that the tables have the columns this version uses, and names the table
-// when they do not.
+// when they do not. Schema's SQL may be run again on existing tables: it
+// adds what a later version needs (the _jobs table's extra column, which
+// keeps job record fields added after the table's other columns).
 //
 // A key's lease row is kept after a release (value and expiry cleared), so
 // its last fence survives. Rows of keys nobody uses any more stay until an
@@ -129,8 +131,11 @@
 // # Job slots
 //
 // The scheduler's job records (S9–S11: claims, completion, recovery, pause,
-// history) follow redislock's semantics exactly, in two more tables. A
-// claim, a completion and a pause are one transaction each (the job's row
-// locked FOR UPDATE, decided on, written back in one batch), the others
-// one statement; holds and expiries are measured on the server's clock.
+// history) are kept in two more tables, a row per job and its history
+// ring; package jobrecord decides them, as for every provider. A claim, a
+// completion and a pause read the job's row with its version (xmin) and
+// write it back in one statement only if no one wrote it since, so rows
+// written by earlier releases, and writes by processes still running one,
+// are seen; holds and expiries are measured on the server's clock. A
+// record field without a column of its own is kept in the extra column.
 package pglock

@@ -2,268 +2,264 @@ package pglock
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
 
-// The job records (slotstore.Jobs): the semantics of redislock's
-// jobs_*.lua, on the tables {J} (one row per job) and {H} (its history
-// ring). A claim, a completion and a pause are one transaction each: the
-// job's row is created when missing, locked FOR UPDATE with the server's
-// clock read after the lock is granted, decided on in Go (jobClaim,
-// jobComplete: the scripts' logic, line for line), and written back with
-// its history record in one batch. Reads are one statement.
+// The job records (locking.RecordStore), on the tables {J} (one row per
+// job, a column per field of the record that earlier releases stored,
+// and the fields added since in extra, JSON) and {H} (its history ring). A
+// row's version is its xmin, the transaction that last wrote it, which
+// every writer changes, so a write is one statement that updates the row
+// only if no one wrote it since it was read. The columns are those the
+// tables have always had: existing rows read as records. Package
+// jobrecord decides what to write.
 
-// The job statements. jobCreateSQL creates the job's row when missing
-// (void: already expired); jobLockSQL locks it and reads it with the
-// server's time in ms and whether it has expired (then every field counts
-// as absent, as for an expired Redis key).
+// The record statements. recordLoadSQL reads key's row (none: NULLs) with
+// its version, whether it is live, its remaining time to live in µs and
+// the server's clock. recordSwapSQL inserts the row ($2 = 0: there was
+// none) or updates it if its version is still $2, and with it writes
+// history record $13 at ring index $12 (none when $12 < 0); it returns
+// the number of job rows written. recordHistorySQL reads the ring.
 const (
-	jobCreateSQL = `INSERT INTO {J} (key, expires_at) VALUES ($1, '-infinity') ON CONFLICT (key) DO NOTHING`
-	jobLockSQL   = `WITH locked AS MATERIALIZED (
-    SELECT slot, open, run, att, term, until_ms, paused, seq, expires_at FROM {J} WHERE key = $1 FOR UPDATE
-),
-now AS MATERIALIZED (SELECT clock_timestamp() AS t FROM locked)
-SELECT locked.slot, locked.open, locked.run, locked.att, locked.term, locked.until_ms, locked.paused, locked.seq,
-    locked.expires_at <= now.t, (extract(epoch FROM now.t) * 1000)::bigint
-FROM locked, now`
-	// jobWriteSQL stores the row, expiring $10 µs from now.
-	jobWriteSQL = `UPDATE {J} SET slot = $2, open = $3, run = $4, att = $5, term = $6, until_ms = $7, paused = $8, seq = $9,
-    expires_at = clock_timestamp() + $10::bigint * interval '1 microsecond'
-WHERE key = $1`
-	jobClearRunsSQL = `DELETE FROM {H} WHERE key = $1`
-	jobRecordSQL    = `INSERT INTO {H} (key, idx, record) VALUES ($1, $2, $3)
-ON CONFLICT (key, idx) DO UPDATE SET record = EXCLUDED.record`
-	jobStatusSQL = `SELECT j.slot, j.open, j.run, j.att, j.paused, j.seq,
-    ceil(extract(epoch FROM j.expires_at - now.t) * 1000000)::bigint
-FROM {J} j, (SELECT clock_timestamp() AS t) now WHERE j.key = $1 AND j.expires_at > now.t`
+	recordLoadSQL = `SELECT j.slot, j.open, coalesce(j.run, false), coalesce(j.att, 0), j.term, coalesce(j.until_ms, 0),
+    coalesce(j.paused, false), coalesce(j.seq, 0), j.extra, coalesce(j.xmin::text::bigint, 0), coalesce(j.expires_at > now.t, false),
+    coalesce(ceil(extract(epoch FROM j.expires_at - now.t) * 1000000)::bigint, 0), now.t
+FROM (SELECT clock_timestamp() AS t) now LEFT JOIN {J} j ON j.key = $1`
+	recordSwapSQL = `WITH w AS (
+    INSERT INTO {J} AS j (key, slot, open, run, att, term, until_ms, paused, seq, extra, expires_at)
+    VALUES ($1, $3, $4, $5, $6, $7, $8, $9, $10, $14, clock_timestamp() + $11::bigint * interval '1 microsecond')
+    ON CONFLICT (key) DO UPDATE SET slot = EXCLUDED.slot, open = EXCLUDED.open, run = EXCLUDED.run, att = EXCLUDED.att,
+        term = EXCLUDED.term, until_ms = EXCLUDED.until_ms, paused = EXCLUDED.paused, seq = EXCLUDED.seq,
+        extra = EXCLUDED.extra, expires_at = EXCLUDED.expires_at
+    WHERE j.xmin::text::bigint = $2
+    RETURNING 1
+), h AS (
+    INSERT INTO {H} (key, idx, record) SELECT $1, $12, $13 FROM w WHERE $12::int >= 0
+    ON CONFLICT (key, idx) DO UPDATE SET record = EXCLUDED.record
+)
+SELECT count(*) FROM w`
+	recordHistorySQL = `SELECT idx, record FROM {H} WHERE key = $1`
 	// jobKeysSQL: the keys of live job records starting with $1.
 	jobKeysSQL = `SELECT key FROM {J} WHERE starts_with(key, $1) AND expires_at > clock_timestamp() ORDER BY key`
-	// jobHistorySQL: up to $2 records, newest first, from seq down.
-	jobHistorySQL = `WITH j AS (SELECT seq FROM {J} WHERE key = $1 AND expires_at > clock_timestamp()),
-s AS (SELECT g FROM j, generate_series(j.seq, greatest(j.seq - least($2::int, $3::int) + 1, 1), -1) g WHERE j.seq > 0)
-SELECT h.record FROM s JOIN {H} h ON h.key = $1 AND h.idx = ((s.g - 1) % $3::int)::int ORDER BY s.g DESC`
 )
 
-// jobRow is a job's record set as stored; the zero value is an absent (or
-// expired) one.
-type jobRow struct {
-	slot, open *int64 // latest recorded slot; unfinished slot
-	run        bool   // the unfinished attempt has not reported its end
+// row is a job's row: a column per field of the record.
+type row struct {
+	slot, open *int64
+	run        bool
 	att        int32
 	term       *string
-	until      int64 // server ms at which the claiming term certainly ended
+	until      int64
 	paused     bool
-	seq        int64 // records written
+	seq        int64
+	extra      map[string]string // fields without a column; nil when none
 }
 
-// jobWrite is what a decision writes: the row (nil: nothing) and the
-// history record at seq (0: none). Writing over an expired record set
-// first deletes its history.
-type jobWrite struct {
-	row    *jobRow
-	seq    int64
-	record string
-}
-
-// inJob runs decide on key's locked row in one transaction and writes
-// what it returns with time to live ttl.
-func (p *Provider) inJob(ctx context.Context, op, key string, ttl time.Duration, decide func(r jobRow, now int64) jobWrite) error {
-	if err := p.begin(ctx, op); err != nil {
-		return err
-	}
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, p.sql.jobCreate, p.mode, key); err != nil {
-			return err
-		}
-		var r jobRow
-		var expired bool
-		var now int64
-		err := tx.QueryRow(ctx, p.sql.jobLock, p.mode, key).
-			Scan(&r.slot, &r.open, &r.run, &r.att, &r.term, &r.until, &r.paused, &r.seq, &expired, &now)
-		if err != nil {
-			return err
-		}
-		if expired {
-			r = jobRow{}
-		}
-		w := decide(r, now)
-		if w.row == nil {
-			return nil
-		}
-		b := &pgx.Batch{}
-		if expired {
-			b.Queue(p.sql.jobClearRuns, key)
-		}
-		n := w.row
-		b.Queue(p.sql.jobWrite, key, n.slot, n.open, n.run, n.att, n.term, n.until, n.paused, n.seq, micros(ttl))
-		if w.seq > 0 {
-			b.Queue(p.sql.jobRecord, key, int32((w.seq-1)%slotstore.JobHistoryLen), w.record)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return p.opError(op, ctx, err)
-	}
-	return nil
-}
-
-func eq(a *int64, b int64) bool { return a != nil && *a == b }
-
-// jobClaim is jobs_claim.lua's decision.
-func jobClaim(r jobRow, now int64, c slotstore.SlotClaim) (slotstore.SlotClaimResult, jobWrite) {
-	var res slotstore.SlotClaimResult
+// fields returns the row as a record's fields (see jobrecord.Record).
+func (r row) fields() map[string]string {
+	f := make(map[string]string, 8)
 	if r.slot != nil {
-		res.Previous, res.HasPrevious = *r.slot, true
+		f["slot"] = strconv.FormatInt(*r.slot, 10)
 	}
-	var wait int64
-	if r.run && now < r.until {
-		wait = r.until - now
+	if r.open != nil {
+		f["open"] = strconv.FormatInt(*r.open, 10)
+		f["run"] = "0"
+		if r.run {
+			f["run"] = "1"
+		}
 	}
-	ownTerm := r.term != nil && *r.term == c.Term
-	n := r
+	if r.att != 0 {
+		f["att"] = strconv.FormatInt(int64(r.att), 10)
+	}
+	if r.term != nil {
+		f["term"] = *r.term
+	}
+	if r.until != 0 {
+		f["until"] = strconv.FormatInt(r.until, 10)
+	}
 	if r.paused {
-		res.Status = slotstore.ClaimPaused
-		if c.Attempt == 1 && c.Slot != 0 && (r.slot == nil || *r.slot < c.Slot) {
-			n.slot = &c.Slot
-			return res, jobWrite{row: &n}
-		}
-		return res, jobWrite{}
+		f["paused"] = "1"
 	}
-	if c.Attempt > 1 {
-		if !eq(r.open, c.Slot) || int(r.att) != c.Attempt-1 || c.Attempt > slotstore.MaxJobAttempts || ownTerm {
-			res.Status = slotstore.ClaimRefused
-			return res, jobWrite{}
-		}
-		if wait > 0 {
-			res.Status, res.Wait, res.Attempt = slotstore.ClaimWait, time.Duration(wait)*time.Millisecond, int(r.att)
-			return res, jobWrite{}
-		}
-	} else {
-		if c.Recover && r.open != nil && !ownTerm && int(r.att) < slotstore.MaxJobAttempts {
-			res.Status, res.Wait, res.Attempt, res.Slot = slotstore.ClaimRecoverable, time.Duration(wait)*time.Millisecond, int(r.att), *r.open
-			return res, jobWrite{}
-		}
-		if c.Slot == 0 || (r.slot != nil && *r.slot >= c.Slot) {
-			res.Status = slotstore.ClaimStarted
-			return res, jobWrite{}
-		}
-		n.slot = &c.Slot
+	if r.seq != 0 {
+		f["seq"] = strconv.FormatInt(r.seq, 10)
 	}
-	term := c.Term
-	n.seq++
-	n.open, n.run, n.att, n.term, n.until = &c.Slot, true, int32(c.Attempt), &term, now+c.Hold.Milliseconds()
-	res.Status, res.Attempt, res.Seq = slotstore.ClaimGranted, c.Attempt, n.seq
-	return res, jobWrite{row: &n, seq: n.seq, record: c.Record}
+	for name, v := range r.extra {
+		if _, ok := f[name]; !ok {
+			f[name] = v
+		}
+	}
+	return f
 }
 
-// ClaimSlot implements slotstore.Jobs in one transaction (see
-// jobClaim). The hold is measured on the server's clock.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
-	if err := checkTTL("claim", c.TTL); err != nil {
-		return slotstore.SlotClaimResult{}, err
-	}
-	var res slotstore.SlotClaimResult
-	err := p.inJob(ctx, "claim", key, c.TTL, func(r jobRow, now int64) jobWrite {
-		var w jobWrite
-		res, w = jobClaim(r, now, c)
-		return w
-	})
-	if err != nil {
-		return slotstore.SlotClaimResult{}, err
-	}
-	return res, nil
-}
-
-// CompleteSlot implements slotstore.Jobs in one transaction
-// (jobs_complete.lua's decision).
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
-	if err := checkTTL("complete", c.TTL); err != nil {
-		return false, err
-	}
-	var matched bool
-	err := p.inJob(ctx, "complete", key, c.TTL, func(r jobRow, _ int64) jobWrite {
-		if r == (jobRow{}) {
-			return jobWrite{} // nothing stored: nothing to complete
-		}
-		n := r
-		if eq(r.open, c.Slot) && int(r.att) == c.Attempt && r.term != nil && *r.term == c.Term {
-			matched = true
-			if c.Done {
-				n.open, n.run = nil, false
-			} else {
-				n.run = false
+// rowOf returns fields as a row: a field without a column goes to extra;
+// an integer field that does not parse is an error naming it.
+func rowOf(fields map[string]string) (row, error) {
+	var r row
+	for name, v := range fields {
+		num := func() (int64, error) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("job field %s %q is not an integer", name, v)
 			}
+			return n, nil
 		}
-		w := jobWrite{row: &n}
-		if c.Seq > 0 && c.Seq <= r.seq && c.Seq > r.seq-slotstore.JobHistoryLen {
-			w.seq, w.record = c.Seq, c.Record
+		var n int64
+		var err error
+		switch name {
+		case "slot", "open", "att", "until", "seq":
+			n, err = num()
 		}
-		return w
-	})
-	return matched, err
+		if err != nil {
+			return row{}, err
+		}
+		switch name {
+		case "slot":
+			r.slot = &n
+		case "open":
+			r.open = &n
+		case "run":
+			r.run = v == "1"
+		case "att":
+			r.att = int32(n)
+		case "term":
+			r.term = &v
+		case "until":
+			r.until = n
+		case "paused":
+			r.paused = v == "1"
+		case "seq":
+			r.seq = n
+		default:
+			if r.extra == nil {
+				r.extra = make(map[string]string)
+			}
+			r.extra[name] = v
+		}
+	}
+	return r, nil
 }
 
-// SetJobPaused implements slotstore.Jobs in one transaction.
-func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
-	if err := checkTTL("pause", ttl); err != nil {
-		return err
+// load reads key's row.
+func (p *Provider) load(ctx context.Context, q pgx.Row) (jobrecord.Stored, error) {
+	var r row
+	var version, us int64
+	var live bool
+	var now time.Time
+	if err := q.Scan(&r.slot, &r.open, &r.run, &r.att, &r.term, &r.until, &r.paused, &r.seq, &r.extra, &version, &live, &us, &now); err != nil {
+		return jobrecord.Stored{}, err
 	}
-	return p.inJob(ctx, "pause", key, ttl, func(r jobRow, _ int64) jobWrite {
-		r.paused = paused
-		return jobWrite{row: &r}
-	})
-}
-
-// JobStatus implements slotstore.Jobs in one statement.
-func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
-	if err := p.begin(ctx, "job status"); err != nil {
-		return slotstore.JobStatus{}, err
+	st := jobrecord.Stored{Version: version, Now: now}
+	if live {
+		st.Found, st.Fields, st.TTL = true, r.fields(), fromMicros(us)
 	}
-	var st slotstore.JobStatus
-	var slot, open *int64
-	var att int32
-	var us int64
-	err := p.pool.QueryRow(ctx, p.sql.jobStatus, p.mode, key).Scan(&slot, &open, &st.Running, &att, &st.Paused, &st.Runs, &us)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return slotstore.JobStatus{}, nil
-	}
-	if err != nil {
-		return slotstore.JobStatus{}, p.opError("job status", ctx, err)
-	}
-	if slot != nil {
-		st.Slot, st.HasSlot = *slot, true
-	}
-	if open != nil {
-		st.Unfinished = *open
-	}
-	st.Running = st.Running && st.Unfinished != 0
-	st.Attempt, st.TTL = int(att), fromMicros(us)
 	return st, nil
 }
 
-// JobHistory implements slotstore.Jobs in one statement.
-func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
+// LoadRecord implements locking.RecordStore in one statement, on the
+// server's clock.
+func (p *Provider) LoadRecord(ctx context.Context, key string) (jobrecord.Stored, error) {
+	if err := p.begin(ctx, "load record"); err != nil {
+		return jobrecord.Stored{}, err
+	}
+	st, err := p.load(ctx, p.pool.QueryRow(ctx, p.sql.recordLoad, p.mode, key))
+	if err != nil {
+		return jobrecord.Stored{}, p.opError("load record", ctx, err)
+	}
+	return st, nil
+}
+
+// SwapRecord implements locking.RecordStore in one statement. A row
+// written over an expired one keeps the expired record's history rows:
+// its runs restart at 1 and overwrite them before they are read.
+func (p *Provider) SwapRecord(ctx context.Context, key string, from jobrecord.Stored, w jobrecord.Write) (bool, error) {
+	if err := checkTTL("swap record", w.TTL); err != nil {
+		return false, err
+	}
+	r, err := rowOf(w.Fields)
+	if err != nil {
+		return false, fmt.Errorf("pglock: swap record %q: %w", key, err)
+	}
+	if err := p.begin(ctx, "swap record"); err != nil {
+		return false, err
+	}
+	idx, entry := -1, ""
+	if w.HasEntry {
+		idx, entry = w.Index, w.Entry
+	}
+	var n int64
+	err = p.pool.QueryRow(ctx, p.sql.recordSwap, p.mode, key, from.Version,
+		r.slot, r.open, r.run, r.att, r.term, r.until, r.paused, r.seq, micros(w.TTL), int32(idx), entry, r.extra).Scan(&n)
+	if err != nil {
+		return false, p.opError("swap record", ctx, err)
+	}
+	return n == 1, nil
+}
+
+// LoadHistory implements locking.RecordStore in one transaction of two
+// reads (a snapshot of both tables).
+func (p *Provider) LoadHistory(ctx context.Context, key string) (jobrecord.Stored, map[int]string, error) {
 	if err := p.begin(ctx, "history"); err != nil {
-		return nil, err
+		return jobrecord.Stored{}, nil, err
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("pglock: history %q: n %d must be positive", key, n)
-	}
-	rows, err := p.pool.Query(ctx, p.sql.jobHistory, p.mode, key, int32(min(n, slotstore.JobHistoryLen)), int32(slotstore.JobHistoryLen))
+	var st jobrecord.Stored
+	entries := make(map[int]string)
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if st, err = p.load(ctx, tx.QueryRow(ctx, p.sql.recordLoad, p.mode, key)); err != nil || !st.Found {
+			return err
+		}
+		rows, err := tx.Query(ctx, p.sql.recordHistory, p.mode, key)
+		if err != nil {
+			return err
+		}
+		var idx int32
+		var rec string
+		_, err = pgx.ForEachRow(rows, []any{&idx, &rec}, func() error {
+			entries[int(idx)] = rec
+			return nil
+		})
+		return err
+	})
 	if err != nil {
-		return nil, p.opError("history", ctx, err)
+		return jobrecord.Stored{}, nil, p.opError("history", ctx, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, p.opError("history", ctx, err)
-	}
-	return out, nil
+	return st, entries, nil
+}
+
+// The job slots methods below are the earlier interface
+// (jobrecord.Jobs) of this provider, kept for code that calls the
+// provider directly: each is the same method of jobrecord.Store over
+// this provider.
+
+// ClaimSlot implements jobrecord.Jobs (see jobrecord.Claim).
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c jobrecord.SlotClaim) (jobrecord.SlotClaimResult, error) {
+	return jobrecord.NewStore(p, p).ClaimSlot(ctx, key, c)
+}
+
+// CompleteSlot implements jobrecord.Jobs (see jobrecord.Complete).
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c jobrecord.SlotCompletion) (bool, error) {
+	return jobrecord.NewStore(p, p).CompleteSlot(ctx, key, c)
+}
+
+// SetJobPaused implements jobrecord.Jobs (see jobrecord.Pause).
+func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
+	return jobrecord.NewStore(p, p).SetJobPaused(ctx, key, paused, ttl)
+}
+
+// JobStatus implements jobrecord.Jobs.
+func (p *Provider) JobStatus(ctx context.Context, key string) (jobrecord.JobStatus, error) {
+	return jobrecord.NewStore(p, p).JobStatus(ctx, key)
+}
+
+// JobHistory implements jobrecord.Jobs.
+func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
+	return jobrecord.NewStore(p, p).JobHistory(ctx, key, n)
 }
 
 // JobKeys lists the keys starting with prefix (provider keys, as

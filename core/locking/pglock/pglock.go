@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ErrNilPool is returned by New for a nil pool.
@@ -69,7 +69,7 @@ type Provider struct {
 type statements struct {
 	schema, probe, acquire, extend, release, advance, state, resign,
 	inspect, deregister, keys, checkTerm string
-	jobCreate, jobLock, jobWrite, jobClearRuns, jobRecord, jobStatus, jobHistory, jobKeys string
+	recordLoad, recordSwap, recordHistory, jobKeys string
 }
 
 var (
@@ -78,7 +78,9 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
-	_ slotstore.Jobs              = (*Provider)(nil)
+	_ locking.RecordStore         = (*Provider)(nil)
+	_ jobrecord.State             = (*Provider)(nil)
+	_ jobrecord.Jobs              = (*Provider)(nil)
 	_ io.Closer                   = (*Provider)(nil)
 )
 
@@ -112,14 +114,10 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		keys:       t.expand(keysSQL),
 		checkTerm:  t.expand(checkTermSQL),
 
-		jobCreate:    t.expand(jobCreateSQL),
-		jobLock:      t.expand(jobLockSQL),
-		jobWrite:     t.expand(jobWriteSQL),
-		jobClearRuns: t.expand(jobClearRunsSQL),
-		jobRecord:    t.expand(jobRecordSQL),
-		jobStatus:    t.expand(jobStatusSQL),
-		jobHistory:   t.expand(jobHistorySQL),
-		jobKeys:      t.expand(jobKeysSQL),
+		recordLoad:    t.expand(recordLoadSQL),
+		recordSwap:    t.expand(recordSwapSQL),
+		recordHistory: t.expand(recordHistorySQL),
+		jobKeys:       t.expand(jobKeysSQL),
 	}}
 	p.mode = preparedMode
 	if o.DisableNotifications {
@@ -471,7 +469,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	return ok, nil
 }
 
-// Advance implements slotstore.State in one statement (bigint
+// Advance implements jobrecord.State in one statement (bigint
 // values: no loss of precision).
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := p.begin(ctx, "advance"); err != nil {
@@ -485,7 +483,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return adv, cur, nil
 }
 
-// State implements slotstore.State.
+// State implements jobrecord.State.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.begin(ctx, "state"); err != nil {
 		return 0, false, err

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS {J} (
     seq        bigint      NOT NULL DEFAULT 0,
     expires_at timestamptz NOT NULL
 );
+ALTER TABLE {J} ADD COLUMN IF NOT EXISTS extra jsonb;
 CREATE TABLE IF NOT EXISTS {H} (
     key    text    NOT NULL,
     idx    integer NOT NULL,
@@ -67,7 +68,7 @@ CREATE TABLE IF NOT EXISTS {H} (
 // probeSQL selects every column the statements use, from no row: it fails
 // when a table or a column is missing or the role may not read them.
 const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev,
-    j.slot, j.open, j.run, j.att, j.term, j.until_ms, j.paused, j.seq, j.expires_at, h.idx, h.record
+    j.slot, j.open, j.run, j.att, j.term, j.until_ms, j.paused, j.seq, j.expires_at, j.extra, h.idx, h.record
 FROM {L} l, {P} p, {S} s, {J} j, {H} h WHERE false`
 
 // register upserts the caller as a participant ($4 owner, $5 participant

@@ -3,10 +3,9 @@ package pglock
 import (
 	"context"
 	"io"
-	"time"
 
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // ForLock returns the provider to hand to locking.New: p itself, or, with
@@ -28,7 +27,8 @@ type polling struct{ p *Provider }
 var (
 	_ locking.ParticipantRegistry = polling{}
 	_ locking.Inspector           = polling{}
-	_ slotstore.Jobs              = polling{}
+	_ locking.RecordStore         = polling{}
+	_ jobrecord.State             = polling{}
 	_ io.Closer                   = polling{}
 )
 
@@ -68,24 +68,16 @@ func (v polling) State(ctx context.Context, key string) (int64, bool, error) {
 	return v.p.State(ctx, key)
 }
 
-func (v polling) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
-	return v.p.ClaimSlot(ctx, key, c)
+func (v polling) LoadRecord(ctx context.Context, key string) (jobrecord.Stored, error) {
+	return v.p.LoadRecord(ctx, key)
 }
 
-func (v polling) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
-	return v.p.CompleteSlot(ctx, key, c)
+func (v polling) SwapRecord(ctx context.Context, key string, from jobrecord.Stored, w jobrecord.Write) (bool, error) {
+	return v.p.SwapRecord(ctx, key, from, w)
 }
 
-func (v polling) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
-	return v.p.SetJobPaused(ctx, key, paused, ttl)
-}
-
-func (v polling) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
-	return v.p.JobStatus(ctx, key)
-}
-
-func (v polling) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
-	return v.p.JobHistory(ctx, key, n)
+func (v polling) LoadHistory(ctx context.Context, key string) (jobrecord.Stored, map[int]string, error) {
+	return v.p.LoadHistory(ctx, key)
 }
 
 func (v polling) Close() error { return v.p.Close() }

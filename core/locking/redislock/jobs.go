@@ -3,219 +3,171 @@ package redislock
 import (
 	"context"
 	_ "embed" // the Lua scripts
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
+	"github.com/hostloom/hostloom/core/jobrecord"
 )
 
-// The job record scripts (slotstore.Jobs). Each touches one hash, the
-// job's key, so a call is one round trip routed by that key on Cluster.
+// The job records (locking.RecordStore). A job's record is the fields of
+// one hash, the job's key, and its history ring is fields h0…h99 of the
+// same hash, so the ring expires with the record and a call is one round
+// trip routed by that key on Cluster. The field names are the ones these
+// hashes have always had, so existing keys read as they are. Two scripts
+// do the storing; package jobrecord decides what to store.
 var (
-	//go:embed jobs_claim.lua
-	jobsClaimLua string
-	//go:embed jobs_complete.lua
-	jobsCompleteLua string
-	//go:embed jobs_pause.lua
-	jobsPauseLua string
-	//go:embed jobs_history.lua
-	jobsHistoryLua string
+	//go:embed record_load.lua
+	recordLoadLua string
+	//go:embed record_swap.lua
+	recordSwapLua string
 
-	jobsClaim    = newScript(jobsClaimLua)
-	jobsComplete = newScript(jobsCompleteLua)
-	jobsPause    = newScript(jobsPauseLua)
-	jobsHistory  = newScript(jobsHistoryLua)
+	recordLoad = newScript(recordLoadLua)
+	recordSwap = newScript(recordSwapLua)
 )
 
-var _ slotstore.Jobs = (*Provider)(nil)
+// ringField is the hash field of ring index i.
+func ringField(i int) string { return "h" + strconv.Itoa(i) }
 
-// ClaimSlot implements slotstore.Jobs with one script (jobs_claim.lua).
-// The hold is measured on the server's clock (TIME), so replicas' clocks
-// do not matter to when a recovery may start.
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c slotstore.SlotClaim) (slotstore.SlotClaimResult, error) {
+// load runs record_load.lua on key, with the ring when ring is true.
+func (p *Provider) load(ctx context.Context, op, key string, ring bool) (jobrecord.Stored, map[int]string, error) {
 	if err := p.ready(); err != nil {
-		return slotstore.SlotClaimResult{}, err
+		return jobrecord.Stored{}, nil, err
 	}
-	ttl, err := millis(c.TTL)
+	flag := "0"
+	if ring {
+		flag = "1"
+	}
+	r, err := p.run(ctx, recordLoad, []any{nil, nil, "1", key, flag}).Slice()
 	if err != nil {
-		return slotstore.SlotClaimResult{}, err
+		return jobrecord.Stored{}, nil, opError(op, ctx, err)
 	}
-	rec := "0"
-	if c.Recover {
-		rec = "1"
+	bad := func() (jobrecord.Stored, map[int]string, error) {
+		return jobrecord.Stored{}, nil, fmt.Errorf("redislock: %s %q: unexpected reply %v", op, key, r)
 	}
-	r, err := p.run(ctx, jobsClaim, []any{nil, nil, "1", key,
-		strconv.FormatInt(c.Slot, 10), c.Attempt, rec, c.Term, c.Hold.Milliseconds(),
-		slotstore.MaxJobAttempts, c.Record, ttl, slotstore.JobHistoryLen}).Slice()
-	if err != nil {
-		return slotstore.SlotClaimResult{}, opError("claim", ctx, err)
-	}
-	bad := func() (slotstore.SlotClaimResult, error) {
-		return slotstore.SlotClaimResult{}, fmt.Errorf("redislock: claim %q: unexpected reply %v", key, r)
-	}
-	if len(r) != 5 {
+	if len(r) != 4 {
 		return bad()
 	}
-	status, ok := r[0].(string)
-	wait, ok2 := r[2].(int64)
-	attempt, ok3 := r[3].(int64)
-	if !ok || !ok2 || !ok3 {
+	fields, ok1 := pairs(r[0])
+	entries, ok2 := pairs(r[1])
+	now, ok3 := r[2].(int64)
+	pttl, ok4 := r[3].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return bad()
 	}
-	out := slotstore.SlotClaimResult{Wait: time.Duration(wait) * time.Millisecond, Attempt: int(attempt)}
-	if prev, ok := r[1].(string); ok {
-		if out.Previous, err = strconv.ParseInt(prev, 10, 64); err != nil {
-			return bad()
-		}
-		out.HasPrevious = true
+	st := jobrecord.Stored{Found: pttl != -2, Fields: fields, Now: time.UnixMilli(now), TTL: time.Duration(max(pttl, 0)) * time.Millisecond}
+	if !ring {
+		return st, nil, nil
 	}
-	switch status {
-	case "granted":
-		out.Status = slotstore.ClaimGranted
-		if out.Seq, ok = r[4].(int64); !ok {
-			return bad()
+	out := make(map[int]string, len(entries))
+	for name, v := range entries {
+		if i, err := strconv.Atoi(strings.TrimPrefix(name, "h")); err == nil {
+			out[i] = v
 		}
-	case "recoverable":
-		out.Status = slotstore.ClaimRecoverable
-		s, ok := r[4].(string)
-		if !ok {
-			return bad()
-		}
-		if out.Slot, err = strconv.ParseInt(s, 10, 64); err != nil {
-			return bad()
-		}
-	case "started":
-		out.Status = slotstore.ClaimStarted
-	case "paused":
-		out.Status = slotstore.ClaimPaused
-	case "wait":
-		out.Status = slotstore.ClaimWait
-	case "refused":
-		out.Status = slotstore.ClaimRefused
-	default:
-		return bad()
 	}
-	return out, nil
+	return st, out, nil
 }
 
-// CompleteSlot implements slotstore.Jobs with one script
-// (jobs_complete.lua).
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c slotstore.SlotCompletion) (bool, error) {
+// pairs reads a flat name, value list.
+func pairs(v any) (map[string]string, bool) {
+	l, ok := v.([]any)
+	if !ok || len(l)%2 != 0 {
+		return nil, false
+	}
+	m := make(map[string]string, len(l)/2)
+	for i := 0; i < len(l); i += 2 {
+		name, ok1 := l[i].(string)
+		value, ok2 := l[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		m[name] = value
+	}
+	return m, true
+}
+
+// LoadRecord implements locking.RecordStore with one script
+// (record_load.lua), on the server's clock (TIME), so replicas' clocks do
+// not matter to when a recovery may start.
+func (p *Provider) LoadRecord(ctx context.Context, key string) (jobrecord.Stored, error) {
+	st, _, err := p.load(ctx, "load record", key, false)
+	return st, err
+}
+
+// LoadHistory implements locking.RecordStore with one script
+// (record_load.lua).
+func (p *Provider) LoadHistory(ctx context.Context, key string) (jobrecord.Stored, map[int]string, error) {
+	return p.load(ctx, "history", key, true)
+}
+
+// SwapRecord implements locking.RecordStore with one script
+// (record_swap.lua). It compares the record's fields with from.Fields
+// rather than a version, so a write by a process of an earlier release
+// (its own scripts, on the same fields) is never overwritten unseen.
+func (p *Provider) SwapRecord(ctx context.Context, key string, from jobrecord.Stored, w jobrecord.Write) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
 	}
-	ttl, err := millis(c.TTL)
+	ttl, err := millis(w.TTL)
 	if err != nil {
 		return false, err
 	}
-	done := "0"
-	if c.Done {
-		done = "1"
+	args := make([]any, 0, 10+2*len(from.Fields)+2*len(w.Fields))
+	args = append(args, nil, nil, "1", key, ttl)
+	args = appendFields(args, from.Fields)
+	args = appendFields(args, w.Fields)
+	if w.HasEntry {
+		args = append(args, ringField(w.Index), w.Entry)
+	} else {
+		args = append(args, "", "")
 	}
-	n, err := p.run(ctx, jobsComplete, []any{nil, nil, "1", key,
-		strconv.FormatInt(c.Slot, 10), c.Attempt, c.Term, done, c.Seq, c.Record, ttl, slotstore.JobHistoryLen}).Int64()
+	n, err := p.run(ctx, recordSwap, args).Int64()
 	if err != nil {
-		return false, opError("complete", ctx, err)
+		return false, opError("swap record", ctx, err)
 	}
 	return n == 1, nil
 }
 
-// SetJobPaused implements slotstore.Jobs with one script
-// (jobs_pause.lua).
+// appendFields appends the count of fields and their name, value pairs,
+// in name order.
+func appendFields(args []any, fields map[string]string) []any {
+	args = append(args, len(fields))
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		args = append(args, name, fields[name])
+	}
+	return args
+}
+
+// The job slots methods below are the earlier interface
+// (jobrecord.Jobs) of this provider, kept for code that calls the
+// provider directly: each is the same method of jobrecord.Store over
+// this provider.
+
+// ClaimSlot implements jobrecord.Jobs (see jobrecord.Claim): one script
+// to read, one to write when the claim writes.
+func (p *Provider) ClaimSlot(ctx context.Context, key string, c jobrecord.SlotClaim) (jobrecord.SlotClaimResult, error) {
+	return jobrecord.NewStore(p, p).ClaimSlot(ctx, key, c)
+}
+
+// CompleteSlot implements jobrecord.Jobs (see jobrecord.Complete).
+func (p *Provider) CompleteSlot(ctx context.Context, key string, c jobrecord.SlotCompletion) (bool, error) {
+	return jobrecord.NewStore(p, p).CompleteSlot(ctx, key, c)
+}
+
+// SetJobPaused implements jobrecord.Jobs (see jobrecord.Pause).
 func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
-	if err := p.ready(); err != nil {
-		return err
-	}
-	ms, err := millis(ttl)
-	if err != nil {
-		return err
-	}
-	flag := "0"
-	if paused {
-		flag = "1"
-	}
-	if err := p.run(ctx, jobsPause, []any{nil, nil, "1", key, flag, ms}).Err(); err != nil {
-		return opError("pause", ctx, err)
-	}
-	return nil
+	return jobrecord.NewStore(p, p).SetJobPaused(ctx, key, paused, ttl)
 }
 
-// JobStatus implements slotstore.Jobs: HMGET and PTTL in one
-// pipeline (one round trip; both read the same key).
-func (p *Provider) JobStatus(ctx context.Context, key string) (slotstore.JobStatus, error) {
-	if err := p.ready(); err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	var get *redis.SliceCmd
-	var pttl *redis.DurationCmd
-	_, err := p.c.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		get = pl.HMGet(ctx, key, "slot", "open", "run", "att", "paused", "seq")
-		pttl = pl.PTTL(ctx, key)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return slotstore.JobStatus{}, opError("job status", ctx, err)
-	}
-	f := get.Val()
-	if len(f) != 6 {
-		return slotstore.JobStatus{}, fmt.Errorf("redislock: job status %q: unexpected reply %v", key, f)
-	}
-	num := func(name string, v any) (int64, error) {
-		s, ok := v.(string)
-		if !ok {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("redislock: job status %q: field %s %q is not an integer", key, name, s)
-		}
-		return n, nil
-	}
-	var st slotstore.JobStatus
-	if _, ok := f[0].(string); ok {
-		st.HasSlot = true
-	}
-	if st.Slot, err = num("slot", f[0]); err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	if st.Unfinished, err = num("open", f[1]); err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	att, err := num("att", f[3])
-	if err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	if st.Runs, err = num("seq", f[5]); err != nil {
-		return slotstore.JobStatus{}, err
-	}
-	st.Attempt = int(att)
-	st.Running = st.Unfinished != 0 && f[2] == "1"
-	st.Paused = f[4] == "1"
-	if d := pttl.Val(); d > 0 {
-		st.TTL = d
-	}
-	return st, nil
+// JobStatus implements jobrecord.Jobs.
+func (p *Provider) JobStatus(ctx context.Context, key string) (jobrecord.JobStatus, error) {
+	return jobrecord.NewStore(p, p).JobStatus(ctx, key)
 }
 
-// JobHistory implements slotstore.Jobs with one script
-// (jobs_history.lua).
+// JobHistory implements jobrecord.Jobs.
 func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
-	if err := p.ready(); err != nil {
-		return nil, err
-	}
-	r, err := p.run(ctx, jobsHistory, []any{nil, nil, "1", key, n, slotstore.JobHistoryLen}).Slice()
-	if err != nil {
-		return nil, opError("history", ctx, err)
-	}
-	out := make([]string, 0, len(r))
-	for _, v := range r {
-		if s, ok := v.(string); ok { // a missing field (nil) is skipped
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return jobrecord.NewStore(p, p).JobHistory(ctx, key, n)
 }

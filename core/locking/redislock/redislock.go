@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/core/internal/keycache"
+	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/scheduling/slotstore"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -321,7 +321,9 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
-	_ slotstore.Jobs              = (*Provider)(nil)
+	_ locking.RecordStore         = (*Provider)(nil)
+	_ jobrecord.State             = (*Provider)(nil)
+	_ jobrecord.Jobs              = (*Provider)(nil)
 	_ io.Closer                   = (*Provider)(nil)
 )
 
@@ -796,7 +798,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	return v, time.Duration(max(ms, 0)) * time.Millisecond, true, nil
 }
 
-// Advance implements slotstore.State in one script; values are
+// Advance implements jobrecord.State in one script; values are
 // compared as int64 without loss of precision.
 func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, int64, error) {
 	if err := p.ready(); err != nil {
@@ -824,7 +826,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	return set == 1, n, nil
 }
 
-// State implements slotstore.State with one GET.
+// State implements jobrecord.State with one GET.
 func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.ready(); err != nil {
 		return 0, false, err
