@@ -70,7 +70,7 @@ func (c capabilities) providerKeyOf(key string) string {
 
 // tryAcquire takes key for lease, storing owner and priority when the
 // lock can.
-func (c capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key string, lease time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
+func (c *capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key string, lease time.Duration, owner string, priority int, yield time.Duration) (locking.Lease, error) {
 	if c.prioritized != nil {
 		return c.prioritized.TryAcquirePriority(ctx, key, lease, owner, priority, yield)
 	}

@@ -20,16 +20,25 @@ func (l *loop) acquire(now time.Time) {
 	ctx, cancel := context.WithTimeout(l.base, bound)
 	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
 		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity, e.opts.Priority, e.opts.RetryInterval)
-		switch {
-		case err == nil && lease == nil:
-			return fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
-		case err != nil:
-			return lockErr(err)
-		}
-		o.lease = lease
-		o.granted, o.fence, _, _ = leaseTerms(lease, e.opts.Lease)
-		return nil
+		return o.takeLease(lease, err, e.opts.Lease)
 	})
+}
+
+// takeLease records an acquisition's reply in o: the lease and its terms,
+// or the error. It is kept out of the frame of the call's function, which
+// is on the stack while the lock call blocks (see loop.run).
+//
+//go:noinline
+func (o *outcome) takeLease(lease locking.Lease, err error, asked time.Duration) error {
+	switch {
+	case err == nil && lease == nil:
+		return fmt.Errorf("%w: TryAcquire returned neither a lease nor an error", errLockFault)
+	case err != nil:
+		return lockErr(err)
+	}
+	o.lease = lease
+	o.granted, o.fence, _, _ = leaseTerms(lease, asked)
+	return nil
 }
 
 // acquired takes the outcome of an acquisition attempt.
