@@ -167,7 +167,7 @@ func (p *Provider) Close() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(leaderOnly(context.Background()), cleanupTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -308,7 +308,7 @@ func (p *Provider) putSpare(secs int64, s spareLease) {
 // revoke revokes id on a context of its own bounded by cleanupTimeout,
 // which deletes the key attached to it; the outcome is not reported.
 func (p *Provider) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(leaderOnly(context.Background()), cleanupTimeout)
 	defer cancel()
 	_, _ = p.cli.Revoke(ctx, id)
 }
@@ -335,6 +335,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	if err := checkTTL("acquire", r.TTL); err != nil {
 		return locking.AcquireResult{}, err
 	}
+	ctx = leaderOnly(ctx)
 	if r.ParticipantTTL > 0 && r.Yield > 0 {
 		if res, wait, err := p.yield(ctx, r); err != nil || wait {
 			return res, err
@@ -391,12 +392,14 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	if spare {
 		ka = make(chan error, 1)
 		go func() {
-			_, err := p.cli.KeepAliveOnce(ctx, l.id)
+			_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, l.id) })
 			ka <- err
 		}()
 	}
 	reg.refresh(ctx)
-	resp, err := p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).Then(then...).Else(els...).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).Then(then...).Else(els...).Commit()
+	})
 	var kaErr error
 	if ka != nil {
 		kaErr = <-ka
@@ -411,6 +414,7 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 			p.dropSession(reg.secs, reg.id)
 			return res, true, err
 		}
+
 		if kaErr == nil && !mayHaveRun(err) {
 			p.putSpare(secs, l)
 		} else {
@@ -518,6 +522,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if err := checkTTL("extend", r.TTL); err != nil {
 		return res, err
 	}
+	ctx = leaderOnly(ctx)
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
 	p.mu.Unlock()
@@ -532,7 +537,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		wg.Go(func() {
 			reg, pErr = p.registration(ctx, r.Key, r.Owner, r.ParticipantTTL, r.Priority)
 			if pErr == nil && reg.put != nil {
-				_, pErr = p.cli.Do(ctx, *reg.put)
+				_, pErr = noLeaderRetry(ctx, p, func() (clientv3.OpResponse, error) { return p.cli.Do(ctx, *reg.put) })
 				if pErr != nil {
 					p.registrationFailed(reg)
 				}
@@ -573,7 +578,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h heldLease) (bool, error) {
 	if h.ttl >= r.TTL {
 		sent := time.Now()
-		_, err := p.cli.KeepAliveOnce(ctx, h.id)
+		_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, h.id) })
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			p.forget(r.Value)
 			return false, nil
@@ -594,10 +599,12 @@ func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h h
 		return false, err
 	}
 	lk := p.recKey(r.Key, recLease)
-	resp, err := p.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.Value(lk), "=", r.Value),
-		clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-	).Then(clientv3.OpPut(lk, r.Value, clientv3.WithLease(l.id))).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
+		).Then(clientv3.OpPut(lk, r.Value, clientv3.WithLease(l.id))).Commit()
+	})
 	if err != nil {
 		p.revoke(l.id)
 		return false, err
@@ -653,6 +660,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := checkKey("release", r.Key); err != nil {
 		return false, err
 	}
+	ctx = leaderOnly(ctx)
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
 	p.mu.Unlock()
@@ -664,10 +672,12 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if r.Target != "" {
 		then = append(then, clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target))
 	}
-	resp, err := p.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.Value(lk), "=", r.Value),
-		clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-	).Then(then...).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
+		).Then(then...).Commit()
+	})
 	if err != nil {
 		return false, opError("release", r.Key, ctx, err)
 	}
@@ -692,7 +702,9 @@ func (p *Provider) releaseOther(ctx context.Context, r locking.ReleaseRequest) (
 		return false, nil
 	}
 	if r.Target != "" {
-		if _, err := p.cli.Put(ctx, p.recKey(r.Key, recNote), "r"+r.Target); err != nil {
+		if _, err := noLeaderRetry(ctx, p, func() (*clientv3.PutResponse, error) {
+			return p.cli.Put(ctx, p.recKey(r.Key, recNote), "r"+r.Target)
+		}); err != nil {
 			return false, opError("release", r.Key, ctx, err)
 		}
 	}
@@ -705,3 +717,51 @@ func (p *Provider) releaseOther(ctx context.Context, r locking.ReleaseRequest) (
 	}
 	return true, nil
 }
+
+// leaderOnly marks ctx's requests as requiring a raft leader: a member
+// that has lost its leader (cut off from the others) refuses them at once
+// with rpctypes.ErrNoLeader instead of holding them until the caller's
+// deadline. The client retries a refused read, lease grant or revocation
+// on another member by itself; a refused write was not applied
+// (so an acquisition need not give its lease back) and noLeaderRetry
+// sends it again, to another member, as it does a refused keep-alive.
+// Without it a third of the requests of a client of three members hang
+// while one member is cut off: renewals miss their deadlines,
+// acquisitions that may have been applied must be revoked, and
+// candidates churn.
+func leaderOnly(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(ctx)
+}
+
+// noLeaderRetry runs fn (a write or a keep-alive on a leaderOnly
+// context) again while a member refuses it for want of a raft leader,
+// until ctx ends: the member refused it before proposing or forwarding
+// it, so it was not applied, and the client balances each request over
+// its endpoints, so a later one goes to another member. The first retries
+// (one per endpoint) go at once, later ones every noLeaderBackoff, as the
+// etcd client retries the reads, grants and revocations it refuses; it
+// does not retry writes (it cannot know whether a failed one was applied)
+// nor keep-alives (it reports the refusal).
+func noLeaderRetry[T any](ctx context.Context, p *Provider, fn func() (T, error)) (T, error) {
+	n := len(p.cli.Endpoints())
+	for i := 0; ; i++ {
+		r, err := fn()
+		if err == nil || !errors.Is(err, rpctypes.ErrNoLeader) || ctx.Err() != nil {
+			return r, err
+		}
+		if i+1 < n {
+			continue
+		}
+		t := time.NewTimer(noLeaderBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, err
+		case <-t.C:
+		}
+	}
+}
+
+// noLeaderBackoff is the wait between retries of a request refused for
+// want of a raft leader, once every endpoint was tried.
+const noLeaderBackoff = 25 * time.Millisecond
