@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -57,6 +58,15 @@ type heldLease struct {
 	id        clientv3.LeaseID
 	ttl       time.Duration // as granted by the server
 	refreshed time.Time     // when the provider last sent the grant or a keep-alive
+	parts     participantsRead
+}
+
+// participantsRead is the latest read of a held key's participants
+// (records and when the read was sent), which extensions reuse for up to
+// a lease (see Extend).
+type participantsRead struct {
+	kvs []*mvccpb.KeyValue
+	at  time.Time
 }
 
 // spareLease is a granted lease bound to no key, and when the provider
@@ -384,6 +394,11 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	if reg.put != nil {
 		then, els = append(then, *reg.put), append(els, *reg.put)
 	}
+	if r.ParticipantTTL > 0 {
+		// The participants as of the acquisition, after the
+		// registration, which the next extensions reuse (see Extend).
+		then = append(then, p.participantsOp(r.Key))
+	}
 	// The keep-alive of a spare goes out with the transaction: the server
 	// refreshes the lease after sent, so it lives at least until sent + its
 	// TTL, which is no shorter than r.TTL.
@@ -414,7 +429,6 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 			p.dropSession(reg.secs, reg.id)
 			return res, true, err
 		}
-
 		if kaErr == nil && !mayHaveRun(err) {
 			p.putSpare(secs, l)
 		} else {
@@ -438,8 +452,12 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		p.revoke(l.id)
 		return res, false, fmt.Errorf("refresh lease: %w", kaErr)
 	}
+	h := heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	if r.ParticipantTTL > 0 {
+		h.parts = participantsRead{kvs: resp.Responses[len(then)-1].GetResponseRange().GetKvs(), at: sent}
+	}
 	p.mu.Lock()
-	p.held[r.Value] = heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	p.held[r.Value] = h
 	delete(p.yields, r.Key)
 	p.sweep()
 	p.mu.Unlock()
@@ -513,7 +531,16 @@ func mayHaveRun(err error) bool {
 // its granted TTL, which is at least r.TTL; when r.TTL is longer than
 // that, the key is moved to a longer lease in one transaction that keeps
 // its fence. With a participant TTL the participant's registration is
-// refreshed and the live participants are read (B2, O6).
+// refreshed (its session's keep-alive is shared by every key of the
+// provider) and the live participants are reported (B2, O6) from a read
+// at most a lease old: the acquisition's transaction reads them, and an
+// extension reads them again once that read is a lease old (or when it
+// registers anew), so a steady renewal costs one request, the keep-alive,
+// and a read once per lease. Registrations are that coarse already (one
+// stays live for two leases after its holder's last request, and a
+// higher priority preempts after a lease): a read up to a lease old
+// notices a new participant, or a departed one, up to a lease later; it
+// decides nothing about who holds the key.
 func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	var res locking.ExtendResult
 	if err := checkKey("extend", r.Key); err != nil {
@@ -530,7 +557,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return res, nil // released by this provider, or never acquired through it
 	}
 	var reg registration
-	var pres *clientv3.GetResponse
+	var parts participantsRead
 	var pErr error
 	var wg sync.WaitGroup
 	if r.ParticipantTTL > 0 {
@@ -543,12 +570,26 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 				}
 			}
 			reg.refresh(ctx)
-			if pErr == nil {
-				var op = p.participantsOp(r.Key)
-				var resp clientv3.OpResponse
-				resp, pErr = p.cli.Do(ctx, op)
-				pres = resp.Get()
+			if pErr != nil {
+				return
 			}
+			if reg.put == nil && !h.parts.at.IsZero() && time.Since(h.parts.at) < r.TTL {
+				parts = h.parts // read less than a lease ago
+				return
+			}
+			sent := time.Now()
+			resp, err := p.cli.Do(ctx, p.participantsOp(r.Key))
+			if err != nil {
+				pErr = err
+				return
+			}
+			parts = participantsRead{kvs: resp.Get().Kvs, at: sent}
+			p.mu.Lock()
+			if c, ok := p.held[r.Value]; ok && c.id == h.id {
+				c.parts = parts
+				p.held[r.Value] = c
+			}
+			p.mu.Unlock()
 		})
 	}
 	extended, err := p.extendLease(ctx, r, h)
@@ -557,10 +598,10 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return locking.ExtendResult{}, opError("extend", r.Key, ctx, err)
 	}
 	res.Extended = extended
-	if r.ParticipantTTL > 0 && pErr == nil && pres != nil {
+	if r.ParticipantTTL > 0 && pErr == nil && !parts.at.IsZero() {
 		now := time.Now()
 		res.Participants = 1
-		for _, kv := range pres.Kvs {
+		for _, kv := range parts.kvs {
 			pt, err := p.decodeParticipant(r.Key, kv)
 			if err != nil || pt.Owner == r.Owner {
 				continue
