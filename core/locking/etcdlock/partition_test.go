@@ -3,8 +3,13 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/etcdlock"
@@ -98,4 +103,88 @@ func TestProvider_N5_CutOffMemberRefusesAtOnce(t *testing.T) {
 			t.Fatalf("release %s with a member cut off = %v, %v; want released", key, ok, err)
 		}
 	}
+}
+
+// TestExtend_N2_SteadyRenewalIsOneRequest: an elector's renewal within a
+// lease of the latest participants read is the keep-alive alone; the
+// participants are read again once that read is a lease old, and the
+// renewal still reports them.
+func TestExtend_N2_SteadyRenewalIsOneRequest(t *testing.T) {
+	var n atomic.Int64
+	count := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &countedStream{ClientStream: s, n: &n}, nil
+	}
+	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		n.Add(1)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cl, err := clientv3.New(clientv3.Config{
+		Endpoints: cluster.Cluster(t).Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(count)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	prefix := prefixOf(t)
+	p := newProvider(t, cl, prefix)
+	ctx := context.Background()
+	const lease = 3 * time.Second
+	began := time.Now() // no later than the acquisition's read
+	res, err := p.Acquire(ctx, locking.AcquireRequest{Key: "job", Value: "v", TTL: lease, Owner: "a", ParticipantTTL: 2 * lease})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	// Another participant, registered through a provider of its own.
+	other := newProvider(t, newClient(t), prefix)
+	if _, err := other.Acquire(ctx, locking.AcquireRequest{Key: "job", Value: "w", TTL: lease, Owner: "b", ParticipantTTL: 2 * lease}); err != nil {
+		t.Fatal(err)
+	}
+	extend := func() locking.ExtendResult {
+		t.Helper()
+		ext, err := p.Extend(ctx, locking.ExtendRequest{Key: "job", Value: "v", TTL: lease, Owner: "a", ParticipantTTL: 2 * lease})
+		if err != nil || !ext.Extended {
+			t.Fatalf("Extend = %+v, %v", ext, err)
+		}
+		return ext
+	}
+	before := n.Load()
+	const renewals = 4
+	for range renewals {
+		extend()
+	}
+	sent := n.Load() - before
+	if time.Since(began) >= lease {
+		t.Skipf("%d renewals took %v, longer than the lease: the machine is too slow to count them", renewals, time.Since(began))
+	}
+	// Each renewal is one keep-alive; the participants' session may be
+	// refreshed once beside them (at most every 500ms, shared by every
+	// key of the provider).
+	if sent > renewals+1 {
+		t.Fatalf("%d renewals within a lease sent %d requests, want at most %d", renewals, sent, renewals+1)
+	}
+	// Once the read is a lease old, a renewal reads again and reports
+	// the other participant.
+	for time.Since(began) <= lease {
+		time.Sleep(lease / 6)
+		extend()
+	}
+	if ext := extend(); ext.Participants != 2 {
+		t.Fatalf("Participants after a lease = %d, want 2 (a and b)", ext.Participants)
+	}
+}
+
+// countedStream counts the messages sent on a stream.
+type countedStream struct {
+	grpc.ClientStream
+	n *atomic.Int64
+}
+
+func (s *countedStream) SendMsg(m any) error {
+	s.n.Add(1)
+	return s.ClientStream.SendMsg(m)
 }
