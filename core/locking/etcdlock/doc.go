@@ -57,7 +57,11 @@
 // TTL from the acquisition, and the acquisition costs one raft write.
 // Extend is a keep-alive of the acquisition's own lease (no raft write):
 // the lease is attached to that acquisition's key alone, so a live lease
-// proves the key still stores the holder's value. Release is one
+// proves the key still stores the holder's value, and no read is needed.
+// An elector's renewal also reports the key's participants: the
+// acquisition's transaction reads them, and a renewal reads them again
+// once that read is a lease old, so a steady renewal costs one request
+// and a read once per lease. Release is one
 // transaction; a release by another process (the hostloom CLI's release)
 // revokes the holder's lease, which ends its extensions too. Deleting a
 // lease record by hand (etcdctl del) does not end the holder's
@@ -66,6 +70,17 @@
 // Participants are attached to one lease per provider and participant TTL,
 // granted with the first registration and refreshed by later requests, so
 // a registration costs one write and keep-alives after that.
+//
+// # A member cut off from the others
+//
+// The requests of acquisitions, renewals, releases and participants
+// require a raft leader (clientv3.WithRequireLeader): a member that has
+// lost its leader refuses them at once instead of holding them until the
+// caller's deadline, and they go to another member (the etcd client
+// retries refused reads, grants and revocations; the provider retries
+// refused writes and keep-alives, which were not applied). A member
+// learns it lost its leader within an election timeout or two; until then
+// it holds requests, so give the client every member's endpoint.
 //
 // # The term in your transaction (N3)
 //

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -57,6 +58,15 @@ type heldLease struct {
 	id        clientv3.LeaseID
 	ttl       time.Duration // as granted by the server
 	refreshed time.Time     // when the provider last sent the grant or a keep-alive
+	parts     participantsRead
+}
+
+// participantsRead is the latest read of a held key's participants
+// (records and when the read was sent), which extensions reuse for up to
+// a lease (see Extend).
+type participantsRead struct {
+	kvs []*mvccpb.KeyValue
+	at  time.Time
 }
 
 // spareLease is a granted lease bound to no key, and when the provider
@@ -168,7 +178,7 @@ func (p *Provider) Close() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(leaderOnly(context.Background()), cleanupTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -309,7 +319,7 @@ func (p *Provider) putSpare(secs int64, s spareLease) {
 // revoke revokes id on a context of its own bounded by cleanupTimeout,
 // which deletes the key attached to it; the outcome is not reported.
 func (p *Provider) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(leaderOnly(context.Background()), cleanupTimeout)
 	defer cancel()
 	_, _ = p.cli.Revoke(ctx, id)
 }
@@ -336,6 +346,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	if err := checkTTL("acquire", r.TTL); err != nil {
 		return locking.AcquireResult{}, err
 	}
+	ctx = leaderOnly(ctx)
 	if r.ParticipantTTL > 0 && r.Yield > 0 {
 		if res, wait, err := p.yield(ctx, r); err != nil || wait {
 			return res, err
@@ -384,6 +395,11 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	if reg.put != nil {
 		then, els = append(then, *reg.put), append(els, *reg.put)
 	}
+	if r.ParticipantTTL > 0 {
+		// The participants as of the acquisition, after the
+		// registration, which the next extensions reuse (see Extend).
+		then = append(then, p.participantsOp(r.Key))
+	}
 	// The keep-alive of a spare goes out with the transaction: the server
 	// refreshes the lease after sent, so it lives at least until sent + its
 	// TTL, which is no shorter than r.TTL.
@@ -392,12 +408,14 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	if spare {
 		ka = make(chan error, 1)
 		go func() {
-			_, err := p.cli.KeepAliveOnce(ctx, l.id)
+			_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, l.id) })
 			ka <- err
 		}()
 	}
 	reg.refresh(ctx)
-	resp, err := p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).Then(then...).Else(els...).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).Then(then...).Else(els...).Commit()
+	})
 	var kaErr error
 	if ka != nil {
 		kaErr = <-ka
@@ -435,8 +453,12 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		p.revoke(l.id)
 		return res, false, fmt.Errorf("refresh lease: %w", kaErr)
 	}
+	h := heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	if r.ParticipantTTL > 0 {
+		h.parts = participantsRead{kvs: resp.Responses[len(then)-1].GetResponseRange().GetKvs(), at: sent}
+	}
 	p.mu.Lock()
-	p.held[r.Value] = heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	p.held[r.Value] = h
 	delete(p.yields, r.Key)
 	p.sweep()
 	p.mu.Unlock()
@@ -510,7 +532,16 @@ func mayHaveRun(err error) bool {
 // its granted TTL, which is at least r.TTL; when r.TTL is longer than
 // that, the key is moved to a longer lease in one transaction that keeps
 // its fence. With a participant TTL the participant's registration is
-// refreshed and the live participants are read (B2, O6).
+// refreshed (its session's keep-alive is shared by every key of the
+// provider) and the live participants are reported (B2, O6) from a read
+// at most a lease old: the acquisition's transaction reads them, and an
+// extension reads them again once that read is a lease old (or when it
+// registers anew), so a steady renewal costs one request, the keep-alive,
+// and a read once per lease. Registrations are that coarse already (one
+// stays live for two leases after its holder's last request, and a
+// higher priority preempts after a lease): a read up to a lease old
+// notices a new participant, or a departed one, up to a lease later; it
+// decides nothing about who holds the key.
 func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	var res locking.ExtendResult
 	if err := checkKey("extend", r.Key); err != nil {
@@ -519,6 +550,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if err := checkTTL("extend", r.TTL); err != nil {
 		return res, err
 	}
+	ctx = leaderOnly(ctx)
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
 	p.mu.Unlock()
@@ -526,25 +558,39 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return res, nil // released by this provider, or never acquired through it
 	}
 	var reg registration
-	var pres *clientv3.GetResponse
+	var parts participantsRead
 	var pErr error
 	var wg sync.WaitGroup
 	if r.ParticipantTTL > 0 {
 		wg.Go(func() {
 			reg, pErr = p.registration(ctx, r.Key, r.Owner, r.ParticipantTTL, r.Priority)
 			if pErr == nil && reg.put != nil {
-				_, pErr = p.cli.Do(ctx, *reg.put)
+				_, pErr = noLeaderRetry(ctx, p, func() (clientv3.OpResponse, error) { return p.cli.Do(ctx, *reg.put) })
 				if pErr != nil {
 					p.registrationFailed(reg)
 				}
 			}
 			reg.refresh(ctx)
-			if pErr == nil {
-				var op = p.participantsOp(r.Key)
-				var resp clientv3.OpResponse
-				resp, pErr = p.cli.Do(ctx, op)
-				pres = resp.Get()
+			if pErr != nil {
+				return
 			}
+			if reg.put == nil && !h.parts.at.IsZero() && time.Since(h.parts.at) < r.TTL {
+				parts = h.parts // read less than a lease ago
+				return
+			}
+			sent := time.Now()
+			resp, err := p.cli.Do(ctx, p.participantsOp(r.Key))
+			if err != nil {
+				pErr = err
+				return
+			}
+			parts = participantsRead{kvs: resp.Get().Kvs, at: sent}
+			p.mu.Lock()
+			if c, ok := p.held[r.Value]; ok && c.id == h.id {
+				c.parts = parts
+				p.held[r.Value] = c
+			}
+			p.mu.Unlock()
 		})
 	}
 	extended, err := p.extendLease(ctx, r, h)
@@ -553,10 +599,10 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return locking.ExtendResult{}, opError("extend", r.Key, ctx, err)
 	}
 	res.Extended = extended
-	if r.ParticipantTTL > 0 && pErr == nil && pres != nil {
+	if r.ParticipantTTL > 0 && pErr == nil && !parts.at.IsZero() {
 		now := time.Now()
 		res.Participants = 1
-		for _, kv := range pres.Kvs {
+		for _, kv := range parts.kvs {
 			pt, err := p.decodeParticipant(r.Key, kv)
 			if err != nil || pt.Owner == r.Owner {
 				continue
@@ -574,7 +620,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h heldLease) (bool, error) {
 	if h.ttl >= r.TTL {
 		sent := time.Now()
-		_, err := p.cli.KeepAliveOnce(ctx, h.id)
+		_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, h.id) })
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			p.forget(r.Value)
 			return false, nil
@@ -595,10 +641,12 @@ func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h h
 		return false, err
 	}
 	lk := p.recKey(r.Key, recLease)
-	resp, err := p.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.Value(lk), "=", r.Value),
-		clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-	).Then(clientv3.OpPut(lk, r.Value, clientv3.WithLease(l.id))).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
+		).Then(clientv3.OpPut(lk, r.Value, clientv3.WithLease(l.id))).Commit()
+	})
 	if err != nil {
 		p.revoke(l.id)
 		return false, err
@@ -654,6 +702,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := checkKey("release", r.Key); err != nil {
 		return false, err
 	}
+	ctx = leaderOnly(ctx)
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
 	p.mu.Unlock()
@@ -665,10 +714,12 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if r.Target != "" {
 		then = append(then, clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target))
 	}
-	resp, err := p.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.Value(lk), "=", r.Value),
-		clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-	).Then(then...).Commit()
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
+		).Then(then...).Commit()
+	})
 	if err != nil {
 		return false, opError("release", r.Key, ctx, err)
 	}
@@ -693,7 +744,9 @@ func (p *Provider) releaseOther(ctx context.Context, r locking.ReleaseRequest) (
 		return false, nil
 	}
 	if r.Target != "" {
-		if _, err := p.cli.Put(ctx, p.recKey(r.Key, recNote), "r"+r.Target); err != nil {
+		if _, err := noLeaderRetry(ctx, p, func() (*clientv3.PutResponse, error) {
+			return p.cli.Put(ctx, p.recKey(r.Key, recNote), "r"+r.Target)
+		}); err != nil {
 			return false, opError("release", r.Key, ctx, err)
 		}
 	}
@@ -706,3 +759,51 @@ func (p *Provider) releaseOther(ctx context.Context, r locking.ReleaseRequest) (
 	}
 	return true, nil
 }
+
+// leaderOnly marks ctx's requests as requiring a raft leader: a member
+// that has lost its leader (cut off from the others) refuses them at once
+// with rpctypes.ErrNoLeader instead of holding them until the caller's
+// deadline. The client retries a refused read, lease grant or revocation
+// on another member by itself; a refused write was not applied
+// (so an acquisition need not give its lease back) and noLeaderRetry
+// sends it again, to another member, as it does a refused keep-alive.
+// Without it a third of the requests of a client of three members hang
+// while one member is cut off: renewals miss their deadlines,
+// acquisitions that may have been applied must be revoked, and
+// candidates churn.
+func leaderOnly(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(ctx)
+}
+
+// noLeaderRetry runs fn (a write or a keep-alive on a leaderOnly
+// context) again while a member refuses it for want of a raft leader,
+// until ctx ends: the member refused it before proposing or forwarding
+// it, so it was not applied, and the client balances each request over
+// its endpoints, so a later one goes to another member. The first retries
+// (one per endpoint) go at once, later ones every noLeaderBackoff, as the
+// etcd client retries the reads, grants and revocations it refuses; it
+// does not retry writes (it cannot know whether a failed one was applied)
+// nor keep-alives (it reports the refusal).
+func noLeaderRetry[T any](ctx context.Context, p *Provider, fn func() (T, error)) (T, error) {
+	n := len(p.cli.Endpoints())
+	for i := 0; ; i++ {
+		r, err := fn()
+		if err == nil || !errors.Is(err, rpctypes.ErrNoLeader) || ctx.Err() != nil {
+			return r, err
+		}
+		if i+1 < n {
+			continue
+		}
+		t := time.NewTimer(noLeaderBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, err
+		case <-t.C:
+		}
+	}
+}
+
+// noLeaderBackoff is the wait between retries of a request refused for
+// want of a raft leader, once every endpoint was tried.
+const noLeaderBackoff = 25 * time.Millisecond

@@ -129,7 +129,7 @@ func (r registration) refresh(ctx context.Context) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		sent := time.Now()
-		_, err := p.cli.KeepAliveOnce(kctx, s.id)
+		_, err := noLeaderRetry(kctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(kctx, s.id) })
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		s.refreshing = false
@@ -200,7 +200,7 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 	if err := checkKey("participants", key); err != nil {
 		return nil, err
 	}
-	resp, err := p.cli.Do(ctx, p.participantsOp(key))
+	resp, err := p.cli.Do(leaderOnly(ctx), p.participantsOp(key))
 	if err != nil {
 		return nil, opError("participants", key, ctx, err)
 	}
@@ -217,7 +217,10 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 		delete(s.regs, key+"\x00"+owner)
 	}
 	p.mu.Unlock()
-	if _, err := p.cli.Delete(ctx, p.participantPrefix(key)+owner); err != nil {
+	ctx = leaderOnly(ctx)
+	if _, err := noLeaderRetry(ctx, p, func() (*clientv3.DeleteResponse, error) {
+		return p.cli.Delete(ctx, p.participantPrefix(key)+owner)
+	}); err != nil {
 		return opError("deregister", key, ctx, err)
 	}
 	return nil
