@@ -13,6 +13,17 @@ import (
 	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
+// call is one statement: its text, its arguments (without the exec mode),
+// where its single row is scanned and, once sent, its error.
+type call struct {
+	sql  string
+	args []any
+	dst  []any
+	err  error
+}
+
+// newQueue returns the queue of p's statements.
+//
 // A Provider coalesces the acquisitions and extensions (candidates' tries
 // and renewals) that fall due while another is on the wire into one
 // pipelined round trip on one connection, through a roundtrip.Queue: each
@@ -49,21 +60,12 @@ import (
 // (an unreachable server) holds the calls behind it, up to its bound.
 //
 // A queued call whose deadline leaves less time than the last round trip
-// took stays queued for the next round instead (roundtrip.HoldLate): its
-// reply would most likely come after its caller gave up, and a statement
+// took stays queued for the next round instead (roundtrip.HoldLate),
+// unless it is the one with the most time left (each round sends at least
+// one call, so a slow round trip's measure does not hold calls back for
+// long): its reply would most likely come after its caller gave up, and a statement
 // the server runs that late (a renewal over a slow link) extends a lease
 // its holder no longer counts on, keeping the role from the candidates.
-
-// call is one statement: its text, its arguments (without the exec mode),
-// where its single row is scanned and, once sent, its error.
-type call struct {
-	sql  string
-	args []any
-	dst  []any
-	err  error
-}
-
-// newQueue returns the queue of p's statements.
 func (p *Provider) newQueue() *roundtrip.Queue[call] {
 	return roundtrip.New(p.sendCalls, roundtrip.Detached(cleanupTimeout), roundtrip.HoldLate(), roundtrip.WireWait(cleanupTimeout))
 }
@@ -82,7 +84,7 @@ func serverAnswered(err error) bool {
 }
 
 // queryRow runs sql with args and scans its one row into dst, coalescing
-// with the calls queued meanwhile (see call).
+// with the calls queued meanwhile (see newQueue).
 func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...any) error {
 	c, err := p.batch.Do(ctx, call{sql: sql, args: args, dst: dst})
 	var ns *roundtrip.NotSentError

@@ -11,6 +11,26 @@ import (
 	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
+// call is one script call, its caller's context (a NOSCRIPT resend skips
+// the calls whose callers gave up) and, once sent, its reply.
+type call struct {
+	ctx  context.Context
+	s    script
+	args []any
+	cmd  *redis.Cmd
+}
+
+// maxPipeline is the most calls one pipelined round trip carries. Calls
+// queued beyond it wait for the next round trip, so the first to queue
+// are answered first, and a caller whose context ends before its turn
+// is skipped: nothing is sent for it, so nothing needs cleaning up. One
+// pipeline of 100,000 acquisitions (a process starting that many
+// candidates) took longer than the candidates' deadline, and every
+// acquisition that timed out then sent a cleanup.
+const maxPipeline = 1024
+
+// newQueue returns a queue of p's script calls.
+//
 // A Provider coalesces the script calls of one kind that fall due while
 // another is on the wire into one pipelined round trip (on Cluster
 // go-redis splits a pipeline by node), through a roundtrip.Queue per
@@ -30,25 +50,6 @@ import (
 // (E5), and undoing it would throw away the work of a saturated server
 // and bring another try), any other returns the context's error, and
 // Acquire's cleanup follows the acquisition.
-
-// call is one script call and, once sent, its reply.
-type call struct {
-	ctx  context.Context
-	s    script
-	args []any
-	cmd  *redis.Cmd
-}
-
-// maxPipeline is the most calls one pipelined round trip carries. Calls
-// queued beyond it wait for the next round trip, so the first to queue
-// are answered first, and a caller whose context ends before its turn
-// is skipped: nothing is sent for it, so nothing needs cleaning up. One
-// pipeline of 100,000 acquisitions (a process starting that many
-// candidates) took longer than the candidates' deadline, and every
-// acquisition that timed out then sent a cleanup.
-const maxPipeline = 1024
-
-// newQueue returns a queue of p's script calls.
 func (p *Provider) newQueue() *roundtrip.Queue[call] {
 	return roundtrip.New(p.send, roundtrip.MaxCalls(maxPipeline), roundtrip.LateReplies(), roundtrip.WireWait(cleanupTimeout))
 }

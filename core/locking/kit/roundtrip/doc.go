@@ -22,17 +22,19 @@
 //     the call waited, the error matches locking.ErrNotSent (the process
 //     is saturated, and an elector backs off); when it answered nothing
 //     (a round trip stuck on the wire), it does not: that is an outage.
-//   - A caller whose call is on the wire waits for the reply, at most
-//     DefaultWireWait after its context ended, so a cleanup it sends next
-//     follows the call it undoes.
+//   - A caller whose context ends while its call is on the wire waits for
+//     the reply (at most WireWait, DefaultWireWait by default), so a
+//     cleanup it sends next follows the call it undoes, and then returns
+//     its context's error; with LateReplies, a reply that came after its
+//     deadline counts.
 //   - With HoldLate, a queued call whose deadline leaves less time than
 //     the last round trip took waits for a later round, unless it is the
 //     round's call due last.
 //
 // A round of several calls runs on a context of its own, carrying the
 // values of its first call's context, that ends at the latest of its
-// callers' deadlines (plus Detached's grace), or DefaultTimeout after it
-// starts when none has a deadline.
+// callers' deadlines (plus Detached's grace), or Timeout (DefaultTimeout
+// by default) after it starts when none has a deadline.
 //
 // # What it does not do
 //

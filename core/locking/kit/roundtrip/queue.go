@@ -33,7 +33,8 @@ type SendFunc[C any] func(ctx context.Context, calls []C) (answered bool)
 
 // Queue coalesces the calls of type C that fall due while another is on
 // the wire into one round trip. It is safe for concurrent use. See the
-// package documentation for its rules.
+// package documentation for its rules. New makes one; the zero Queue has
+// no transport and is not usable.
 type Queue[C any] struct {
 	send     SendFunc[C]
 	max      int
@@ -108,9 +109,10 @@ func New[C any](send SendFunc[C], opts ...Option) *Queue[C] {
 // others queued meanwhile. When ctx ends before the call was sent, Do
 // takes it out of the queue and returns a *NotSentError; nothing is sent.
 // When ctx ends while the call is on the wire, Do waits for the reply (at
-// most DefaultWireWait) and returns ctx.Err(), or with LateReplies the
-// reply when it came after ctx's deadline; c is then returned as it was
-// passed, and its outcome is not to be read.
+// most the wire wait: DefaultWireWait unless WireWait sets it) and returns
+// ctx.Err() with c as it was passed, whose outcome is not to be read; with
+// LateReplies, a reply that came after ctx's deadline is returned as if
+// in time.
 func (q *Queue[C]) Do(ctx context.Context, c C) (C, error) {
 	q.mu.Lock()
 	if !q.busy && !q.detached {
