@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
 // ErrNilPool is returned by New for a nil pool.
@@ -60,7 +61,7 @@ type Provider struct {
 
 	l *listener
 
-	batch batcher // coalesces acquisitions and extensions (see batcher)
+	batch *roundtrip.Queue[call] // coalesces acquisitions and extensions (see call)
 
 	mode pgx.QueryExecMode // execMode or preparedMode (see preparedMode)
 }
@@ -119,6 +120,7 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		recordHistory: t.expand(recordHistorySQL),
 		jobKeys:       t.expand(jobKeysSQL),
 	}}
+	p.batch = p.newQueue()
 	p.mode = preparedMode
 	if o.DisableNotifications {
 		p.mode = execMode
@@ -412,8 +414,8 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 
 // cleanup releases key if it stores value, on a context detached from the
 // caller's and bounded by cleanupTimeout; the outcome is not reported. It
-// goes through the batcher, so it is sent after the acquisition it undoes
-// if that one is still on the wire, and on the connection the batcher
+// goes through the queue, so it is sent after the acquisition it undoes
+// if that one is still on the wire, and on the connection the queue
 // already has (after a restart, a second one would be dialled for it).
 func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -67,23 +67,21 @@ func TestProvider_Q1_L3_RoundAfterScriptFlushIsOneMoreTrip(t *testing.T) {
 	}
 	h := &tripCounter{}
 	c.AddHook(h)
-	q := make([]*pending, n)
+	q := make([]call, n)
 	for i := range q {
 		value := "v"
 		if i%2 == 1 {
 			value = "other" // not the holder: refused
 		}
 		key := "k" + strconv.Itoa(i)
-		q[i] = &pending{ctx: ctx, s: p.s.extend, done: make(chan struct{}),
+		q[i] = call{ctx: ctx, s: p.s.extend,
 			args: []any{nil, nil, "2", key, metaKey(key), value, int64(60000), "", participantMillis(0), metaTTLFor(time.Minute, 0), 0}}
 	}
-	if !p.pipeline(q, 0) {
+	if !p.pipeline(ctx, q) {
 		t.Fatal("the pipeline reports no answer")
 	}
 	for i, w := range q {
-		select {
-		case <-w.done:
-		default:
+		if w.cmd == nil {
 			t.Fatalf("call %d not answered", i)
 		}
 		reply, err := w.cmd.Int64Slice()
@@ -140,9 +138,7 @@ func TestProvider_L1_L7_CleanupsAfterFailedAcquisitionsShareRoundTrips(t *testin
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		p.releases.mu.Lock()
-		queued := len(p.releases.queue)
-		p.releases.mu.Unlock()
+		queued := p.releases.Len()
 		if queued == n-1 || time.Now().After(deadline) {
 			break
 		}
@@ -219,14 +215,12 @@ func queueAcquisitions(t *testing.T, p *Provider, h *pipeSizes, prefix string, n
 	return errs
 }
 
-// waitQueued waits until n calls are queued in p's acquisitions batcher.
+// waitQueued waits until n calls are queued in p's acquisitions queue.
 func waitQueued(t *testing.T, p *Provider, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p.batch.mu.Lock()
-		queued := len(p.batch.queue)
-		p.batch.mu.Unlock()
+		queued := p.batch.Len()
 		if queued == n {
 			return
 		}

@@ -148,7 +148,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := ctxErr(ctx); err != nil {
 		return opError("deregister", ctx, err)
 	}
-	if err := p.runOn(&p.deregs, ctx, p.s.deregister, []any{nil, nil, "1", p.metaKeys.Get(key, metaKey), participantField + owner}).Err(); err != nil {
+	if err := p.runOn(p.deregs, ctx, p.s.deregister, []any{nil, nil, "1", p.metaKeys.Get(key, metaKey), participantField + owner}).Err(); err != nil {
 		return opError("deregister", ctx, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/hostloom/hostloom/core/internal/keycache"
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -129,13 +130,13 @@ type Provider struct {
 	seenMu      sync.Mutex
 	seen        map[string]string // Q3: key -> the server run id last seen with its meta hash
 
-	batch batcher // coalesced acquisitions, extensions, reads (batch.go)
+	batch *roundtrip.Queue[call] // coalesced acquisitions, extensions, reads (pipeline.go)
 	// Coalesced renewals, releases and deregistrations, each kind apart
 	// from the others: a renewal or a release never waits behind another
 	// kind of call (a renewal queued behind thousands of candidates'
 	// tries, on a saturated machine, came back after its lease had run
 	// out, and every lost lease brought more tries).
-	extends, releases, deregs batcher
+	extends, releases, deregs *roundtrip.Queue[call]
 	marks                     markQueue // coalesced waiter marks (watch.go)
 
 	// The meta and waiter-mark key names of the keys in use, built once.
@@ -335,6 +336,7 @@ var (
 // when done to end the release subscription; Close does not close c.
 func New(c redis.UniversalClient) *Provider {
 	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
+	p.batch, p.extends, p.releases, p.deregs = p.newQueue(), p.newQueue(), p.newQueue(), p.newQueue()
 	switch v := c.(type) {
 	case *redis.Client:
 		if v == nil {
@@ -594,7 +596,7 @@ func (p *Provider) cleanup(ctx context.Context, key, value string, notify bool) 
 	// pipelined round trips instead of each waiting for a connection of
 	// its own, which starved the pipelines that carry renewals and kept
 	// the process failing acquisitions.
-	_ = p.runOn(&p.releases, ctx, p.s.release, []any{nil, nil, "2", key, p.waitKeys.Get(key, waitKey), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
+	_ = p.runOn(p.releases, ctx, p.s.release, []any{nil, nil, "2", key, p.waitKeys.Get(key, waitKey), value, p.channelMode(key), p.publish, "", notifyArg(notify)}).Err()
 }
 
 // notifyArg is release.lua's ARGV[5]: '1' publishes the release whether
@@ -693,7 +695,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		return p.extendChecked(ctx, r, args)
 	}
 	{
-		reply, err := p.runOn(&p.extends, ctx, p.s.extend, args).Int64Slice()
+		reply, err := p.runOn(p.extends, ctx, p.s.extend, args).Int64Slice()
 		if err != nil {
 			return locking.ExtendResult{}, opError("extend", ctx, err)
 		}
@@ -764,7 +766,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	// Releases made at once (a process stopping many electors) share
 	// pipelined round trips; a lone release goes out at once as before,
 	// whatever else is on the wire.
-	n, err := p.runOn(&p.releases, ctx, p.s.release, c.args[:]).Int64()
+	n, err := p.runOn(p.releases, ctx, p.s.release, c.args[:]).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}
