@@ -17,6 +17,7 @@ import (
 	"github.com/hostloom/hostloom/core/internal/keycache"
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -122,6 +123,8 @@ type Provider struct {
 	mu     sync.Mutex
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
+
+	events *eventhub.Hub // Subscribe's subscribers; listen subscribes their channels
 
 	quarantine  bool          // Options.Quarantine (Q3)
 	minReplicas int           // Options.MinReplicas (Q2)
@@ -335,6 +338,7 @@ var (
 // when done to end the release subscription; Close does not close c.
 func New(c redis.UniversalClient) *Provider {
 	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
+	p.events = eventhub.New(eventhub.Options{Listen: p.listen, ErrClosed: ErrClosed})
 	switch v := c.(type) {
 	case *redis.Client:
 		if v == nil {
