@@ -49,7 +49,7 @@ type Provider struct {
 	yields   map[string]time.Time   // by key: when this provider first found it free while yielding (B2)
 	swept    time.Time              // the latest sweep of held
 
-	hub *hub
+	w *watches // the watches behind Subscribe, and background refreshes
 }
 
 // heldLease is the etcd lease of one acquisition.
@@ -110,7 +110,7 @@ func New(client *clientv3.Client, o Options) (*Provider, error) {
 		sessions: make(map[int64]*session),
 		yields:   make(map[string]time.Time),
 	}
-	p.hub = newHub(p)
+	p.w = newWatches(p)
 	return p, nil
 }
 
@@ -159,7 +159,7 @@ func (p *Provider) Durable() bool { return true }
 // acquisitions not released stay until they run out. Close does not close
 // the client. It is safe to call more than once and returns nil.
 func (p *Provider) Close() error {
-	if !p.hub.close() {
+	if !p.w.close() {
 		return nil
 	}
 	p.mu.Lock()
@@ -307,7 +307,7 @@ const maxSpares = 8
 // background when enough are kept.
 func (p *Provider) putSpare(secs int64, s spareLease) {
 	p.mu.Lock()
-	if len(p.spares[secs]) < maxSpares && !p.hub.isClosed() {
+	if len(p.spares[secs]) < maxSpares && !p.w.isClosed() {
 		p.spares[secs] = append(p.spares[secs], s)
 		p.mu.Unlock()
 		return

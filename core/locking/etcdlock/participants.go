@@ -125,7 +125,7 @@ func (r registration) refresh(ctx context.Context) {
 	}
 	s.refreshing = true
 	p.mu.Unlock()
-	p.hub.wg.Go(func() {
+	p.w.wg.Go(func() {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		sent := time.Now()

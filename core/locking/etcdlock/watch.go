@@ -4,46 +4,36 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // minBackoff is the first wait before a lost watch is restored.
 const minBackoff = 10 * time.Millisecond
 
-// hub owns the provider's watches: one etcd watch per watched key, shared
-// by the key's subscribers, each run by a goroutine of its own that the
-// hub stops and waits for.
-type hub struct {
-	p *Provider
-
-	mu     sync.Mutex
-	keys   map[string]*keyWatch
-	closed bool
+// watches runs the provider's etcd watches, one per key with subscribers
+// (the event hub starts and stops them), each on a goroutine of its own,
+// and the provider's background refreshes; close stops them all and waits.
+type watches struct {
+	p      *Provider
+	hub    *eventhub.Hub
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the watch goroutines and background refreshes
+	closed atomic.Bool
 }
 
-// keyWatch is the watch of one key and its subscribers.
-type keyWatch struct {
-	key    string
-	subs   []*sub
-	live   bool // the watch is established
-	cancel context.CancelFunc
-}
-
-// sub is one subscription; its callback is called with hub.mu held, which
-// serialises the deliveries to it.
-type sub struct{ fn func(locking.Event) }
-
-func newHub(p *Provider) *hub {
+func newWatches(p *Provider) *watches {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &hub{p: p, keys: make(map[string]*keyWatch), ctx: ctx, cancel: cancel}
+	w := &watches{p: p, ctx: ctx, cancel: cancel}
+	w.hub = eventhub.New(eventhub.Options{Listen: w.listen, ErrClosed: ErrClosed})
+	return w
 }
 
 // Subscribe implements locking.Subscriber with an etcd watch of key's
@@ -66,92 +56,51 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 	if err := checkKey("subscribe", key); err != nil {
 		return nil, err
 	}
-	return p.hub.add(key, &sub{fn: fn})
+	return p.w.hub.Subscribe(key, fn)
 }
 
-// add registers s for key and returns its stop function.
-func (h *hub) add(key string, s *sub) (func(), error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil, ErrClosed
-	}
-	kw := h.keys[key]
-	if kw == nil {
-		ctx, cancel := context.WithCancel(h.ctx)
-		kw = &keyWatch{key: key, cancel: cancel}
-		h.keys[key] = kw
-		h.wg.Go(func() { h.run(ctx, kw) })
-	}
-	kw.subs = append(kw.subs, s)
-	if kw.live {
-		s.fn(locking.Event{Kind: locking.EventSubscribed})
-	}
-	var once sync.Once
-	return func() { once.Do(func() { h.remove(kw, s) }) }, nil
-}
-
-// remove drops one subscriber; the last one ends the key's watch.
-func (h *hub) remove(kw *keyWatch, s *sub) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, c := range kw.subs {
-		if c == s {
-			kw.subs = append(kw.subs[:i:i], kw.subs[i+1:]...)
-			break
-		}
-	}
-	if len(kw.subs) == 0 && h.keys[kw.key] == kw {
-		delete(h.keys, kw.key)
-		kw.cancel()
-	}
+// listen starts key's watch, which the function it returns ends.
+func (w *watches) listen(_ string, l *eventhub.Link) func() {
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.wg.Go(func() { w.run(ctx, l) })
+	return cancel
 }
 
 // isClosed reports whether close was called.
-func (h *hub) isClosed() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.closed
-}
+func (w *watches) isClosed() bool { return w.closed.Load() }
 
 // close ends every watch and waits for the goroutines; false when it was
 // closed already.
-func (h *hub) close() bool {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+func (w *watches) close() bool {
+	if !w.closed.CompareAndSwap(false, true) {
 		return false
 	}
-	h.closed = true
-	h.cancel()
-	h.mu.Unlock()
-	h.wg.Wait()
-	h.mu.Lock()
-	clear(h.keys)
-	h.mu.Unlock()
+	w.hub.Close() // no listen call is under way or to come
+	w.cancel()
+	w.wg.Wait()
 	return true
 }
 
-// run keeps kw's watch until ctx ends, restoring it with backoff.
-func (h *hub) run(ctx context.Context, kw *keyWatch) {
+// run keeps l's watch until ctx ends, restoring it with backoff.
+func (w *watches) run(ctx context.Context, l *eventhub.Link) {
 	backoff := minBackoff
-	start, end := h.p.recRange(kw.key)
+	start, end := w.p.recRange(l.Key())
 	for {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		ch := h.p.cli.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithCreatedNotify())
+		ch := w.p.cli.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithCreatedNotify())
 		for resp := range ch {
 			if resp.Err() != nil || resp.Canceled {
 				break
 			}
 			if resp.Created {
 				backoff = minBackoff
-				h.deliverState(kw, true)
+				l.Up()
 				continue
 			}
-			h.deliver(kw, resp.Events)
+			deliver(l, resp.Events)
 		}
 		cancel()
-		h.deliverState(kw, false)
+		l.Down()
 		if ctx.Err() != nil {
 			return
 		}
@@ -162,25 +111,7 @@ func (h *hub) run(ctx context.Context, kw *keyWatch) {
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, h.p.o.ReconnectMax)
-	}
-}
-
-// deliverState marks kw's watch live or lost and tells its subscribers on
-// a change.
-func (h *hub) deliverState(kw *keyWatch, live bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if kw.live == live {
-		return
-	}
-	kw.live = live
-	e := locking.Event{Kind: locking.EventUnsubscribed}
-	if live {
-		e.Kind = locking.EventSubscribed
-	}
-	for _, s := range kw.subs {
-		s.fn(e)
+		backoff = min(2*backoff, w.p.o.ReconnectMax)
 	}
 }
 
@@ -188,8 +119,7 @@ func (h *hub) deliverState(kw *keyWatch, live bool) {
 // record is an acquisition; a deletion of the lease record a release (or
 // an expiry), naming the successor a note of the same revision names; a
 // resign note a resign request.
-func (h *hub) deliver(kw *keyWatch, evs []*clientv3.Event) {
-	var out []locking.Event
+func deliver(l *eventhub.Link, evs []*clientv3.Event) {
 	for i, ev := range evs {
 		k := ev.Kv.Key
 		if len(k) == 0 {
@@ -197,7 +127,7 @@ func (h *hub) deliver(kw *keyWatch, evs []*clientv3.Event) {
 		}
 		switch rec := k[len(k)-1]; {
 		case rec == recFence && ev.Type == mvccpb.PUT:
-			out = append(out, locking.Event{Kind: locking.EventAcquired, Owner: string(ev.Kv.Value)})
+			l.Publish(locking.Event{Kind: locking.EventAcquired, Owner: string(ev.Kv.Value)})
 		case rec == recLease && ev.Type == mvccpb.DELETE:
 			e := locking.Event{Kind: locking.EventReleased}
 			for _, n := range evs[i+1:] {
@@ -206,19 +136,9 @@ func (h *hub) deliver(kw *keyWatch, evs []*clientv3.Event) {
 					e.Owner = string(v[1:])
 				}
 			}
-			out = append(out, e)
+			l.Publish(e)
 		case rec == recNote && ev.Type == mvccpb.PUT && len(ev.Kv.Value) > 0 && ev.Kv.Value[0] == 's':
-			out = append(out, locking.Event{Kind: locking.EventResign, Owner: string(ev.Kv.Value[1:])})
-		}
-	}
-	if len(out) == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, e := range out {
-		for _, s := range kw.subs {
-			s.fn(e)
+			l.Publish(locking.Event{Kind: locking.EventResign, Owner: string(ev.Kv.Value[1:])})
 		}
 	}
 }

@@ -5,61 +5,25 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// eventWatcher is one Subscribe callback.
-type eventWatcher struct {
-	fn func(locking.Event)
-}
-
-// send calls the callback. The caller holds p.mu, which serialises
-// deliveries to one watcher.
-func (w *eventWatcher) send(e locking.Event) { w.fn(e) }
-
-// publish sends e to key's event watchers. p.mu must be held.
-func (p *Provider) publish(key string, e locking.Event) {
-	for w := range p.events[key] {
-		w.send(e)
-	}
-}
+// publish sends e to key's subscribers. p.mu must be held, which orders
+// the events with the changes they report.
+func (p *Provider) publish(key string, e locking.Event) { p.events.Publish(key, e) }
 
 // Subscribe implements locking.Subscriber. In process the subscription is
 // live at once and never drops: the first event is EventSubscribed. fn is
-// called with the provider's mutex held, so it must return at once and
-// must not call the provider.
+// called with the provider's event mutex held (and, for the events of an
+// operation, the provider's mutex), so it must return at once and must
+// not call the provider.
 func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error) {
 	if fn == nil {
 		return nil, errors.New("memlock: subscribe: nil callback")
 	}
-	return p.watchEvents(key, &eventWatcher{fn: fn}), nil
-}
-
-// watchEvents registers w for key's events and returns its stop function.
-func (p *Provider) watchEvents(key string, w *eventWatcher) func() {
-	p.mu.Lock()
-	set := p.events[key]
-	if set == nil {
-		set = make(map[*eventWatcher]struct{})
-		p.events[key] = set
-	}
-	set[w] = struct{}{}
-	w.send(locking.Event{Kind: locking.EventSubscribed})
-	p.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			delete(p.events[key], w)
-			if len(p.events[key]) == 0 {
-				delete(p.events, key)
-			}
-		})
-	}
+	return p.events.Subscribe(key, fn)
 }
 
 // RequestResign implements locking.ResignRequester.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // sweepEvery is how many writes pass between sweeps of expired entries, so
@@ -28,7 +29,7 @@ type Provider struct {
 	entries map[string]entry
 	meta    map[string]*meta // fences and participants, by provider key
 	state   map[string]int64
-	events  map[string]map[*eventWatcher]struct{}
+	events  *eventhub.Hub // always live: in process, a subscription never drops
 	writes  int
 	// versions numbers the job records' writes (RecordStore).
 	versions int64
@@ -68,12 +69,14 @@ var (
 
 // New returns an empty provider.
 func New() *Provider {
-	return &Provider{
+	p := &Provider{
 		entries: make(map[string]entry),
 		meta:    make(map[string]*meta),
 		state:   make(map[string]int64),
-		events:  make(map[string]map[*eventWatcher]struct{}),
+		events:  eventhub.New(eventhub.Options{}),
 	}
+	p.events.Up()
+	return p
 }
 
 // NewLock is a shorthand for locking.New(New(), o): a lock that owns a

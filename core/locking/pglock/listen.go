@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // Notification payloads: a JSON object {"t": table, "e": event, "k": key,
@@ -68,28 +69,24 @@ const (
 // server that does not answer at all), so reconnection keeps its cadence.
 const connectTimeout = 10 * time.Second
 
-// watcher is one subscription: its callback, called with listener.mu
-// held, which serialises the deliveries to it.
-type watcher struct {
-	fn func(locking.Event)
-}
-
 // listener owns the provider's LISTEN connection: one goroutine, started
-// by the first subscription, stopped by close.
+// by the first subscription, stopped by close. The subscribers are the
+// event hub's; the connection serves every key, so it reports its state
+// to the whole hub.
 type listener struct {
-	p *Provider
+	p   *Provider
+	hub *eventhub.Hub
 
-	mu       sync.Mutex
-	watchers map[string][]*watcher // by provider key
-	live     bool                  // LISTEN confirmed on the current connection
-	started  bool
-	closed   bool
-	cancel   context.CancelFunc
-	done     chan struct{}
+	mu      sync.Mutex
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func newListener(p *Provider) *listener {
-	return &listener{p: p, watchers: make(map[string][]*watcher), done: make(chan struct{})}
+	l := &listener{p: p, done: make(chan struct{})}
+	l.hub = eventhub.New(eventhub.Options{Listen: l.listen, ErrClosed: ErrClosed})
+	return l
 }
 
 // Subscribe implements locking.Subscriber: fn receives key's releases
@@ -114,7 +111,7 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 	if p.o.DisableNotifications {
 		return nil, fmt.Errorf("pglock: subscribe %q: notifications are disabled: %w", key, locking.ErrNotSupported)
 	}
-	return p.l.add(key, &watcher{fn: fn})
+	return p.l.hub.Subscribe(key, fn)
 }
 
 // RequestResign implements locking.ResignRequester: a resign request for
@@ -134,65 +131,32 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// add registers w for key and returns its stop function.
-func (l *listener) add(key string, w *watcher) (func(), error) {
+// listen starts the LISTEN goroutine for the first key subscribed. The
+// connection stays open until Close, whatever the subscribers do: its cost
+// is one idle session, and the next subscription needs no LISTEN round
+// trip.
+func (l *listener) listen(string, *eventhub.Link) func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return nil, ErrClosed
-	}
-	l.watchers[key] = append(l.watchers[key], w)
-	if l.live {
-		w.fn(locking.Event{Kind: locking.EventSubscribed})
-	}
 	if !l.started {
 		l.started = true
 		ctx, cancel := context.WithCancel(context.Background())
 		l.cancel = cancel
 		go l.run(ctx)
 	}
-	var once sync.Once
-	return func() { once.Do(func() { l.remove(key, w) }) }, nil
+	return nil
 }
 
-// remove drops one watcher. The connection stays open until Close: its
-// cost is one idle session, and the next watch needs no LISTEN round trip.
-func (l *listener) remove(key string, w *watcher) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	set := l.watchers[key]
-	for i, c := range set {
-		if c == w {
-			set = append(set[:i:i], set[i+1:]...)
-			break
-		}
-	}
-	if len(set) == 0 {
-		delete(l.watchers, key)
-	} else {
-		l.watchers[key] = set
-	}
-}
-
-// close stops the goroutine and waits for it.
+// close ends the subscriptions, then stops the goroutine and waits for it.
 func (l *listener) close() {
+	l.hub.Close() // no listen call is under way or to come
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	l.closed = true
 	started := l.started
+	l.mu.Unlock()
 	if started {
 		l.cancel()
-	}
-	l.mu.Unlock()
-	if started {
 		<-l.done
 	}
-	l.mu.Lock()
-	clear(l.watchers)
-	l.mu.Unlock()
 }
 
 // run keeps a LISTEN connection open until ctx ends, reconnecting with
@@ -205,9 +169,9 @@ func (l *listener) run(ctx context.Context) {
 		// the subscription's state, and the next attempt retries.
 		_ = l.session(ctx, func() {
 			backoff = minBackoff
-			l.subscribed()
+			l.hub.Up()
 		})
-		l.unsubscribed()
+		l.hub.Down()
 		if ctx.Err() != nil {
 			return
 		}
@@ -265,43 +229,11 @@ func (l *listener) session(ctx context.Context, live func()) error {
 	}
 }
 
-// dispatch delivers one notification to the watchers of its key.
+// dispatch delivers one notification to the subscribers of its key.
 func (l *listener) dispatch(n *pgconn.Notification) {
 	key, e, ok := decodeEvent(l.p.t.qualified, n.Payload)
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, w := range l.watchers[key] {
-		w.fn(e)
-	}
-}
-
-// subscribed marks the subscription live and tells every watcher.
-func (l *listener) subscribed() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.live = true
-	for _, set := range l.watchers {
-		for _, w := range set {
-			w.fn(locking.Event{Kind: locking.EventSubscribed})
-		}
-	}
-}
-
-// unsubscribed marks the subscription lost and tells the event watchers,
-// when it was live.
-func (l *listener) unsubscribed() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.live {
-		return
-	}
-	l.live = false
-	for _, set := range l.watchers {
-		for _, w := range set {
-			w.fn(locking.Event{Kind: locking.EventUnsubscribed})
-		}
-	}
+	l.hub.Publish(key, e)
 }

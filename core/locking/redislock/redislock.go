@@ -18,6 +18,7 @@ import (
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
@@ -123,6 +124,8 @@ type Provider struct {
 	mu     sync.Mutex
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
+
+	events *eventhub.Hub // Subscribe's subscribers; listen subscribes their channels
 
 	quarantine  bool          // Options.Quarantine (Q3)
 	minReplicas int           // Options.MinReplicas (Q2)
@@ -337,6 +340,7 @@ var (
 func New(c redis.UniversalClient) *Provider {
 	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
 	p.batch, p.extends, p.releases, p.deregs = p.newQueue(), p.newQueue(), p.newQueue(), p.newQueue()
+	p.events = eventhub.New(eventhub.Options{Listen: p.listen, ErrClosed: ErrClosed})
 	switch v := c.(type) {
 	case *redis.Client:
 		if v == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
 )
 
 // Event channel payloads. Releases published by earlier versions carry an
@@ -22,16 +23,6 @@ const (
 	fencedPrefix    = "acquired@" // + fence + ":" + owner
 	resignPrefix    = "resign:"   // + owner, "" for whoever holds the key
 )
-
-// watcher is one local subscriber of a channel (Subscribe).
-type watcher struct {
-	fn  func(locking.Event)
-	key string // the lock key whose channel it watches
-}
-
-// send delivers e to the subscriber. p.mu is held, which serialises the
-// deliveries to one watcher.
-func (w *watcher) send(e locking.Event) { w.fn(e) }
 
 // watchTimeout bounds the SUBSCRIBE (or UNSUBSCRIBE) a Watch or its stop
 // sends. A failure is not reported: go-redis remembers the channel and
@@ -57,7 +48,8 @@ func reconnectWait(down time.Duration) time.Duration {
 	return min(max(down/backoffShare, minBackoff), maxBackoff)
 }
 
-// subscription is one pub/sub connection and the local watchers it serves.
+// subscription is one pub/sub connection and the channels it listens to
+// for the event hub.
 // On standalone and Sentinel the provider has one, for all keys; on Redis
 // Cluster one per hash slot in use (with UseHashTags: one per namespace),
 // because a shard channel can only be subscribed on its slot's node.
@@ -74,19 +66,15 @@ type subscription struct {
 	// refreshed is closed when refreshMarks has returned.
 	refreshed chan struct{}
 
-	// op serialises SUBSCRIBE/UNSUBSCRIBE with the watcher counts they
+	// op serialises SUBSCRIBE/UNSUBSCRIBE with the channel set they
 	// follow, and retirement. It is never held by the receive loop.
 	op      sync.Mutex
 	started bool // receive loop running; guarded by op
 	gone    bool // retired; guarded by op
 
-	// watchers by channel; guarded by Provider.mu (read by the loop). A
-	// slice, not a set: a channel has one watcher or a few, and a slice of
-	// one costs a fraction of a map.
-	watchers map[string][]*watcher
-	// live holds the channels the server confirmed subscribed since the
-	// connection was last lost; guarded by Provider.mu.
-	live map[string]bool
+	// links holds the hub's link of each channel subscribed, by channel;
+	// guarded by Provider.mu (read by the loop).
+	links map[string]*eventhub.Link
 }
 
 // Subscribe implements locking.Subscriber: fn receives key's releases,
@@ -110,7 +98,20 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 	if fn == nil {
 		return nil, errors.New("redislock: subscribe: nil callback")
 	}
-	return p.watch(key, &watcher{fn: fn, key: key})
+	if err := p.ready(); err != nil {
+		return nil, err
+	}
+	if p.channel(key) == "" {
+		return nil, fmt.Errorf("redislock: subscribe %q: the key has no event channel on Redis Cluster: %w", key, locking.ErrNotSupported)
+	}
+	stop, err := p.events.Subscribe(key, fn)
+	if err != nil {
+		return nil, err
+	}
+	// Mark the key listened to once the SUBSCRIBE is sent (the receive
+	// loop marks every key again after a lost connection).
+	p.markListened(key)
+	return stop, nil
 }
 
 // RequestResign implements locking.ResignRequester: it publishes
@@ -132,15 +133,10 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// watch adds w to key's channel and returns its stop function.
-func (p *Provider) watch(key string, w *watcher) (func(), error) {
-	if err := p.ready(); err != nil {
-		return nil, err
-	}
-	name := p.channel(key)
-	if name == "" {
-		return nil, fmt.Errorf("redislock: subscribe %q: the key has no event channel on Redis Cluster: %w", key, locking.ErrNotSupported)
-	}
+// listen subscribes key's channel for the event hub, on the connection of
+// its slot, and returns the function that unsubscribes it.
+func (p *Provider) listen(key string, l *eventhub.Link) func() {
+	name := p.channel(key) // Subscribe checked there is one
 	slot := -1
 	if p.cluster {
 		slot = keySlot(name)
@@ -150,7 +146,7 @@ func (p *Provider) watch(key string, w *watcher) (func(), error) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, ErrClosed
+			return nil
 		}
 		s = p.subs[slot]
 		if s == nil {
@@ -166,21 +162,15 @@ func (p *Provider) watch(key string, w *watcher) (func(), error) {
 		s.op.Unlock() // retired meanwhile: look again
 	}
 	p.mu.Lock()
-	first := len(s.watchers[name]) == 0
-	s.watchers[name] = append(s.watchers[name], w)
-	if s.live[name] {
-		w.send(locking.Event{Kind: locking.EventSubscribed})
-	}
+	s.links[name] = l
 	p.mu.Unlock()
-	if first {
-		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-		if p.cluster {
-			_ = s.ps.SSubscribe(ctx, name)
-		} else {
-			_ = s.ps.Subscribe(ctx, name)
-		}
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+	if p.cluster {
+		_ = s.ps.SSubscribe(ctx, name)
+	} else {
+		_ = s.ps.Subscribe(ctx, name)
 	}
+	cancel()
 	if !s.started {
 		// Started after the first SUBSCRIBE so that on Cluster the
 		// connection is made to the slot's node, not a random one.
@@ -189,12 +179,7 @@ func (p *Provider) watch(key string, w *watcher) (func(), error) {
 		go p.refreshMarks(s)
 	}
 	s.op.Unlock()
-	// Mark the key listened to once the SUBSCRIBE is sent (the receive
-	// loop marks every key again after a lost connection).
-	p.markListened(key)
-
-	var once sync.Once
-	return func() { once.Do(func() { p.unwatch(s, name, w) }) }, nil
+	return func() { p.unlisten(s, name) }
 }
 
 // newSubscription creates an idle subscription; p.mu must be held.
@@ -214,51 +199,36 @@ func (p *Provider) newSubscription(slot int) *subscription {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		refreshed: make(chan struct{}),
-		watchers:  make(map[string][]*watcher),
-		live:      make(map[string]bool),
+		links:     make(map[string]*eventhub.Link),
 	}
 }
 
-// unwatch removes one watcher; the last watcher of a channel unsubscribes
-// it, and on Cluster the last watcher of a slot retires its connection.
-func (p *Provider) unwatch(s *subscription, name string, w *watcher) {
+// unlisten unsubscribes channel name once its key has no subscriber left;
+// on Cluster the last channel of a slot retires its connection.
+func (p *Provider) unlisten(s *subscription, name string) {
 	s.op.Lock()
 	defer s.op.Unlock()
 	if s.gone {
 		return
 	}
 	p.mu.Lock()
-	set := s.watchers[name]
-	for i, c := range set {
-		if c == w {
-			set = append(set[:i:i], set[i+1:]...)
-			break
-		}
-	}
-	last := len(set) == 0
-	if last {
-		delete(s.watchers, name)
-		delete(s.live, name)
-	} else {
-		s.watchers[name] = set
-	}
-	retire := p.cluster && len(s.watchers) == 0
+	delete(s.links, name)
+	retire := p.cluster && len(s.links) == 0
 	if retire && p.subs[s.slot] == s {
 		delete(p.subs, s.slot)
 	}
 	p.mu.Unlock()
-	switch {
-	case retire:
+	if retire {
 		s.retire()
-	case last:
-		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-		if p.cluster {
-			_ = s.ps.SUnsubscribe(ctx, name)
-		} else {
-			_ = s.ps.Unsubscribe(ctx, name)
-		}
-		cancel()
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+	if p.cluster {
+		_ = s.ps.SUnsubscribe(ctx, name)
+	} else {
+		_ = s.ps.Unsubscribe(ctx, name)
+	}
+	cancel()
 }
 
 // retire closes the connection and waits for the receive loop; s.op must
@@ -338,12 +308,6 @@ func (p *Provider) receive(s *subscription) {
 					p.remarkAll(s)
 				}
 				p.subscribed(s, m.Channel)
-			case "unsubscribe", "sunsubscribe":
-				p.mu.Lock()
-				if len(s.watchers[m.Channel]) == 0 {
-					delete(s.live, m.Channel)
-				}
-				p.mu.Unlock()
 			}
 		}
 	}
@@ -421,11 +385,9 @@ const remarkBatch = 1000
 // remarkAll sets the waiter marks of every key s watches.
 func (p *Provider) remarkAll(s *subscription) {
 	p.mu.Lock()
-	keys := make([]string, 0, len(s.watchers))
-	for _, ws := range s.watchers {
-		if len(ws) > 0 {
-			keys = append(keys, ws[0].key)
-		}
+	keys := make([]string, 0, len(s.links))
+	for _, l := range s.links {
+		keys = append(keys, l.Key())
 	}
 	p.mu.Unlock()
 	p.setMarks(keys)
@@ -452,7 +414,7 @@ func (p *Provider) setMarks(keys []string) {
 	}
 }
 
-// dispatch delivers a message on channel name to its watchers.
+// dispatch delivers a message on channel name to its key's subscribers.
 func (p *Provider) dispatch(s *subscription, name, payload string) {
 	var e locking.Event
 	switch {
@@ -476,35 +438,23 @@ func (p *Provider) dispatch(s *subscription, name, payload string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, w := range s.watchers[name] {
-		w.send(e)
-	}
+	s.links[name].Publish(e) // nil, thus ignored, when unsubscribed meanwhile
 }
 
-// subscribed marks channel name live and tells its event watchers.
+// subscribed tells the subscribers of channel name's key that it is live.
 func (p *Provider) subscribed(s *subscription, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ws := s.watchers[name]
-	if len(ws) == 0 {
-		return // unwatched meanwhile; its UNSUBSCRIBE follows
-	}
-	s.live[name] = true
-	for _, w := range ws {
-		w.send(locking.Event{Kind: locking.EventSubscribed})
-	}
+	s.links[name].Up() // nil, thus ignored, when unsubscribed meanwhile; its UNSUBSCRIBE follows
 }
 
-// dropped marks every channel of s not live and tells the event watchers
-// of those that were.
+// dropped tells the subscribers of every key of s that were live that
+// their subscription was lost.
 func (p *Provider) dropped(s *subscription) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for name := range s.live {
-		for _, w := range s.watchers[name] {
-			w.send(locking.Event{Kind: locking.EventUnsubscribed})
-		}
-		delete(s.live, name)
+	for _, l := range s.links {
+		l.Down()
 	}
 }
 
@@ -514,6 +464,7 @@ func (p *Provider) dropped(s *subscription) {
 // Lock operations keep working. Close does
 // not close the client. It is safe to call more than once and returns nil.
 func (p *Provider) Close() error {
+	p.events.Close() // no listen call is under way or to come
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -530,7 +481,6 @@ func (p *Provider) Close() error {
 		s.op.Lock()
 		if !s.gone {
 			s.retire()
-			p.dropped(s)
 		}
 		s.op.Unlock()
 	}
