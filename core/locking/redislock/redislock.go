@@ -17,8 +17,8 @@ import (
 	"github.com/hostloom/hostloom/core/internal/keycache"
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
-	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
+	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
 // The scripts, embedded at build time (a missing file fails the build).
