@@ -82,8 +82,10 @@ type subscription struct {
 // subscription's state: EventSubscribed once the server confirms the key's
 // channel subscribed (at first and after every reconnection),
 // EventUnsubscribed when the connection is lost or the provider is closed.
-// fn is called on the provider's receive goroutine with the provider's
-// mutex held, so it must return at once and must not call the provider.
+// fn is called with the event hub's mutex held (on the provider's
+// receive goroutine, or on Subscribe's for the EventSubscribed of a key
+// already live), so it must return at once and must not call the
+// provider.
 //
 // All subscriptions of a provider share one pub/sub connection (one per
 // hash slot in use on Redis Cluster), created with the first; channels are
