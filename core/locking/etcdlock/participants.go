@@ -125,7 +125,7 @@ func (r registration) refresh(ctx context.Context) {
 	}
 	s.refreshing = true
 	p.mu.Unlock()
-	p.w.wg.Go(func() {
+	started := p.w.goUnlessClosed(func() {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		sent := time.Now()
@@ -142,6 +142,11 @@ func (r registration) refresh(ctx context.Context) {
 			}
 		}
 	})
+	if !started { // closed: Close revokes the session
+		p.mu.Lock()
+		s.refreshing = false
+		p.mu.Unlock()
+	}
 }
 
 // registrationFailed forgets a registration whose put may not have been

@@ -27,6 +27,22 @@ type watches struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the watch goroutines and background refreshes
 	closed atomic.Bool
+
+	// goMu orders starting a goroutine (goUnlessClosed) before close's
+	// Wait: none starts once close has set closed.
+	goMu sync.Mutex
+}
+
+// goUnlessClosed runs f on a goroutine that close waits for, unless the
+// provider is closed; it reports whether f was started.
+func (w *watches) goUnlessClosed(f func()) bool {
+	w.goMu.Lock()
+	defer w.goMu.Unlock()
+	if w.closed.Load() {
+		return false
+	}
+	w.wg.Go(f)
+	return true
 }
 
 func newWatches(p *Provider) *watches {
@@ -62,7 +78,9 @@ func (p *Provider) Subscribe(key string, fn func(locking.Event)) (func(), error)
 // listen starts key's watch, which the function it returns ends.
 func (w *watches) listen(_ string, l *eventhub.Link) func() {
 	ctx, cancel := context.WithCancel(w.ctx)
-	w.wg.Go(func() { w.run(ctx, l) })
+	if !w.goUnlessClosed(func() { w.run(ctx, l) }) {
+		cancel() // closed: the hub's Close tells the subscribers
+	}
 	return cancel
 }
 
@@ -72,7 +90,10 @@ func (w *watches) isClosed() bool { return w.closed.Load() }
 // close ends every watch and waits for the goroutines; false when it was
 // closed already.
 func (w *watches) close() bool {
-	if !w.closed.CompareAndSwap(false, true) {
+	w.goMu.Lock()
+	first := w.closed.CompareAndSwap(false, true)
+	w.goMu.Unlock()
+	if !first {
 		return false
 	}
 	w.hub.Close() // no listen call is under way or to come
