@@ -36,14 +36,8 @@ type SendFunc[C any] func(ctx context.Context, calls []C) (answered bool)
 // package documentation for its rules. New makes one; the zero Queue has
 // no transport and is not usable.
 type Queue[C any] struct {
-	send     SendFunc[C]
-	max      int
-	hold     bool
-	detached bool
-	grace    time.Duration
-	late     bool
-	timeout  time.Duration
-	wireWait time.Duration
+	send SendFunc[C]
+	options
 
 	mu    sync.Mutex
 	busy  bool         // a round trip is in flight, or a flush runs
@@ -87,16 +81,7 @@ func New[C any](send SendFunc[C], opts ...Option) *Queue[C] {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	return &Queue[C]{
-		send:     send,
-		max:      o.max,
-		hold:     o.hold,
-		detached: o.detached,
-		grace:    o.grace,
-		late:     o.late,
-		timeout:  o.timeout,
-		wireWait: o.wireWait,
-	}
+	return &Queue[C]{send: send, options: o}
 }
 
 // Do sends c and returns it as the Queue's SendFunc left it, with a nil
