@@ -61,11 +61,13 @@ func (b backend) Size(t *testing.T) int {
 // P2, O1) over a three-member etcd cluster, each check under a prefix of
 // its own: the full provider, then restricted to the required methods
 // and to each optional capability alone (L9). Leases are whole seconds,
-// so the expiry checks use a one-second lease.
+// so the expiry checks use a one-second lease, and the checks, which
+// spend their time waiting for leases to run out, run eight at a time.
 func TestConformance_N5(t *testing.T) {
 	cl := newClient(t)
 	lockingtest.Run(t, lockingtest.Config{
-		Short: time.Second,
+		Short:    time.Second,
+		Parallel: 8,
 		New: func(t *testing.T) lockingtest.Backend {
 			return backend{cl: cl, prefix: prefixOf(t)}
 		},

@@ -49,6 +49,13 @@ type Config struct {
 	// (correctly) end the hold early, and for a backend whose leases are
 	// whole seconds (etcd: Short of a second).
 	Short time.Duration
+
+	// Parallel, above 1, runs up to that many checks at once, each on its
+	// own backend from New, whatever the test binary's -parallel: for a
+	// backend whose checks spend their time waiting for its server (leases
+	// of whole seconds), which New must keep apart per check (a namespace
+	// or key prefix of its own). Zero or 1 runs one check at a time.
+	Parallel int
 }
 
 // failTimeout bounds every wait for something that must happen, so a
@@ -132,43 +139,98 @@ func Run(t *testing.T, c Config) {
 	if c.Short <= 0 {
 		c.Short = 50 * time.Millisecond
 	}
-	runChecks(t, c, func(t *testing.T) Backend { return c.New(t) })
+	p := newPool(c.Parallel)
+	p.group(func() { runChecks(t, c, p, func(t *testing.T) Backend { return c.New(t) }) })
 	for _, v := range variants {
-		t.Run("L9_"+v.name, func(t *testing.T) {
-			runChecks(t, c, func(t *testing.T) Backend {
-				pb, ok := c.New(t).(ProviderBackend)
-				if !ok {
-					t.Skip("the backend does not implement ProviderBackend")
-				}
-				if _, ok := restrict(pb.NewProvider(t), v, &faults{}); !ok {
-					t.Skipf("the provider lacks a capability of %s", v.name)
-				}
-				return restricted{ProviderBackend: pb, v: v, f: &faults{}}
+		p.group(func() {
+			t.Run("L9_"+v.name, func(t *testing.T) {
+				runChecks(t, c, p, func(t *testing.T) Backend {
+					pb, ok := c.New(t).(ProviderBackend)
+					if !ok {
+						t.Skip("the backend does not implement ProviderBackend")
+					}
+					if _, ok := restrict(pb.NewProvider(t), v, &faults{}); !ok {
+						t.Skipf("the provider lacks a capability of %s", v.name)
+					}
+					return restricted{ProviderBackend: pb, v: v, f: &faults{}}
+				})
 			})
 		})
 	}
+	p.wait()
 }
 
-// runChecks runs every check over a fresh backend from newBackend.
-func runChecks(t *testing.T, c Config, newBackend func(t *testing.T) Backend) {
-	for _, ch := range checks {
-		t.Run(ch.name, func(t *testing.T) {
-			run := func(t *testing.T) {
-				b := newBackend(t)
-				if ch.needs != (locking.Capabilities{}) {
-					if have := b.NewLock(t, opts("probe")).Capabilities(); !provides(have, ch.needs) {
-						t.Skipf("the lock lacks %+v (it has %+v)", ch.needs, have)
-					}
-				}
-				ch.run(t, c, b)
-			}
-			if c.Synctest {
-				synctest.Test(t, run)
-				return
-			}
-			run(t)
-		})
+// pool runs the suite's checks one at a time, or with Config.Parallel up
+// to that many at once: each check is a subtest, and testing lets
+// subtests of one test run from several goroutines at once.
+type pool struct {
+	slots chan struct{} // nil: one at a time, on the caller's goroutine
+	wg    sync.WaitGroup
+}
+
+func newPool(n int) *pool {
+	if n <= 1 {
+		return &pool{}
 	}
+	return &pool{slots: make(chan struct{}, n)}
+}
+
+// group runs f, on a goroutine of its own when checks run at once; wait
+// waits for every f of the pool.
+func (p *pool) group(f func()) {
+	if p.slots == nil {
+		f()
+		return
+	}
+	p.wg.Go(f)
+}
+
+func (p *pool) wait() { p.wg.Wait() }
+
+// check runs f (one check) when a slot is free.
+func (p *pool) check(f func()) {
+	if p.slots == nil {
+		f()
+		return
+	}
+	p.slots <- struct{}{}
+	defer func() { <-p.slots }()
+	f()
+}
+
+// runChecks runs every check over a fresh backend from newBackend, and
+// returns when all have ended.
+func runChecks(t *testing.T, c Config, p *pool, newBackend func(t *testing.T) Backend) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, ch := range checks {
+		run := func() { p.check(func() { runCheck(t, c, ch, newBackend) }) }
+		if p.slots == nil {
+			run()
+			continue
+		}
+		wg.Go(run)
+	}
+}
+
+// runCheck runs ch as a subtest of t over a fresh backend.
+func runCheck(t *testing.T, c Config, ch check, newBackend func(t *testing.T) Backend) {
+	t.Run(ch.name, func(t *testing.T) {
+		run := func(t *testing.T) {
+			b := newBackend(t)
+			if ch.needs != (locking.Capabilities{}) {
+				if have := b.NewLock(t, opts("probe")).Capabilities(); !provides(have, ch.needs) {
+					t.Skipf("the lock lacks %+v (it has %+v)", ch.needs, have)
+				}
+			}
+			ch.run(t, c, b)
+		}
+		if c.Synctest {
+			synctest.Test(t, run)
+			return
+		}
+		run(t)
+	})
 }
 
 // opts returns DefaultOptions with namespace ns.

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -195,4 +197,47 @@ func TestRun_O1_InspectWithoutParticipants(t *testing.T) {
 			return backend{mem: mem, p: inspectOnly{mem}}
 		},
 	})
+}
+
+// TestRun_N5_ParallelRunsEveryCheckAtOnce: with Config.Parallel the suite
+// runs its checks at once, each on a backend of its own, and still runs
+// every one of them. The first two checks to start wait for each other,
+// which only checks run at once can do.
+func TestRun_N5_ParallelRunsEveryCheckAtOnce(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		started = map[string]bool{}
+		met     = make(chan struct{})
+		arrived int
+	)
+	lockingtest.Run(t, lockingtest.Config{
+		Short:    100 * time.Millisecond,
+		Parallel: 8,
+		New: func(t *testing.T) lockingtest.Backend {
+			mu.Lock()
+			started[t.Name()] = true
+			arrived++
+			first := arrived <= 2
+			if arrived == 2 {
+				close(met)
+			}
+			mu.Unlock()
+			if first {
+				select {
+				case <-met:
+				case <-time.After(10 * time.Second):
+					t.Error("the first two checks did not run at once")
+				}
+			}
+			mem := memlock.New()
+			return backend{mem: mem, p: mem}
+		},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range lockingtest.Checks() {
+		if !started[t.Name()+"/"+name] {
+			t.Errorf("check %s did not run", name)
+		}
+	}
 }
