@@ -44,4 +44,6 @@
 // its caller costs no goroutine and no allocation of the Queue's; a
 // queued call costs one small allocation and a channel, and a flush
 // goroutine runs while calls are queued.
+//
+// Rule ids (X2) are explained in docs/rules.md.
 package roundtrip
