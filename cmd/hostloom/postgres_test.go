@@ -335,38 +335,7 @@ func TestCLI_D4_JobsOverPostgres(t *testing.T) {
 	dsn := newPostgres(t)
 	cfg := writePgConfig(t, "shop", dsn)
 	r := startPgReplica(t, dsn, "shop", "billing", "replica-a")
-	leaderOf(t, r)
-	s := startScheduler(t, r)
-	waitFor(t, "three runs recorded", func() bool {
-		st, err := r.lock.JobStatus(t.Context(), scheduling.JobKey("billing", "invoices"))
-		return err == nil && st.Runs >= 3
-	})
-	res := cli(t, "jobs", "--config", cfg, "--json")
-	if res.code != exitOK {
-		t.Fatalf("exit %d: %s", res.code, res.errOut)
-	}
-	jobs := decode[jobsOut](t, res.out)
-	if len(jobs.Jobs) != 1 {
-		t.Fatalf("jobs = %+v", jobs)
-	}
-	if j := jobs.Jobs[0]; j.Role != "billing" || j.Job != "invoices" || j.Paused || j.Runs < 3 || j.LastRun == nil || j.LastRun.Identity != "replica-a" {
-		t.Errorf("job = %+v", j)
-	}
-	if res := cli(t, "jobs", "billing", "--config", cfg); res.code != exitOK || !strings.Contains(res.out, "invoices") {
-		t.Errorf("table: exit %d\n%s", res.code, res.out)
-	}
-	h := decode[historyOut](t, cli(t, "history", "billing", "invoices", "-n", "2", "--config", cfg, "--json").out)
-	if len(h.Runs) != 2 || !h.Runs[0].Slot.After(h.Runs[1].Slot) || h.Runs[0].Identity != "replica-a" {
-		t.Errorf("history = %+v", h.Runs)
-	}
-	if res := cli(t, "pause", "billing", "invoices", "--config", cfg); res.code != exitOK {
-		t.Fatalf("pause: exit %d, %q", res.code, res.errOut)
-	}
-	waitFor(t, "the scheduler sees the pause", func() bool { return s.Jobs()[0].Paused })
-	if res := cli(t, "resume", "billing", "invoices", "--config", cfg); res.code != exitOK {
-		t.Fatalf("resume: exit %d, %q", res.code, res.errOut)
-	}
-	waitFor(t, "the scheduler sees the resume", func() bool { return !s.Jobs()[0].Paused })
+	checkJobsCLI(t, r, cfg)
 }
 
 // TestCLI_D4_PostgresBadInput: a user the server refuses, a missing
