@@ -216,29 +216,7 @@ func checkJobsPage(t *testing.T, ctx context.Context, base string, got electors)
 // TestApp_MemoryDefaultLeadsAndServes boots the service as `go run` does
 // (no file, no configuration variables) and reads its endpoints.
 func TestApp_MemoryDefaultLeadsAndServes(t *testing.T) {
-	core, logs := observer.New(zapcore.InfoLevel)
-	var got electors
-	app := fx.New(graph(testSettings(), zap.New(core)), fx.Populate(&got))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := app.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	}()
-	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
-		if err := l.WaitForLeadership(ctx); err != nil {
-			t.Fatalf("%s: %v", l.Role(), err)
-		}
-	}
-	addrs := logs.FilterMessage("HTTPListening").All()
-	if len(addrs) != 1 {
-		t.Fatalf("HTTPListening logged %d times", len(addrs))
-	}
-	base := "http://" + addrs[0].ContextMap()["addr"].(string)
+	ctx, base, got, _ := startLeading(t, zapcore.InfoLevel, 10*time.Second)
 
 	var status []roleStatus
 	getJSON(t, base+"/leadership", &status)
@@ -299,6 +277,57 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// startLeading boots the service with env over testSettings, logging at
+// level to an observer, and waits (within timeout) until both roles
+// lead. It returns the context that bounds the test, the service's base
+// URL, its electors and its logs; the service stops when t ends.
+func startLeading(t *testing.T, level zapcore.Level, timeout time.Duration, env ...string) (context.Context, string, electors, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(level)
+	var got electors
+	app := fx.New(graph(testSettings(env...), zap.New(core)), fx.Populate(&got))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
+		if err := l.WaitForLeadership(ctx); err != nil {
+			t.Fatalf("%s: %v", l.Role(), err)
+		}
+	}
+	addrs := logs.FilterMessage("HTTPListening").All()
+	if len(addrs) != 1 {
+		t.Fatalf("HTTPListening logged %d times", len(addrs))
+	}
+	return ctx, "http://" + addrs[0].ContextMap()["addr"].(string), got, logs
+}
+
+// checkBackendLeadership checks /leadership over a backend that stores
+// holders and participants: both roles lead, each the holder and its
+// only participant.
+func checkBackendLeadership(t *testing.T, base string) {
+	t.Helper()
+	var status []roleStatus
+	getJSON(t, base+"/leadership", &status)
+	if len(status) != 2 {
+		t.Fatalf("/leadership = %+v", status)
+	}
+	for _, s := range status {
+		if !s.IsLeader || s.Fence == 0 || s.Holder == nil || s.Holder.Identity != s.Identity || s.HolderError != "" ||
+			s.ParticipantsError != "" || len(s.Participants) != 1 || !s.Participants[0].Leader || !s.Coordinated {
+			t.Errorf("/leadership entry %+v", s)
+		}
+	}
+}
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	code, body := get(t, url)

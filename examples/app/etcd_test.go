@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/fx"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 )
 
@@ -46,47 +41,12 @@ func etcdEndpoints(t *testing.T) (string, string) {
 // roles and jobs pages show them too.
 func TestApp_N1_EtcdLeadsAndServes(t *testing.T) {
 	eps, prefix := etcdEndpoints(t)
-	core, logs := observer.New(zapcore.DebugLevel)
-	var got electors
-	app := fx.New(graph(testSettings(
+	ctx, base, got, logs := startLeading(t, zapcore.DebugLevel, 30*time.Second,
 		"HOSTLOOM_LOCKING__PROVIDER=etcd",
 		"HOSTLOOM_LOCKING__ETCD__ENDPOINTS="+eps,
 		"HOSTLOOM_LOCKING__ETCD__PREFIX="+prefix,
-	), zap.New(core)), fx.Populate(&got))
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := app.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	}()
-	for _, l := range []leadership.Leadership{got.Billing, got.Inventory} {
-		if err := l.WaitForLeadership(ctx); err != nil {
-			t.Fatalf("%s: %v", l.Role(), err)
-		}
-	}
-	addrs := logs.FilterMessage("HTTPListening").All()
-	if len(addrs) != 1 {
-		t.Fatalf("HTTPListening logged %d times", len(addrs))
-	}
-	base := "http://" + addrs[0].ContextMap()["addr"].(string)
-	var status []roleStatus
-	getJSON(t, base+"/leadership", &status)
-	if len(status) != 2 {
-		t.Fatalf("/leadership = %+v", status)
-	}
-	for _, s := range status {
-		if !s.IsLeader || s.Fence == 0 || s.Holder == nil || s.Holder.Identity != s.Identity || s.HolderError != "" ||
-			s.ParticipantsError != "" || len(s.Participants) != 1 || !s.Participants[0].Leader || !s.Coordinated {
-			t.Errorf("/leadership entry %+v", s)
-		}
-	}
+	)
+	checkBackendLeadership(t, base)
 	checkJobsPage(t, ctx, base, got)
 
 	code, page := get(t, base+"/dashboard/roles")
