@@ -408,7 +408,7 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	if spare {
 		ka = make(chan error, 1)
 		go func() {
-			_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, l.id) })
+			_, err := keepAliveOnce(ctx, p, l.id)
 			ka <- err
 		}()
 	}
@@ -620,7 +620,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h heldLease) (bool, error) {
 	if h.ttl >= r.TTL {
 		sent := time.Now()
-		_, err := noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(ctx, h.id) })
+		_, err := keepAliveOnce(ctx, p, h.id)
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			p.forget(r.Value)
 			return false, nil
@@ -802,6 +802,21 @@ func noLeaderRetry[T any](ctx context.Context, p *Provider, fn func() (T, error)
 		case <-t.C:
 		}
 	}
+}
+
+// keepAliveOnce renews lease id once, through noLeaderRetry. A member
+// that loses its raft leader ends its lease streams, which the client
+// reports as io.EOF rather than ErrNoLeader: a keep-alive (safe to send
+// again) that ends so is sent again, to the next member, like one
+// refused for want of a leader.
+func keepAliveOnce(ctx context.Context, p *Provider, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	return noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) {
+		r, err := p.cli.KeepAliveOnce(ctx, id)
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w (the member ended the keep-alive stream: %w)", rpctypes.ErrNoLeader, err)
+		}
+		return r, err
+	})
 }
 
 // noLeaderBackoff is the wait between retries of a request refused for

@@ -129,7 +129,7 @@ func (r registration) refresh(ctx context.Context) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		sent := time.Now()
-		_, err := noLeaderRetry(kctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) { return p.cli.KeepAliveOnce(kctx, s.id) })
+		_, err := keepAliveOnce(kctx, p, s.id)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		s.refreshing = false
