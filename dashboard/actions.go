@@ -138,7 +138,7 @@ func (d *Dashboard) setPaused(ctx context.Context, role, job string, paused bool
 		}
 		return "", err
 	}
-	if !d.o.Lock.Capabilities().JobSlots {
+	if d.o.Lock.Features().Jobs == nil {
 		return "", refuse(http.StatusNotImplemented, "this lock keeps no job records, so a pause cannot reach the other replicas.")
 	}
 	var err error
@@ -184,8 +184,8 @@ func (d *Dashboard) resign(ctx context.Context, r *http.Request, role string) (s
 		return "", err
 	}
 	switch {
-	case d.o.Lock.Capabilities().Resign:
-		if err := d.o.Lock.RequestResign(ctx, ref.Key, st.Holder.Owner); err != nil {
+	case d.resigner != nil:
+		if err := d.resigner.RequestResign(ctx, ref.Key, st.Holder.Owner); err != nil {
 			return "", fmt.Errorf("resign role %q: %w", role, err)
 		}
 		return fmt.Sprintf("Asked %s to step down from role %s (fence %d). Another participant takes the role; the page shows who.", st.Holder.Owner, role, st.Fence), nil

@@ -141,6 +141,9 @@ type Dashboard struct {
 	// to a named participant; nil when the lock cannot (found once, in
 	// New).
 	handOver func(ctx context.Context, key, owner, target string) error
+	// resigner asks a role's holder, through the lock, to step down; nil
+	// when the lock cannot send resign requests (its Features).
+	resigner locking.ResignRequester
 
 	readMu   sync.Mutex // serializes backend reads (see data)
 	mu       sync.Mutex
@@ -221,7 +224,8 @@ func New(o Options) (*Dashboard, error) {
 	// Handing over travels as a resign request naming the successor; a
 	// lock of a HostLoom version without RequestHandOver, or without
 	// resign requests, cannot carry it.
-	if h, ok := any(o.Lock).(handOverRequester); ok && o.Lock.Capabilities().Resign {
+	d.resigner = o.Lock.Features().Resign
+	if h, ok := d.resigner.(handOverRequester); ok {
 		d.handOver = h.RequestHandOver
 	}
 	for _, e := range o.Electors {

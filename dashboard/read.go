@@ -237,7 +237,7 @@ func (d *Dashboard) readRoles(ctx context.Context) RolesView {
 	if err != nil {
 		out.Error = err.Error()
 	}
-	canResign := d.o.Lock.Capabilities().Resign
+	canResign := d.resigner != nil
 	for _, ref := range refs {
 		v := RoleView{Role: ref.Role, Key: ref.Key}
 		st, err := d.o.Lock.Inspect(ctx, ref.Key)
@@ -352,7 +352,7 @@ func (d *Dashboard) findJob(ctx context.Context, ref JobRef) error {
 // readJobs reads every job's records: two round trips per job (status,
 // history).
 func (d *Dashboard) readJobs(ctx context.Context) JobsView {
-	out := JobsView{NoStore: !d.o.Lock.Capabilities().JobSlots}
+	out := JobsView{NoStore: d.o.Lock.Features().Jobs == nil}
 	refs, local, err := d.jobRefs(ctx)
 	if err != nil {
 		out.Error = err.Error()

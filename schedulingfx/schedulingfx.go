@@ -287,7 +287,7 @@ func checkJobs(cfg config.SchedulingConfig, specs []JobSpec) error {
 // jobStore reports whether the schedulers get a slot store that keeps job
 // records (S9–S11).
 func jobStore(cfg config.SchedulingConfig, lock *locking.DistributedLock) bool {
-	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.Capabilities().JobSlots
+	return cfg.SlotStore && lock != nil && lock.Coordinated() && lock.Features().Jobs != nil
 }
 
 // Params are New's dependencies.

@@ -146,7 +146,7 @@ func canResign(lock *locking.DistributedLock, role string) error {
 // publishes no resign requests, or no events the leader would hear them
 // through).
 func canRequest(lock *locking.DistributedLock, role, verb string) error {
-	if !lock.Capabilities().Resign {
+	if lock.Features().Resign == nil {
 		return fmt.Errorf("role %q: %s is not supported by this lock (its provider cannot send resign requests to the leader)", role, verb)
 	}
 	return nil

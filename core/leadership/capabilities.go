@@ -7,13 +7,11 @@ import (
 	"github.com/hostloom/hostloom/core/locking"
 )
 
-// capabilities are the optional interfaces of a lock, resolved once when
-// an elector (or a composition check) is built, so that nothing else asks
-// the lock what it can do (L9). A lock that reports its capabilities
-// (locking.CapabilityReporter: a *locking.DistributedLock, whose method
-// set is the same whatever its provider can do) is believed over its
-// method set: a capability it says is absent is left nil, so the elector
-// polls instead of subscribing, does not deregister, and so on.
+// capabilities are what an elector (or a composition check) uses of its
+// lock, resolved once when it is built, so that nothing else asks the
+// lock what it can do (L9). The optional ones come from
+// locking.FeaturesOf (X3): a capability the lock lacks is nil, so the
+// elector polls instead of subscribing, does not deregister, and so on.
 type capabilities struct {
 	maxLease     time.Duration // 0: the lock reports no cap (locking.Limits)
 	maxKeyLength int           // 0: the lock reports no limit (locking.Limits)
@@ -35,25 +33,8 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	c.providerKey, _ = lock.(interface{ ProviderKey(string) (string, error) })
 	c.owned, _ = lock.(locking.OwnedLock)
 	c.prioritized, _ = lock.(locking.PriorityLock)
-	c.events, _ = lock.(locking.Subscriber)
-	c.holders, _ = lock.(locking.HolderLookup)
-	c.participants, _ = lock.(locking.ParticipantRegistry)
-	if d, ok := lock.(locking.Durable); ok {
-		c.durable = d.Durable()
-	}
-	if r, ok := lock.(locking.CapabilityReporter); ok {
-		has := r.Capabilities()
-		c.durable = has.Durable
-		if !has.Events {
-			c.events = nil
-		}
-		if !has.Inspect {
-			c.holders = nil
-		}
-		if !has.Participants {
-			c.participants = nil
-		}
-	}
+	f := locking.FeaturesOf(lock)
+	c.events, c.holders, c.participants, c.durable = f.Events, f.Holders, f.Participants, f.Durable
 	return c
 }
 
@@ -80,27 +61,16 @@ func (c *capabilities) tryAcquire(ctx context.Context, lock locking.Lock, key st
 	return lock.TryAcquire(ctx, key, lease)
 }
 
-// leaseTerms reads what a lease says about itself: the duration the
-// backend granted (GrantedLease; else asked), its fence (locking.Fenced;
-// else 0) and whether its latest extension found a higher-priority
-// participant (locking.Preemptible) and how many participants it counted
-// (locking.ParticipantCounted; else 0). These are the only per-lease type
-// assertions.
+// leaseTerms reads what a lease says about itself (locking.TermsOf, one
+// type assertion for the leases of *locking.DistributedLock): the
+// duration the backend granted (else asked), its fence (else 0), whether
+// its latest extension found a higher-priority participant and how many
+// participants it counted (else 0).
 func leaseTerms(l locking.Lease, asked time.Duration) (granted time.Duration, fence uint64, preempted bool, live int) {
+	t := locking.TermsOf(l)
 	granted = asked
-	if g, ok := l.(locking.GrantedLease); ok {
-		if v := g.Granted(); v > 0 {
-			granted = v
-		}
+	if t.Granted > 0 {
+		granted = t.Granted
 	}
-	if f, ok := l.(locking.Fenced); ok {
-		fence = f.Fence()
-	}
-	if p, ok := l.(locking.Preemptible); ok {
-		preempted = p.Preempted()
-	}
-	if c, ok := l.(locking.ParticipantCounted); ok {
-		live = c.LiveParticipants()
-	}
-	return granted, fence, preempted, live
+	return granted, t.Fence, t.Preempted, max(t.Participants, 0)
 }

@@ -32,8 +32,9 @@ type DistributedLock struct {
 	keys   keycache.Cache
 
 	// The provider's optional capabilities, found once by New (L9); nil
-	// when it lacks one or the lock is disabled.
-	caps         Capabilities
+	// when it lacks one or the lock is disabled. feat is the same on
+	// consumer keys, as Features reports it (X3).
+	feat         Features
 	events       Subscriber
 	resign       ResignRequester
 	participants ParticipantRegistry
@@ -54,7 +55,7 @@ var (
 	_ ParticipantRegistry = (*DistributedLock)(nil)
 	_ HolderLookup        = (*DistributedLock)(nil)
 	_ Limits              = (*DistributedLock)(nil)
-	_ CapabilityReporter  = (*DistributedLock)(nil)
+	_ KeyInspector        = (*DistributedLock)(nil)
 	_ io.Closer           = (*DistributedLock)(nil)
 )
 
@@ -65,9 +66,10 @@ var (
 // the provider.
 //
 // New finds p's optional capabilities once (Subscriber, ResignRequester,
-// ParticipantRegistry, Inspector, RecordStore, io.Closer) and reports
-// them through Capabilities; the lock's methods for a capability p lacks
-// return ErrNotSupported (L9). The lock owns p: Close closes it.
+// ParticipantRegistry, Inspector, RecordStore, Durable, io.Closer) and
+// reports them as values through Features (nil when absent; X3) and as
+// booleans through Capabilities. The lock's methods for a capability p
+// lacks return ErrNotSupported (L9). The lock owns p: Close closes it.
 func New(p Provider, o Options) (*DistributedLock, error) {
 	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
@@ -101,22 +103,32 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 	if r, ok := p.(ResignRequester); ok && l.events != nil {
 		l.resign = r
 	}
-	l.caps = Capabilities{
-		Events:       l.events != nil,
-		Participants: l.participants != nil,
-		Inspect:      l.inspector != nil,
-		Resign:       l.resign != nil,
-		JobSlots:     l.jobs != nil,
+	if l.events != nil {
+		l.feat.Events = l
 	}
-	if d, ok := p.(Durable); ok && d.Durable() {
-		l.caps.Durable = true
+	if l.resign != nil {
+		l.feat.Resign = l
+	}
+	if l.participants != nil {
+		l.feat.Participants = l
+	}
+	if l.inspector != nil {
+		l.feat.Holders = l
+		l.feat.Inspect = l
+	}
+	if l.jobs != nil {
+		l.feat.Jobs = l
+	}
+	if d, ok := p.(Durable); ok {
+		l.feat.Durable = d.Durable()
 	}
 	return l, nil
 }
 
 // Capabilities reports what the lock's provider can do beyond the
-// required methods, as New found it (L9). A disabled lock has none.
-func (l *DistributedLock) Capabilities() Capabilities { return l.caps }
+// required methods, as New found it (L9): Features as booleans. A
+// disabled lock has none.
+func (l *DistributedLock) Capabilities() Capabilities { return l.feat.Capabilities() }
 
 // Provider returns the provider the lock was built over (nil for a
 // disabled lock built without one).

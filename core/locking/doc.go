@@ -90,9 +90,12 @@
 //     itself is used as it is.
 //   - io.Closer: Close of the lock closes the provider.
 //
-// New finds them once; Capabilities reports them, and every method of a
-// capability the provider lacks returns an error matching ErrNotSupported
-// (never a silent no-op). docs/providers.md is the guide for backend
+// New finds them once. Features reports them as values on consumer keys,
+// nil when absent (X3): consumers read them once with FeaturesOf and keep
+// what they need. Capabilities reports the same as booleans. A method of
+// the lock for a capability the provider lacks returns an error matching
+// ErrNotSupported (never a silent no-op), for code written against the
+// lock's method set. docs/providers.md is the guide for backend
 // authors; package lockingtest is the conformance suite.
 //
 // # Options

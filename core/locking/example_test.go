@@ -145,6 +145,27 @@ func (r required) Release(ctx context.Context, q locking.ReleaseRequest) (bool, 
 	return r.p.Release(ctx, q)
 }
 
+// A consumer reads a lock's optional capabilities once, as values: a
+// capability the lock lacks is nil, so there is nothing to call that
+// could answer "not supported".
+func ExampleFeaturesOf() {
+	full, _ := locking.New(memlock.New(), locking.Options{})
+	basic, _ := locking.New(required{memlock.New()}, locking.Options{})
+	for _, l := range []*locking.DistributedLock{full, basic} {
+		f := locking.FeaturesOf(l)
+		if f.Events == nil {
+			fmt.Println("no events: poll on the retry interval")
+			continue
+		}
+		stop, err := f.Events.Subscribe("leader:billing", func(locking.Event) {})
+		fmt.Println("subscribed:", err == nil)
+		stop()
+	}
+	// Output:
+	// subscribed: true
+	// no events: poll on the retry interval
+}
+
 // A lock reports what its provider can do, found once by New; a method of
 // a capability the provider lacks says so instead of doing nothing.
 func ExampleDistributedLock_Capabilities() {

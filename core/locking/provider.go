@@ -257,7 +257,8 @@ type Inspector interface {
 }
 
 // Capabilities reports which optional capabilities a lock has, as
-// resolved once by locking.New (L9). A disabled lock has none.
+// resolved once by locking.New (L9): its Features as booleans, for
+// display and tests. A disabled lock has none.
 type Capabilities struct {
 	// Events: Subscribe works (Subscriber).
 	Events bool
@@ -289,13 +290,4 @@ type Durable interface {
 	// Durable reports whether the backend keeps its leases across a
 	// restart of its server.
 	Durable() bool
-}
-
-// CapabilityReporter is implemented by locks whose method set is wider
-// than what they can do (a *DistributedLock has every method, and answers
-// ErrNotSupported for a capability its provider lacks). Consumers that
-// find an optional interface on a Lock ask it, once, whether the
-// capability is real; a Lock without it has what its method set says.
-type CapabilityReporter interface {
-	Capabilities() Capabilities
 }

@@ -98,15 +98,22 @@ func outcomeNamed(name string) (Outcome, bool) {
 }
 
 // keepsJobs reports whether store keeps job records: it is set and, when
-// it reports its capabilities (a *locking.DistributedLock), has job slots.
+// it reports its features (a *locking.DistributedLock), has Jobs.
 func keepsJobs(store slotstore.Jobs) bool {
-	if store == nil {
-		return false
+	return jobsOf(store) != nil
+}
+
+// jobsOf is the job records capability of store (X3): store's
+// locking.Features.Jobs when it reports its features (a
+// *locking.DistributedLock, whose method set is the same whatever its
+// provider keeps), else store itself when it is a slotstore.Jobs; nil
+// when it keeps none.
+func jobsOf(store any) slotstore.Jobs {
+	if r, ok := store.(interface{ Features() locking.Features }); ok {
+		return r.Features().Jobs
 	}
-	if r, ok := store.(locking.CapabilityReporter); ok {
-		return r.Capabilities().JobSlots
-	}
-	return true
+	js, _ := store.(slotstore.Jobs)
+	return js
 }
 
 // ReadHistory reads up to n (1..slotstore.JobHistoryLen) of the newest runs

@@ -80,9 +80,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // (*locking.DistributedLock over redislock or memlock), the scheduler
 // keeps the job's records there: completion, recovery (Job.Recover), pause
 // and history; otherwise it only claims (Advance). A store that reports
-// its capabilities (locking.CapabilityReporter) without job slots is
-// treated as no store: a *locking.DistributedLock whose provider keeps no
-// job slots. Default: none (see the package documentation for what holds
+// its features (locking.Features) without Jobs is treated as no store: a
+// *locking.DistributedLock whose provider keeps no job records. Default: none (see the package documentation for what holds
 // without it). A nil store keeps the default.
 func WithSlotStore(store slotstore.State) Option {
 	return optionFunc(func(s *settings) {

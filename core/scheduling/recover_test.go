@@ -289,11 +289,11 @@ func TestSetPaused_S10(t *testing.T) {
 	}
 }
 
-// stateStoreJobs is a store with the job methods whose capability query
-// says it keeps no job records (a lock whose provider has none).
+// stateStoreJobs is a store with the job methods whose features say it
+// keeps no job records (a lock whose provider has none).
 type stateStoreJobs struct{ slotstore.Jobs }
 
-func (stateStoreJobs) Capabilities() locking.Capabilities { return locking.Capabilities{} }
+func (stateStoreJobs) Features() locking.Features { return locking.Features{} }
 
 // TestScheduler_S11_RecordsKeepTheSchedule: every run record, the one a
 // claim writes while the run goes and the one its end writes, keeps the

@@ -167,14 +167,15 @@ func New(l leadership.Leadership, opts ...Option) (*Scheduler, error) {
 	if lim, ok := set.store.(locking.Limits); ok {
 		s.maxKey = lim.MaxKeyLength()
 	}
-	// The store's capabilities, found once: a store that reports them (a
-	// *locking.DistributedLock) is believed over its method set, so a lock
-	// whose provider keeps no job slots is no slot store at all.
-	if r, ok := set.store.(locking.CapabilityReporter); ok && !r.Capabilities().JobSlots {
-		s.set.store = nil
-	}
-	if js, ok := s.set.store.(slotstore.Jobs); ok {
-		s.js = js
+	// The store's job records, found once (X3): a store that reports its
+	// features (a *locking.DistributedLock) is believed over its method
+	// set, so a lock whose provider keeps no job records is no slot store
+	// at all.
+	if set.store != nil {
+		s.js = jobsOf(set.store)
+		if _, reports := set.store.(interface{ Features() locking.Features }); reports && s.js == nil {
+			s.set.store = nil
+		}
 	}
 	// Identity and recovery hold come from the options; a Leadership that
 	// reports its own (a *leadership.Elector), found once here, fills in

@@ -94,9 +94,10 @@ func (f Fault) String() string {
 // (locking.OwnedLock, locking.Subscriber for releases, locking.HolderLookup,
 // locking.Limits, ProviderKey) to the inner lock; where the inner lock
 // lacks one, the method reports locking.ErrNotSupported or no limits, and
-// Capabilities says so (found once, by NewFaultLock). Leases it returns are wrapped so Extend and Release faults
-// apply to them. It starts no goroutine and works in testing/synctest
-// bubbles. It is safe for concurrent use.
+// Features leaves it nil (found once, by NewFaultLock, with
+// locking.FeaturesOf). Leases it returns are wrapped so Extend and
+// Release faults apply to them. It starts no goroutine and works in
+// testing/synctest bubbles. It is safe for concurrent use.
 type FaultLock struct {
 	inner   locking.Lock
 	events  locking.Subscriber   // nil when the inner lock has no events
@@ -110,27 +111,17 @@ type FaultLock struct {
 }
 
 var (
-	_ locking.Lock               = (*FaultLock)(nil)
-	_ locking.OwnedLock          = (*FaultLock)(nil)
-	_ locking.Subscriber         = (*FaultLock)(nil)
-	_ locking.HolderLookup       = (*FaultLock)(nil)
-	_ locking.Limits             = (*FaultLock)(nil)
-	_ locking.CapabilityReporter = (*FaultLock)(nil)
+	_ locking.Lock         = (*FaultLock)(nil)
+	_ locking.OwnedLock    = (*FaultLock)(nil)
+	_ locking.Subscriber   = (*FaultLock)(nil)
+	_ locking.HolderLookup = (*FaultLock)(nil)
+	_ locking.Limits       = (*FaultLock)(nil)
 )
 
 // NewFaultLock wraps inner with no faults set.
 func NewFaultLock(inner locking.Lock) *FaultLock {
-	events, _ := inner.(locking.Subscriber)
-	holders, _ := inner.(locking.HolderLookup)
-	if r, ok := inner.(locking.CapabilityReporter); ok {
-		has := r.Capabilities()
-		if !has.Events {
-			events = nil
-		}
-		if !has.Inspect {
-			holders = nil
-		}
-	}
+	has := locking.FeaturesOf(inner)
+	events, holders := has.Events, has.Holders
 	return &FaultLock{
 		inner:   inner,
 		events:  events,
@@ -258,12 +249,22 @@ func (f *FaultLock) TryAcquireAs(ctx context.Context, key string, lease time.Dur
 	return f.wrap(l), err
 }
 
-// Capabilities implements locking.CapabilityReporter: events (releases
-// only, see Subscribe) and holder lookup when the inner lock has them;
-// nothing else is forwarded.
-func (f *FaultLock) Capabilities() locking.Capabilities {
-	return locking.Capabilities{Events: f.events != nil, Inspect: f.holders != nil}
+// Features reports events (releases only, see Subscribe) and holder
+// lookup when the inner lock has them, as the FaultLock itself; nothing
+// else is forwarded.
+func (f *FaultLock) Features() locking.Features {
+	var has locking.Features
+	if f.events != nil {
+		has.Events = f
+	}
+	if f.holders != nil {
+		has.Holders = f
+	}
+	return has
 }
+
+// Capabilities summarises Features as booleans.
+func (f *FaultLock) Capabilities() locking.Capabilities { return f.Features().Capabilities() }
 
 // Subscribe forwards the inner lock's release notifications
 // (locking.EventReleased) and nothing else: an elector over a FaultLock
@@ -385,3 +386,6 @@ func (l *faultLease) LiveParticipants() int {
 	}
 	return 0
 }
+
+// Terms forwards the inner lease's terms (locking.TermsOf).
+func (l *faultLease) Terms() locking.Terms { return locking.TermsOf(l.inner) }
