@@ -19,7 +19,6 @@ import (
 	"github.com/hostloom/hostloom/core/locking/etcdlock"
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 	"github.com/hostloom/hostloom/core/scheduling"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcd is the private three-member etcd cluster of the test run, started
@@ -367,28 +366,9 @@ func TestCLI_W1_N1_DashboardOverEtcd(t *testing.T) {
 // came from, never the password; the right one reads the namespace.
 func TestCLI_N1_EtcdCredentials(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1}) // skips without a server binary
-	root, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
 	const password = "etcd-s3cret"
-	ctx := t.Context()
-	for _, step := range []func() error{
-		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := root.UserAdd(ctx, "svc", password); return err },
-		func() error { _, err := root.RoleAdd(ctx, "svc"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "svc", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserGrantRole(ctx, "svc", "svc"); return err },
-		func() error { _, err := root.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.EnableAuth(t.Context(), "svc", password, "app/"); err != nil {
+		t.Fatal(err)
 	}
 	cfg := writeEtcdConfig(t, c.Endpoints(), "app/", "shop", "username: svc")
 	wrong := cliWith(t, stdio{environ: []string{"HOSTLOOM_LOCKING__ETCD__PASSWORD=not-" + password}}, "status", "--config", cfg)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -195,27 +194,8 @@ func TestModule_N1_RefusedCredentialsFailStart(t *testing.T) {
 func withAuth(t *testing.T) *etcdtest.Cluster {
 	t.Helper()
 	c := etcdtest.Start(t, etcdtest.Options{})
-	root, err := c.Client()
-	if err != nil {
+	if err := c.EnableAuth(context.Background(), "svc", secretPassword, "app/"); err != nil {
 		t.Fatal(err)
-	}
-	defer root.Close()
-	ctx := context.Background()
-	for _, step := range []func() error{
-		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := root.UserAdd(ctx, "svc", secretPassword); return err },
-		func() error { _, err := root.RoleAdd(ctx, "svc"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "svc", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserGrantRole(ctx, "svc", "svc"); return err },
-		func() error { _, err := root.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return c
 }

@@ -264,6 +264,43 @@ func (c *Cluster) Client() (*clientv3.Client, error) {
 	return NewClient(c.Endpoints()...)
 }
 
+// RootPassword is the password EnableAuth gives the root user.
+const RootPassword = "root-pw"
+
+// EnableAuth turns authentication on in c: a root user (RootPassword)
+// and user, with password, allowed to read and write every key under
+// prefix and nothing else. A client without credentials is refused from
+// then on. It is for tests of credentials; a cluster keeps it until it
+// stops.
+func (c *Cluster) EnableAuth(ctx context.Context, user, password, prefix string) error {
+	root, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"add user root", func() error { _, err := root.UserAdd(ctx, "root", RootPassword); return err }},
+		{"grant role root", func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err }},
+		{"add user " + user, func() error { _, err := root.UserAdd(ctx, user, password); return err }},
+		{"add role " + user, func() error { _, err := root.RoleAdd(ctx, user); return err }},
+		{"grant " + prefix + " to role " + user, func() error {
+			_, err := root.RoleGrantPermission(ctx, user, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		}},
+		{"grant role " + user + " to user " + user, func() error { _, err := root.UserGrantRole(ctx, user, user); return err }},
+		{"enable authentication", func() error { _, err := root.AuthEnable(ctx); return err }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			return fmt.Errorf("etcdtest: %s: %w", st.what, err)
+		}
+	}
+	return nil
+}
+
 // NewClient returns a quiet client of endpoints with a short dial timeout
 // and keep-alive probes every second, so a paused member's connection is
 // found dead within seconds.

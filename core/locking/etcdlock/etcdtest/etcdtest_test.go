@@ -178,3 +178,46 @@ func TestCluster_N5_IsolateNeedsPeerProxy(t *testing.T) {
 		t.Fatal("Isolated = true without PeerProxy")
 	}
 }
+
+// TestCluster_N1_EnableAuth: after EnableAuth a client without
+// credentials is refused, the user writes under its prefix and is
+// refused outside it, and a wrong password is refused.
+func TestCluster_N1_EnableAuth(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.EnableAuth(ctx, "svc", "svc-pw", "app/"); err != nil {
+		t.Fatal(err)
+	}
+	anon, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	if _, err := anon.Put(ctx, "app/x", "1"); err == nil {
+		t.Error("a client without credentials wrote with authentication on")
+	}
+	as := func(password string) (*clientv3.Client, error) {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), Username: "svc", Password: password, DialTimeout: 2 * time.Second})
+		if err == nil {
+			t.Cleanup(func() { _ = cli.Close() })
+		}
+		return cli, err
+	}
+	svc, err := as("svc-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Put(ctx, "app/x", "1"); err != nil {
+		t.Errorf("svc under its prefix: %v", err)
+	}
+	if _, err := svc.Put(ctx, "other/x", "1"); err == nil {
+		t.Error("svc wrote outside its prefix")
+	}
+	// The client authenticates when it connects, or at its first request.
+	if wrong, err := as("wrong"); err == nil {
+		if _, err := wrong.Put(ctx, "app/x", "1"); err == nil {
+			t.Error("a wrong password wrote")
+		}
+	}
+}
