@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/participants"
 )
 
 // ErrNilClient is returned by New for a nil client.
@@ -46,7 +47,7 @@ type Provider struct {
 	held     map[string]heldLease   // by ownership value: the leases of this provider's acquisitions
 	spares   map[int64][]spareLease // by granted TTL in seconds: granted leases bound to no key
 	sessions map[int64]*session     // by TTL in seconds: participant registrations
-	yields   map[string]time.Time   // by key: when this provider first found it free while yielding (B2)
+	yields   participants.Yields    // by key: when this provider first found it free while yielding (B2)
 	swept    time.Time              // the latest sweep of held
 
 	w *watches // the watches behind Subscribe, and background refreshes
@@ -108,7 +109,6 @@ func New(client *clientv3.Client, o Options) (*Provider, error) {
 		held:     make(map[string]heldLease),
 		spares:   make(map[int64][]spareLease),
 		sessions: make(map[int64]*session),
-		yields:   make(map[string]time.Time),
 	}
 	p.w = newWatches(p)
 	return p, nil
@@ -459,9 +459,9 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	}
 	p.mu.Lock()
 	p.held[r.Value] = h
-	delete(p.yields, r.Key)
 	p.sweep()
 	p.mu.Unlock()
+	p.yields.Reset(r.Key)
 	res.Acquired, res.Fence = true, uint64(resp.Header.Revision)
 	return res, false, nil
 }
@@ -477,18 +477,7 @@ func (p *Provider) refused(ctx context.Context, r locking.AcquireRequest, resp *
 	}
 	res.HolderValue = string(kvs[0].Value)
 	if r.ParticipantTTL > 0 && len(resp.Responses) > 1 {
-		top, ok := 0, false
-		for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-			if pt, err := p.decodeParticipant(r.Key, kv); err == nil && pt.Owner != r.Owner {
-				if !ok || pt.Priority > top {
-					top, ok = pt.Priority, true
-				}
-			}
-		}
-		res.TopPriority = max(top, r.Priority)
-		if !ok {
-			res.TopPriority = r.Priority
-		}
+		res.TopPriority = participants.Top(p.decoded(r.Key, resp.Responses[1].GetResponseRange().GetKvs()), r.Owner, r.Priority, true)
 	}
 	ttl, err := p.cli.TimeToLive(ctx, clientv3.LeaseID(kvs[0].Lease))
 	if err != nil {
@@ -600,18 +589,9 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	}
 	res.Extended = extended
 	if r.ParticipantTTL > 0 && pErr == nil && !parts.at.IsZero() {
-		now := time.Now()
-		res.Participants = 1
-		for _, kv := range parts.kvs {
-			pt, err := p.decodeParticipant(r.Key, kv)
-			if err != nil || pt.Owner == r.Owner {
-				continue
-			}
-			res.Participants++
-			if extended && pt.Priority > r.Priority && !pt.Since.Add(r.TTL).After(now) {
-				res.Preempt = true
-			}
-		}
+		var preempt bool
+		res.Participants, preempt = participants.Extension(p.decoded(r.Key, parts.kvs), r.Owner, r.Priority, r.TTL, time.Now())
+		res.Preempt = extended && preempt
 	}
 	return res, nil
 }

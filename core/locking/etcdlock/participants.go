@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/participants"
 )
 
 // Participants (P1) are records P+"p/"+K+"\x00"+owner whose value is
@@ -185,6 +187,18 @@ func (p *Provider) decodeParticipant(key string, kv *mvccpb.KeyValue) (locking.P
 
 // decodeParticipants parses the records of key, skipping those that do not
 // parse (reported together, matching locking.ErrBadRecord).
+// decoded yields the participants of kvs that decode (see
+// decodeParticipants for the ones that do not).
+func (p *Provider) decoded(key string, kvs []*mvccpb.KeyValue) iter.Seq[locking.Participant] {
+	return func(yield func(locking.Participant) bool) {
+		for _, kv := range kvs {
+			if pt, err := p.decodeParticipant(key, kv); err == nil && !yield(pt) {
+				return
+			}
+		}
+	}
+}
+
 func (p *Provider) decodeParticipants(key string, kvs []*mvccpb.KeyValue) ([]locking.Participant, error) {
 	var ps []locking.Participant
 	var errs []error
@@ -243,25 +257,12 @@ func (p *Provider) yield(ctx context.Context, r locking.AcquireRequest) (res loc
 	if resp.Responses[0].GetResponseRange().GetCount() > 0 {
 		return res, false, nil // held: the acquisition reports the holder
 	}
-	top, higher := r.Priority, false
-	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-		if pt, err := p.decodeParticipant(r.Key, kv); err == nil && pt.Owner != r.Owner && pt.Priority > r.Priority {
-			top, higher = max(top, pt.Priority), true
-		}
-	}
+	top, higher := participants.Higher(p.decoded(r.Key, resp.Responses[1].GetResponseRange().GetKvs()), r.Owner, r.Priority)
 	if !higher {
 		return res, false, nil
 	}
-	now := time.Now()
-	p.mu.Lock()
-	since, ok := p.yields[r.Key]
-	if !ok {
-		since = now
-		p.yields[r.Key] = now
-	}
-	p.mu.Unlock()
-	if left := since.Add(r.Yield).Sub(now); left > 0 {
-		return locking.AcquireResult{Remaining: left, TopPriority: top}, true, nil
+	if wait := p.yields.Wait(r.Key, r.Yield, time.Now()); wait > 0 {
+		return locking.AcquireResult{Remaining: wait, TopPriority: top}, true, nil
 	}
 	return res, false, nil
 }

@@ -55,10 +55,8 @@ func (p *Provider) participants(key string, now time.Time) []locking.Participant
 		return nil
 	}
 	var ps []locking.Participant
-	for _, pt := range m.participants {
-		if now.Before(pt.expires) {
-			ps = append(ps, locking.Participant{Owner: pt.owner, Since: pt.since, Priority: pt.priority})
-		}
+	for pt := range m.live(now) {
+		ps = append(ps, pt)
 	}
 	return ps
 }

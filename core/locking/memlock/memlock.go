@@ -2,12 +2,14 @@ package memlock
 
 import (
 	"context"
+	"iter"
 	"sync"
 	"time"
 
 	"github.com/hostloom/hostloom/core/jobrecord"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
+	"github.com/hostloom/hostloom/core/locking/kit/participants"
 )
 
 // sweepEvery is how many writes pass between sweeps of expired entries, so
@@ -30,6 +32,7 @@ type Provider struct {
 	meta    map[string]*meta // fences and participants, by provider key
 	state   map[string]int64
 	events  *eventhub.Hub // always live: in process, a subscription never drops
+	yields  participants.Yields
 	writes  int
 	// versions numbers the job records' writes (RecordStore).
 	versions int64
@@ -41,7 +44,20 @@ type Provider struct {
 type meta struct {
 	fence        uint64
 	participants []participant // a few per key: a slice costs less than a map
-	free         time.Time     // B2: when a lower-priority caller first found the key free
+}
+
+// live yields m's participants registered at now (m may be nil).
+func (m *meta) live(now time.Time) iter.Seq[locking.Participant] {
+	return func(yield func(locking.Participant) bool) {
+		if m == nil {
+			return
+		}
+		for _, pt := range m.participants {
+			if now.Before(pt.expires) && !yield(locking.Participant{Owner: pt.owner, Since: pt.since, Priority: pt.priority}) {
+				return
+			}
+		}
+	}
 }
 
 // participant is one registration.
@@ -126,32 +142,19 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	defer p.mu.Unlock()
 	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
 	if e, ok := p.live(r.Key, now); ok {
-		top := 0
-		if m := p.meta[r.Key]; m != nil {
-			for i, pt := range m.participants {
-				if i == 0 || pt.priority > top {
-					top = pt.priority
-				}
-			}
-		}
+		top := participants.Top(p.meta[r.Key].live(now), r.Owner, r.Priority, r.ParticipantTTL > 0)
 		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value, TopPriority: top}, nil
 	}
 	m := p.metaOf(r.Key)
 	if r.Yield > 0 && r.ParticipantTTL > 0 {
 		// B2: a higher-priority live participant gets the first chance.
-		for _, pt := range m.participants {
-			if pt.owner != r.Owner && pt.priority > r.Priority && now.Before(pt.expires) {
-				if m.free.IsZero() {
-					m.free = now
-				}
-				if wait := m.free.Add(r.Yield).Sub(now); wait > 0 {
-					return locking.AcquireResult{Remaining: wait, TopPriority: pt.priority}, nil
-				}
-				break
+		if top, ok := participants.Higher(m.live(now), r.Owner, r.Priority); ok {
+			if wait := p.yields.Wait(r.Key, r.Yield, now); wait > 0 {
+				return locking.AcquireResult{Remaining: wait, TopPriority: top}, nil
 			}
 		}
 	}
-	m.free = time.Time{}
+	p.yields.Reset(r.Key)
 	m.fence = max(m.fence+1, uint64(max(now.UnixMicro(), 0)))
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	p.wrote(now)
@@ -218,16 +221,8 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	}
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	res := locking.ExtendResult{Extended: true}
-	if m := p.meta[r.Key]; m != nil && r.ParticipantTTL > 0 {
-		for _, pt := range m.participants {
-			if !now.Before(pt.expires) {
-				continue
-			}
-			res.Participants++
-			if pt.owner != r.Owner && pt.priority > r.Priority && !pt.since.Add(r.TTL).After(now) {
-				res.Preempt = true
-			}
-		}
+	if r.ParticipantTTL > 0 {
+		res.Participants, res.Preempt = participants.Extension(p.meta[r.Key].live(now), r.Owner, r.Priority, r.TTL, now)
 	}
 	return res, nil
 }
