@@ -25,7 +25,7 @@ var (
 	flagRoles      = flag.Int("chaos.roles", 20, "roles per replica")
 	flagRace       = flag.Bool("chaos.race", false, "build the replica with the race detector")
 	flagExpiryRace = flag.Duration("chaos.expiry-race", 0, "checker tolerance for a leader noticing its expiry late (0: 1% of the lease + 2ms, negative: strict)")
-	flagDir        = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory)")
+	flagDir        = flag.String("chaos.dir", "", "keep histories and logs here (default: a temporary directory, removed unless the test fails)")
 	flagCluster    = flag.Bool("chaos.cluster", false, "also run TestChaosCluster (Redis Cluster failovers)")
 	flagSentinel   = flag.Bool("chaos.sentinel", false, "also run TestChaosSentinel (Sentinel failovers)")
 	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server), postgres (PostgreSQL through pglock) or etcd (three etcd members through etcdlock)")
@@ -59,12 +59,26 @@ func testConfig(t *testing.T, name string) Config {
 		cfg.Seed = rand.Uint64()
 	}
 	t.Logf("chaos: seed %d (rerun with -chaos.seed %d)", cfg.Seed, cfg.Seed)
-	cfg.Dir = t.TempDir()
 	if *flagDir != "" {
 		cfg.Dir = *flagDir + "/" + name
 		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
+	} else {
+		// Not t.TempDir: a failed run keeps its histories and the
+		// replicas' and servers' logs, which the failure message names.
+		dir, err := os.MkdirTemp("", "hostloom-chaos-"+name+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Dir = dir
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("chaos: files kept in %s", dir)
+				return
+			}
+			_ = os.RemoveAll(dir)
+		})
 	}
 	cfg.Log = &tlog{t: t}
 	return cfg
