@@ -35,10 +35,9 @@ func startScheduler(t *testing.T, r *replica) *scheduling.Scheduler {
 	return s
 }
 
-// checkJobsCLI runs jobs, history, pause and resume against the job
-// store behind cfg, while replica r leads and runs job "invoices" of
-// role "billing": the checks the etcd and PostgreSQL backends share.
-func checkJobsCLI(t *testing.T, r *replica, cfg string) {
+// runningInvoices waits until r leads, starts its scheduler and waits
+// until job "invoices" of role "billing" has recorded three runs.
+func runningInvoices(t *testing.T, r *replica) *scheduling.Scheduler {
 	t.Helper()
 	leaderOf(t, r)
 	s := startScheduler(t, r)
@@ -46,6 +45,15 @@ func checkJobsCLI(t *testing.T, r *replica, cfg string) {
 		st, err := r.lock.JobStatus(t.Context(), scheduling.JobKey("billing", "invoices"))
 		return err == nil && st.Runs >= 3
 	})
+	return s
+}
+
+// checkJobsCLI runs jobs, history, pause and resume against the job
+// store behind cfg, while replica r leads and runs job "invoices" of
+// role "billing": the checks the etcd and PostgreSQL backends share.
+func checkJobsCLI(t *testing.T, r *replica, cfg string) {
+	t.Helper()
+	s := runningInvoices(t, r)
 	res := cli(t, "jobs", "--config", cfg, "--json")
 	if res.code != exitOK {
 		t.Fatalf("exit %d: %s", res.code, res.errOut)
@@ -93,12 +101,7 @@ func TestCLI_S11_JobsHistoryPauseResume(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := writeConfig(t, srv.Addr(), "shop")
 	r := startReplica(t, srv, "shop", "billing", "replica-a")
-	leaderOf(t, r)
-	s := startScheduler(t, r)
-	waitFor(t, "three runs recorded", func() bool {
-		st, err := r.lock.JobStatus(t.Context(), scheduling.JobKey("billing", "invoices"))
-		return err == nil && st.Runs >= 3
-	})
+	s := runningInvoices(t, r)
 
 	res := cli(t, "jobs", "--config", cfg, "--json")
 	if res.code != exitOK {
