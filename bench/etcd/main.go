@@ -4,9 +4,12 @@
 // starts on 127.0.0.1 (core/locking/etcdlock/etcdtest):
 //
 //   - graceful handover between two candidates: for HostLoom, from the
-//     start of the leader's Stop to the successor's leadership; for
+//     start of the leader's Stop to the successor's leadership, and from
+//     the start of the leader's HandOver to the named candidate (which
+//     reads the participants first) to that candidate's leadership; for
 //     concurrency.Election, from the start of the leader's Resign to the
-//     return of the waiting candidate's Campaign; p50/p99;
+//     return of the waiting candidate's Campaign (its next in line);
+//     p50/p99;
 //   - takeover after the leader's process dies without releasing (its
 //     client closed: no release, no more renewals): from the death to the
 //     successor's leadership (HostLoom) or to the waiting Campaign's
@@ -113,9 +116,13 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 		return err
 	}
 	defer c.Stop()
-	hl, err := hostloomHandover(c, rounds)
+	hl, err := hostloomHandover(c, rounds, false)
 	if err != nil {
 		return fmt.Errorf("hostloom handover: %w", err)
+	}
+	hn, err := hostloomHandover(c, rounds, true)
+	if err != nil {
+		return fmt.Errorf("hostloom handover to a named successor: %w", err)
 	}
 	el, err := electionHandover(c, rounds)
 	if err != nil {
@@ -154,7 +161,8 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 	fmt.Printf("Leases 1 s; HostLoom renews every 250 ms and retries every 250 ms. %d handovers, %d takeovers, %d acquire+release per side.\n\n", rounds, takeovers, 10*rounds)
 	fmt.Println("| measure | HostLoom p50 | HostLoom p99 | Election p50 | Election p99 |")
 	fmt.Println("|---|---:|---:|---:|---:|")
-	fmt.Printf("| graceful handover | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
+	fmt.Printf("| graceful handover (HostLoom: Stop) | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
+	fmt.Printf("| graceful handover (HostLoom: HandOver to the candidate) | %v | %v | %v | %v |\n", ms(pct(hn, 50)), ms(pct(hn, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| takeover after the leader dies | %v | %v | %v | %v |\n", ms(pct(ht, 50)), ms(pct(ht, 99)), ms(pct(et, 50)), ms(pct(et, 99)))
 	fmt.Printf("| acquire+release (etcdlock only) | %v | %v | | |\n\n", ms(pct(ar, 50)), ms(pct(ar, 99)))
 	fmt.Printf("Server work with the roles held steadily by one process, counted over %v:\n\n", window)
@@ -238,10 +246,16 @@ func (el *elector) leads() (time.Time, error) {
 	}
 }
 
-func hostloomHandover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
+// hostloomHandover measures n graceful handovers from a leader to its
+// one candidate: by the leader's Stop, or, with named, by its HandOver to
+// the candidate.
+func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, error) {
 	var ds []time.Duration
 	for i := range n {
 		role := fmt.Sprintf("h%d", i)
+		if named {
+			role = fmt.Sprintf("n%d", i)
+		}
 		a, err := newElector(c, role, "a")
 		if err != nil {
 			return nil, err
@@ -257,7 +271,13 @@ func hostloomHandover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		}
 		time.Sleep(100 * time.Millisecond) // b has tried once and watches
 		began := time.Now()
-		err = a.stop()
+		if named {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = a.e.HandOver(ctx, "b")
+			cancel()
+		} else {
+			err = a.stop()
+		}
 		at, lerr := b.leads()
 		_ = b.stop()
 		a.close()

@@ -25,7 +25,10 @@
 // An acquisition is one transaction that takes the key when it has no
 // lease record; the fence is that transaction's revision, which etcd
 // assigns and which only grows, so fences strictly increase per key
-// across holders, whatever the clocks (G1).
+// across holders, whatever the clocks (G1). A handover to a named
+// successor is one transaction too, and its revision is the successor's
+// fence (see Provider.Release). The fence record's ModRevision is the
+// current fence in every case, which Term compares.
 //
 // # Leases (N4)
 //

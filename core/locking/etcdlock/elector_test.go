@@ -300,3 +300,50 @@ func TestElector_E7_UnreachableEndpointsAtStart(t *testing.T) {
 		t.Fatal("leads without a reachable cluster")
 	}
 }
+
+// TestElector_H4_N2_HandOverInOneWrite: a hand-over to a named
+// participant moves the role to it (the handover transaction stores it
+// as the holder, and it adopts the key), never with two leaders, and its
+// fence is above the leaver's.
+func TestElector_H4_N2_HandOverInOneWrite(t *testing.T) {
+	cl := newClient(t)
+	electors, _ := startElectorsOver(t, []*clientv3.Client{cl, cl, cl}, prefixOf(t), false)
+	s := sample(electors)
+	first, _ := waitLeader(t, electors, nil)
+	var to *leadership.Elector
+	for _, e := range electors {
+		if e != first {
+			to = e
+		}
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		ps, err := first.Participants(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("participants = %+v, want 3", ps)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := first.Fence()
+	began := time.Now()
+	if err := first.HandOver(context.Background(), to.Identity()); err != nil {
+		t.Fatal(err)
+	}
+	for !to.IsLeader() {
+		if time.Since(began) > waitFor {
+			t.Fatalf("%s does not lead %v after the hand-over", to.Identity(), waitFor)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("hand-over to %s: %v", to.Identity(), time.Since(began))
+	if after := to.Fence(); after <= before {
+		t.Fatalf("fence after the hand-over %d, want above %d", after, before)
+	}
+	s.end(t)
+}

@@ -48,6 +48,7 @@ type Provider struct {
 	spares   map[int64][]spareLease // by granted TTL in seconds: granted leases bound to no key
 	sessions map[int64]*session     // by TTL in seconds: participant registrations
 	yields   participants.Yields    // by key: when this provider first found it free while yielding (B2)
+	offers   offers                 // handovers seen on watches, until adopted (see handoff.go)
 	swept    time.Time              // the latest sweep of held
 
 	w *watches // the watches behind Subscribe, and background refreshes
@@ -60,6 +61,18 @@ type heldLease struct {
 	ttl       time.Duration // as granted by the server
 	refreshed time.Time     // when the provider last sent the grant or a keep-alive
 	parts     participantsRead
+
+	owner      string // the acquisition's owner
+	registered bool   // the acquisition registered its owner as a participant
+	value      string // the value the key stores, when not the acquisition's own: a key handed over (see handoff.go)
+}
+
+// stored is the value the key stores for the acquisition of value v.
+func (h heldLease) stored(v string) string {
+	if h.value != "" {
+		return h.value
+	}
+	return v
 }
 
 // participantsRead is the latest read of a held key's participants
@@ -347,6 +360,16 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		return locking.AcquireResult{}, err
 	}
 	ctx = leaderOnly(ctx)
+	if o, ok := p.offers.take(r.Key, r.Owner); ok {
+		// The key was handed to this owner (see handoff.go).
+		res, done, err := p.adopt(ctx, r, o)
+		if err != nil {
+			return locking.AcquireResult{}, opError("acquire", r.Key, ctx, err)
+		}
+		if done {
+			return res, nil
+		}
+	}
 	if r.ParticipantTTL > 0 && r.Yield > 0 {
 		if res, wait, err := p.yield(ctx, r); err != nil || wait {
 			return res, err
@@ -444,6 +467,14 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		} else {
 			p.putSpare(secs, l)
 		}
+		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+			if o, ok := p.handedOver(ctx, r, kvs[0]); ok {
+				// Handed to this owner, unseen on a watch (see handoff.go).
+				if res, done, err := p.adopt(ctx, r, o); done {
+					return res, false, err
+				}
+			}
+		}
 		res, err = p.refused(ctx, r, resp)
 		return res, false, err
 	}
@@ -453,7 +484,7 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		p.revoke(l.id)
 		return res, false, fmt.Errorf("refresh lease: %w", kaErr)
 	}
-	h := heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	h := heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed, owner: r.Owner, registered: r.ParticipantTTL > 0}
 	if r.ParticipantTTL > 0 {
 		h.parts = participantsRead{kvs: resp.Responses[len(then)-1].GetResponseRange().GetKvs(), at: sent}
 	}
@@ -623,9 +654,9 @@ func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h h
 	lk := p.recKey(r.Key, recLease)
 	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
 		return p.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.Value(lk), "=", h.stored(r.Value)),
 			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-		).Then(clientv3.OpPut(lk, r.Value, clientv3.WithLease(l.id))).Commit()
+		).Then(clientv3.OpPut(lk, h.stored(r.Value), clientv3.WithLease(l.id))).Commit()
 	})
 	if err != nil {
 		p.revoke(l.id)
@@ -636,8 +667,10 @@ func (p *Provider) extendLease(ctx context.Context, r locking.ExtendRequest, h h
 		p.forget(r.Value)
 		return false, nil
 	}
+	moved := h
+	moved.id, moved.ttl, moved.refreshed = l.id, l.ttl, l.refreshed
 	p.mu.Lock()
-	p.held[r.Value] = heldLease{key: r.Key, id: l.id, ttl: l.ttl, refreshed: l.refreshed}
+	p.held[r.Value] = moved
 	p.mu.Unlock()
 	p.putSpare(seconds(h.ttl), spareLease{id: h.id, ttl: h.ttl, refreshed: h.refreshed})
 	return true, nil
@@ -671,10 +704,12 @@ func (p *Provider) forget(value string) {
 }
 
 // Release implements locking.Provider. For an acquisition of this
-// provider it is one transaction that deletes the key while it stores
-// r.Value, writing a note naming r.Target (B1) when set; watchers see the
-// deletion as EventReleased. The lease, now bound to nothing, is kept for
-// a later acquisition. For a value this provider did not acquire (an
+// provider it is one transaction, while the key stores r.Value: with a
+// named successor (r.Target), a handover to it (see handoff.go);
+// otherwise, or when the successor's participant record is gone, a deletion of the
+// key, writing a note naming r.Target (B1) when set, which watchers see
+// as EventReleased, and the lease, now bound to nothing, is kept for a
+// later acquisition. For a value this provider did not acquire (an
 // operator's release through the hostloom CLI) it reads the key and
 // revokes its lease while it stores r.Value, which ends the holder's
 // extensions too.
@@ -689,14 +724,12 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if !ok || h.key != r.Key {
 		return p.releaseOther(ctx, r)
 	}
+	succ := successors(r, h)
+	then, handed := p.releaseOps(r, h, succ)
 	lk := p.recKey(r.Key, recLease)
-	then := []clientv3.Op{clientv3.OpDelete(lk)}
-	if r.Target != "" {
-		then = append(then, clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target))
-	}
 	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
 		return p.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.Value(lk), "=", r.Value),
+			clientv3.Compare(clientv3.Value(lk), "=", h.stored(r.Value)),
 			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
 		).Then(then...).Commit()
 	})
@@ -706,6 +739,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	p.forget(r.Value)
 	if !resp.Succeeded {
 		return false, nil
+	}
+	if handedTo(resp, len(handed)) {
+		return true, nil // the lease is the successor's now
 	}
 	// The lease is bound to nothing now: keep it for a later acquisition,
 	// which refreshes it first.

@@ -34,7 +34,6 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	st.Participants, perr = p.decodeParticipants(key, resp.Responses[2].GetResponseRange().GetKvs())
 	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 		st.Held, st.Value = true, string(kvs[0].Value)
-		st.Fence = uint64(kvs[0].CreateRevision)
 		ttl, err := p.cli.TimeToLive(ctx, clientv3.LeaseID(kvs[0].Lease))
 		if err != nil {
 			return locking.ProviderKeyState{}, opError("inspect", key, ctx, err)

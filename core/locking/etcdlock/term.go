@@ -104,16 +104,20 @@ func (t Term) Key() string { return t.key }
 // Fence is the term's fence.
 func (t Term) Fence() uint64 { return t.fence }
 
-// Cmps returns the comparison a transaction adds to its If so that it
-// commits only while the term holds: the key's lease record was created
-// by the term's acquisition (its CreateRevision is the fence). A release,
-// an expiry or a successor's acquisition changes it.
+// Cmps returns the comparisons a transaction adds to its If so that it
+// commits only while the term holds: the key's fence record was last
+// written by the term's acquisition (its ModRevision is the fence), and
+// the key has a holder. A release or an expiry deletes the lease record;
+// a successor's acquisition, or a handover to it, writes the fence record.
 func (t Term) Cmps() []clientv3.Cmp {
 	rev := int64(math.MaxInt64)
 	if t.fence <= math.MaxInt64 {
 		rev = int64(t.fence)
 	}
-	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(t.p.recKey(t.key, recLease)), "=", rev)}
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(t.p.recKey(t.key, recFence)), "=", rev),
+		clientv3.Compare(clientv3.CreateRevision(t.p.recKey(t.key, recLease)), ">", 0),
+	}
 }
 
 // Else returns the reads a transaction puts first in its Else branch, so
@@ -152,15 +156,12 @@ func (t Term) Check(ctx context.Context, resp *clientv3.TxnResponse) error {
 		}
 		lease, fence = r.Responses[0].GetResponseRange(), r.Responses[1].GetResponseRange()
 	}
-	if kvs := lease.Kvs; len(kvs) > 0 {
-		if uint64(kvs[0].CreateRevision) == t.fence {
-			return nil // the term holds: the caller's own comparisons failed
-		}
-		return &TermError{Key: t.key, Fence: t.fence, Current: uint64(kvs[0].CreateRevision), Held: true}
-	}
-	e := &TermError{Key: t.key, Fence: t.fence}
+	e := &TermError{Key: t.key, Fence: t.fence, Held: len(lease.Kvs) > 0}
 	if kvs := fence.Kvs; len(kvs) > 0 {
 		e.Current = uint64(kvs[0].ModRevision)
+	}
+	if e.Held && e.Current == t.fence {
+		return nil // the term holds: the caller's own comparisons failed
 	}
 	return e
 }

@@ -118,7 +118,7 @@ func (w *watches) run(ctx context.Context, l *eventhub.Link) {
 				l.Up()
 				continue
 			}
-			deliver(l, resp.Events)
+			w.deliver(l, resp.Events)
 		}
 		cancel()
 		l.Down()
@@ -139,8 +139,10 @@ func (w *watches) run(ctx context.Context, l *eventhub.Link) {
 // deliver translates one watch response's events: a put of the fence
 // record is an acquisition; a deletion of the lease record a release (or
 // an expiry), naming the successor a note of the same revision names; a
-// resign note a resign request.
-func deliver(l *eventhub.Link, evs []*clientv3.Event) {
+// handover (see handoff.go) a release naming the successor, before its
+// acquisition, and an offer the successor's acquisition adopts; a resign
+// note a resign request.
+func (w *watches) deliver(l *eventhub.Link, evs []*clientv3.Event) {
 	for i, ev := range evs {
 		k := ev.Kv.Key
 		if len(k) == 0 {
@@ -148,8 +150,20 @@ func deliver(l *eventhub.Link, evs []*clientv3.Event) {
 		}
 		switch rec := k[len(k)-1]; {
 		case rec == recFence && ev.Type == mvccpb.PUT:
+			for _, n := range evs {
+				if nk := n.Kv.Key; len(nk) > 0 && nk[len(nk)-1] == recLease && n.Kv.ModRevision == ev.Kv.ModRevision {
+					if s, ok := isHandover(n, evs); ok {
+						// The offer is in place before the successor hears of it.
+						w.p.offers.set(l.Key(), offer{target: s, value: string(n.Kv.Value), lease: clientv3.LeaseID(n.Kv.Lease), rev: n.Kv.ModRevision})
+						l.Publish(locking.Event{Kind: locking.EventReleased, Owner: s})
+					}
+				}
+			}
 			l.Publish(locking.Event{Kind: locking.EventAcquired, Owner: string(ev.Kv.Value)})
+		case rec == recLease && ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == ev.Kv.ModRevision:
+			w.p.offers.drop(l.Key()) // an acquisition
 		case rec == recLease && ev.Type == mvccpb.DELETE:
+			w.p.offers.drop(l.Key())
 			e := locking.Event{Kind: locking.EventReleased}
 			for _, n := range evs[i+1:] {
 				if v := n.Kv.Value; n.Kv.ModRevision == ev.Kv.ModRevision && n.Type == mvccpb.PUT &&

@@ -1,0 +1,251 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/etcdlock"
+)
+
+// handoverSetup: alice holds "k" through pa; bob, through pb, was refused
+// and so registered as a participant. With watch, pb watches "k" and the
+// events it delivers are returned.
+func handoverSetup(t *testing.T, cl *clientv3.Client, prefix string, watch bool, aliceTTL time.Duration) (pa, pb *etcdlock.Provider, fa uint64, events chan locking.Event) {
+	t.Helper()
+	ctx := context.Background()
+	pa, pb = newProvider(t, cl, prefix), newProvider(t, cl, prefix)
+	r, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "aaaa:alice", TTL: aliceTTL, Owner: "alice", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired {
+		t.Fatalf("alice's Acquire = %+v, %v", r, err)
+	}
+	if watch {
+		events = make(chan locking.Event, 64)
+		stop, err := pb.Subscribe("k", func(e locking.Event) { events <- e })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		nextOf(t, events, locking.EventSubscribed)
+	}
+	r2, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "bbbb:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || r2.Acquired {
+		t.Fatalf("bob's Acquire while alice holds = %+v, %v; want refused", r2, err)
+	}
+	return pa, pb, r.Fence, events
+}
+
+// nextOf returns the next event of kind k, skipping others.
+func nextOf(t *testing.T, events chan locking.Event, k locking.EventKind) locking.Event {
+	t.Helper()
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == k {
+				return e
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("no %v event within %v", k, waitFor)
+		}
+	}
+}
+
+// revision is the cluster's current revision.
+func revision(t *testing.T, cl *clientv3.Client) int64 {
+	t.Helper()
+	r, err := cl.Get(context.Background(), "revision-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Header.Revision
+}
+
+// termCommits runs a transaction guarded by p's term of "k" with fence
+// and reports Check's verdict.
+func termCommits(t *testing.T, cl *clientv3.Client, p *etcdlock.Provider, fence uint64) error {
+	t.Helper()
+	ctx := context.Background()
+	term, err := p.Term("k", fence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Txn(ctx).If(term.Cmps()...).Then(clientv3.OpPut("effect", "x")).Else(term.Else()...).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return term.Check(ctx, resp)
+}
+
+// TestHandover_B1_N2_NamedSuccessorTakesTheKeyWithoutAWrite: a release
+// naming a registered participant hands the key over in its one
+// transaction: watchers see a release naming the successor, then its
+// acquisition; the successor's next acquisition adopts the key without a
+// raft write (the cluster's revision does not move) with the handover's
+// revision as its fence; the leaver's term ends, the successor's holds,
+// and the successor extends and releases the key as any holder.
+func TestHandover_B1_N2_NamedSuccessorTakesTheKeyWithoutAWrite(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	pa, pb, fa, events := handoverSetup(t, cl, prefix, true, 5*time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob", Notify: true}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	handed := revision(t, cl)
+	if e := nextOf(t, events, locking.EventReleased); e.Owner != "bob" {
+		t.Fatalf("release announced naming %q, want bob", e.Owner)
+	}
+	if e := nextOf(t, events, locking.EventAcquired); e.Owner != "bob" {
+		t.Fatalf("acquisition announced for %q, want bob", e.Owner)
+	}
+	st, err := pa.Inspect(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || !strings.HasSuffix(st.Value, ":bob") || st.Fence != uint64(handed) {
+		t.Fatalf("after the handover: %+v, want held by bob with fence %d", st, handed)
+	}
+	r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired {
+		t.Fatalf("bob's Acquire after the handover = %+v, %v", r, err)
+	}
+	if r.Fence != uint64(handed) || r.Fence <= fa {
+		t.Fatalf("bob's fence %d, want the handover's revision %d (alice's was %d)", r.Fence, handed, fa)
+	}
+	if got := revision(t, cl); got != handed {
+		t.Fatalf("revision %d after bob's acquisition, want %d: the adoption wrote", got, handed)
+	}
+	var te *etcdlock.TermError
+	if err := termCommits(t, cl, pa, fa); !errors.As(err, &te) || !te.Held || te.Current != r.Fence {
+		t.Fatalf("alice's term after the handover = %v, want ended, held with fence %d", err, r.Fence)
+	}
+	if err := termCommits(t, cl, pb, r.Fence); err != nil {
+		t.Fatalf("bob's term = %v, want it to hold", err)
+	}
+	if res, err := pa.Extend(ctx, locking.ExtendRequest{Key: "k", Value: "aaaa:alice", TTL: 5 * time.Second}); err != nil || res.Extended {
+		t.Fatalf("alice's Extend after the handover = %+v, %v; want refused", res, err)
+	}
+	if res, err := pb.Extend(ctx, locking.ExtendRequest{Key: "k", Value: "cccc:bob", TTL: 5 * time.Second}); err != nil || !res.Extended {
+		t.Fatalf("bob's Extend = %+v, %v", res, err)
+	}
+	if ok, err := pb.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "cccc:bob"}); !ok || err != nil {
+		t.Fatalf("bob's Release = %v, %v", ok, err)
+	}
+	if e := nextOf(t, events, locking.EventReleased); e.Owner != "" {
+		t.Fatalf("bob's release announced naming %q, want nobody", e.Owner)
+	}
+	r2, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "dddd:carol", TTL: 5 * time.Second, Owner: "carol"})
+	if err != nil || !r2.Acquired || r2.Fence <= r.Fence {
+		t.Fatalf("carol's Acquire after bob's release = %+v, %v; want acquired with a fence above %d", r2, err, r.Fence)
+	}
+}
+
+// TestHandover_B1_N2_SuccessorWithoutAWatchTakesItAtItsNextAttempt: a
+// successor that does not watch the key is refused by the handed-over
+// record at its next attempt and adopts it then.
+func TestHandover_B1_N2_SuccessorWithoutAWatchTakesItAtItsNextAttempt(t *testing.T) {
+	cl := newClient(t)
+	pa, pb, fa, _ := handoverSetup(t, cl, prefixOf(t), false, 5*time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob"}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired || r.Fence <= fa {
+		t.Fatalf("bob's Acquire after the handover = %+v, %v; want acquired with a fence above %d", r, err, fa)
+	}
+	// Nobody else takes it.
+	r2, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "dddd:carol", TTL: 5 * time.Second, Owner: "carol"})
+	if err != nil || r2.Acquired || !strings.HasSuffix(r2.HolderValue, ":bob") {
+		t.Fatalf("carol's Acquire = %+v, %v; want refused, held by bob", r2, err)
+	}
+}
+
+// TestHandover_B1_N2_DepartedSuccessorMeansAPlainRelease: when the named
+// successor is no participant any more, the release deletes the key, so
+// anyone takes it at once, and the release still names the successor.
+func TestHandover_B1_N2_DepartedSuccessorMeansAPlainRelease(t *testing.T) {
+	cl := newClient(t)
+	pa, pb, _, events := handoverSetup(t, cl, prefixOf(t), true, 5*time.Second)
+	ctx := context.Background()
+	if err := pb.Deregister(ctx, "k", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob", Notify: true}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	if e := nextOf(t, events, locking.EventReleased); e.Owner != "bob" {
+		t.Fatalf("release announced naming %q, want bob", e.Owner)
+	}
+	r, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "dddd:carol", TTL: 5 * time.Second, Owner: "carol"})
+	if err != nil || !r.Acquired {
+		t.Fatalf("carol's Acquire after a release to a departed successor = %+v, %v; want acquired", r, err)
+	}
+}
+
+// TestHandover_N4_SuccessorWithALongerLeaseMovesTheKey: a successor whose
+// lease is longer than the leaver's moves the key to a lease of its own
+// length before it counts as taken, so the server never ends the lease
+// before its holder believes.
+func TestHandover_N4_SuccessorWithALongerLeaseMovesTheKey(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	pa, pb, _, events := handoverSetup(t, cl, prefix, true, 2*time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob"}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	nextOf(t, events, locking.EventReleased)
+	r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: 7 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired {
+		t.Fatalf("bob's Acquire after the handover = %+v, %v", r, err)
+	}
+	g, err := cl.Get(ctx, prefix+"k/k\x00l")
+	if err != nil || len(g.Kvs) != 1 {
+		t.Fatalf("lease record: %v, %v", g, err)
+	}
+	lt, err := cl.TimeToLive(ctx, clientv3.LeaseID(g.Kvs[0].Lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt.GrantedTTL < 7 {
+		t.Fatalf("bob's lease granted %ds, want at least 7s", lt.GrantedTTL)
+	}
+	if res, err := pb.Extend(ctx, locking.ExtendRequest{Key: "k", Value: "cccc:bob", TTL: 7 * time.Second}); err != nil || !res.Extended {
+		t.Fatalf("bob's Extend = %+v, %v", res, err)
+	}
+}
+
+// TestHandover_B1_N4_UnclaimedHandoverRunsOutWithTheLease: a successor
+// that never takes the key holds it in name until the lease runs out;
+// then anyone takes it.
+func TestHandover_B1_N4_UnclaimedHandoverRunsOutWithTheLease(t *testing.T) {
+	cl := newClient(t)
+	pa, _, _, _ := handoverSetup(t, cl, prefixOf(t), false, time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob"}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		r, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "dddd:carol", TTL: 5 * time.Second, Owner: "carol"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Acquired {
+			return
+		}
+		if !strings.HasSuffix(r.HolderValue, ":bob") {
+			t.Fatalf("refused with holder %q, want bob's handed-over record", r.HolderValue)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unclaimed handover still holds the key after %v", waitFor)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
