@@ -10,6 +10,10 @@
 //     concurrency.Election, from the start of the leader's Resign to the
 //     return of the waiting candidate's Campaign (its next in line);
 //     p50/p99;
+//   - the transfer alone, as the Election's Resign is a plain operation
+//     on its key: a lease held through the lock (TryAcquireAs) released
+//     to the one candidate elector by name (ReleaseTo), from the start of
+//     ReleaseTo to the candidate's leadership; p50/p99;
 //   - takeover after the leader's process dies without releasing (its
 //     client closed: no release, no more renewals): from the death to the
 //     successor's leadership (HostLoom) or to the waiting Campaign's
@@ -124,6 +128,10 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("hostloom handover to a named successor: %w", err)
 	}
+	tr, err := hostloomTransfer(c, rounds)
+	if err != nil {
+		return fmt.Errorf("hostloom transfer: %w", err)
+	}
 	el, err := electionHandover(c, rounds)
 	if err != nil {
 		return fmt.Errorf("concurrency.Election handover: %w", err)
@@ -163,6 +171,7 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 	fmt.Println("|---|---:|---:|---:|---:|")
 	fmt.Printf("| graceful handover (HostLoom: Stop) | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| graceful handover (HostLoom: HandOver to the candidate) | %v | %v | %v | %v |\n", ms(pct(hn, 50)), ms(pct(hn, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
+	fmt.Printf("| the transfer alone (HostLoom: a lease's ReleaseTo the candidate elector) | %v | %v | %v | %v |\n", ms(pct(tr, 50)), ms(pct(tr, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| takeover after the leader dies | %v | %v | %v | %v |\n", ms(pct(ht, 50)), ms(pct(ht, 99)), ms(pct(et, 50)), ms(pct(et, 99)))
 	fmt.Printf("| acquire+release (etcdlock only) | %v | %v | | |\n\n", ms(pct(ar, 50)), ms(pct(ar, 99)))
 	fmt.Printf("Server work with the roles held steadily by one process, counted over %v:\n\n", window)
@@ -281,6 +290,56 @@ func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, 
 		at, lerr := b.leads()
 		_ = b.stop()
 		a.close()
+		b.close()
+		if err != nil {
+			return nil, err
+		}
+		if lerr != nil {
+			return nil, lerr
+		}
+		ds = append(ds, at.Sub(began))
+	}
+	return ds, nil
+}
+
+// hostloomTransfer measures n transfers of a role from a lease held
+// through the lock to its one candidate elector, named in the release.
+func hostloomTransfer(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
+	cl, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench/"}, locking.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var ds []time.Duration
+	for i := range n {
+		role := fmt.Sprintf("x%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ls, err := l.TryAcquireAs(ctx, "leader:"+role, time.Second, "a")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		b, err := newElector(c, role, "b")
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond) // b has tried once, registered and watches
+		ho, ok := ls.(locking.HandoverLease)
+		if !ok {
+			b.close()
+			return nil, errors.New("the lease cannot name a successor")
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		began := time.Now()
+		err = ho.ReleaseTo(ctx, "b")
+		cancel()
+		at, lerr := b.leads()
+		_ = b.stop()
 		b.close()
 		if err != nil {
 			return nil, err
