@@ -657,6 +657,8 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		err = r.postgresFault(ctx, &f)
 	case FaultEtcdMemberKill, FaultEtcdMemberPause, FaultEtcdPartition, FaultEtcdLeaderKill, FaultEtcdRestart:
 		err = r.etcdFault(ctx, &f)
+	case FaultHandOver:
+		err = r.handOverFault(ctx, &f)
 	default:
 		return f, fmt.Errorf("unknown fault kind %q", kind)
 	}

@@ -49,6 +49,7 @@ type Provider struct {
 	sessions map[int64]*session     // by TTL in seconds: participant registrations
 	yields   participants.Yields    // by key: when this provider first found it free while yielding (B2)
 	offers   offers                 // handovers seen on watches, until adopted (see handoff.go)
+	adopted  map[string]int64       // by key: the revision of the handover this provider took last
 	swept    time.Time              // the latest sweep of held
 
 	w *watches // the watches behind Subscribe, and background refreshes
@@ -122,6 +123,7 @@ func New(client *clientv3.Client, o Options) (*Provider, error) {
 		held:     make(map[string]heldLease),
 		spares:   make(map[int64][]spareLease),
 		sessions: make(map[int64]*session),
+		adopted:  make(map[string]int64),
 	}
 	p.w = newWatches(p)
 	return p, nil

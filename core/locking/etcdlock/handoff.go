@@ -186,59 +186,85 @@ func isHandover(ev *clientv3.Event, evs []*clientv3.Event) (successor string, ok
 }
 
 // adopt takes a key handed over to r.Owner (o): one keep-alive of the
-// lease and, beside it, one read of the lease record (and of the
-// participants, for the extensions). done is false when the handover is
-// gone (the lease ran out, the record changed): the caller then acquires
-// as usual.
+// lease and, beside it, one read of the lease record, of r.Owner's
+// participant record and of the participants (for the extensions). done
+// is false when the handover cannot be taken (the lease ran out, the
+// record changed, or the handover is not this provider's to take: see
+// below): the caller then acquires as usual, and is refused while the
+// handed-over record lives.
+//
+// A handover is taken once: a second acquisition after the adopter's term
+// ended (a renewal it could not confirm, say) finds the same record, and
+// taking it again would give a second term the same fence (G1 wants a
+// larger one). So the provider remembers the handover it took last per
+// key. And it is this provider's to take only when r.Owner's participant
+// record is attached to this provider's session lease and was written
+// before the handover: a process that started after it with the same
+// identity (a restart) registered anew, so its record is newer, and does
+// not take a key its previous incarnation may have taken.
 func (p *Provider) adopt(ctx context.Context, r locking.AcquireRequest, o offer) (res locking.AcquireResult, done bool, err error) {
+	if r.ParticipantTTL <= 0 {
+		return res, false, nil // no registration to prove whose the handover is
+	}
+	p.mu.Lock()
+	prev, seen := p.adopted[r.Key]
+	if seen && prev >= o.rev {
+		p.mu.Unlock()
+		return res, false, nil
+	}
+	p.adopted[r.Key] = o.rev
+	p.mu.Unlock()
+	retry := func() {
+		p.mu.Lock()
+		if p.adopted[r.Key] == o.rev {
+			if seen {
+				p.adopted[r.Key] = prev
+			} else {
+				delete(p.adopted, r.Key)
+			}
+		}
+		p.mu.Unlock()
+		p.offers.set(r.Key, o) // the next attempt tries again
+	}
 	reg, err := p.registration(ctx, r.Key, r.Owner, r.ParticipantTTL, r.Priority)
 	if err != nil {
+		retry()
 		return res, true, err
 	}
-	lk := p.recKey(r.Key, recLease)
-	reads := []clientv3.Op{clientv3.OpGet(lk)}
-	if r.ParticipantTTL > 0 {
-		reads = append(reads, p.participantsOp(r.Key))
+	if reg.put != nil {
+		return res, false, nil // not registered through this provider
 	}
+	lk, pk := p.recKey(r.Key, recLease), p.participantPrefix(r.Key)+r.Owner
 	var ka *clientv3.LeaseKeepAliveResponse
-	var kaErr, regErr error
+	var kaErr error
 	var wg sync.WaitGroup
 	sent := time.Now()
 	wg.Go(func() { ka, kaErr = keepAliveOnce(ctx, p, o.lease) })
-	if reg.put != nil {
-		wg.Go(func() {
-			_, regErr = noLeaderRetry(ctx, p, func() (clientv3.OpResponse, error) { return p.cli.Do(ctx, *reg.put) })
-			if regErr != nil {
-				p.registrationFailed(reg)
-			}
-		})
-	}
 	reg.refresh(ctx)
-	resp, err := p.cli.Txn(ctx).Then(reads...).Commit()
+	resp, err := p.cli.Txn(ctx).Then(clientv3.OpGet(lk), clientv3.OpGet(pk), p.participantsOp(r.Key)).Commit()
 	wg.Wait()
-	if err == nil {
-		err = regErr
-	}
 	if err != nil {
-		p.offers.set(r.Key, o) // not known yet: the next attempt tries again
+		retry()
 		return res, true, err
 	}
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
 	if len(kvs) == 0 || string(kvs[0].Value) != o.value || clientv3.LeaseID(kvs[0].Lease) != o.lease || kvs[0].ModRevision != o.rev {
 		return res, false, nil
 	}
+	pkv := resp.Responses[1].GetResponseRange().GetKvs()
+	if len(pkv) == 0 || clientv3.LeaseID(pkv[0].Lease) != reg.id || pkv[0].ModRevision >= o.rev {
+		return res, false, nil
+	}
 	if kaErr != nil {
 		if errors.Is(kaErr, rpctypes.ErrLeaseNotFound) {
 			return res, false, nil
 		}
-		p.offers.set(r.Key, o)
+		retry()
 		return res, true, kaErr
 	}
 	h := heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
-		owner: r.Owner, registered: r.ParticipantTTL > 0, value: o.value}
-	if r.ParticipantTTL > 0 {
-		h.parts = participantsRead{kvs: resp.Responses[1].GetResponseRange().GetKvs(), at: sent}
-	}
+		owner: r.Owner, registered: true, value: o.value,
+		parts: participantsRead{kvs: resp.Responses[2].GetResponseRange().GetKvs(), at: sent}}
 	p.mu.Lock()
 	p.held[r.Value] = h
 	p.mu.Unlock()

@@ -249,3 +249,49 @@ func TestHandover_B1_N4_UnclaimedHandoverRunsOutWithTheLease(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestHandover_G1_RestartedIdentityDoesNotTakeIt: a process started
+// after the handover with the successor's identity (a restart) registers
+// anew, and is refused rather than given the handover (its previous
+// incarnation may have taken it, with that fence); the registration it
+// replaced is no proof for the first provider either, which is refused
+// too. The record runs out with the lease.
+func TestHandover_G1_RestartedIdentityDoesNotTakeIt(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	pa, pb, _, _ := handoverSetup(t, cl, prefix, false, 5*time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob"}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	restarted := newProvider(t, cl, prefix)
+	r, err := restarted.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "eeee:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || r.Acquired || !strings.HasSuffix(r.HolderValue, ":bob") {
+		t.Fatalf("a restarted bob's Acquire = %+v, %v; want refused by the handed-over record", r, err)
+	}
+	r, err = pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || r.Acquired {
+		t.Fatalf("the first bob's Acquire after its registration was replaced = %+v, %v; want refused", r, err)
+	}
+}
+
+// TestHandover_G1_SecondAcquisitionRefused: the successor that took a
+// handover and acquires again (its term ended unconfirmed) is refused by
+// its own record until the lease runs out, as after any acquisition.
+func TestHandover_G1_SecondAcquisitionRefused(t *testing.T) {
+	cl := newClient(t)
+	pa, pb, _, events := handoverSetup(t, cl, prefixOf(t), true, 5*time.Second)
+	ctx := context.Background()
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob"}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	nextOf(t, events, locking.EventReleased)
+	r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired {
+		t.Fatalf("bob's Acquire after the handover = %+v, %v", r, err)
+	}
+	r2, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "dddd:bob", TTL: 5 * time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || r2.Acquired {
+		t.Fatalf("bob's second Acquire = %+v, %v; want refused, not fence %d again", r2, err, r.Fence)
+	}
+}
