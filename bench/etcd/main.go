@@ -13,7 +13,10 @@
 //   - the transfer alone, as the Election's Resign is a plain operation
 //     on its key: a lease held through the lock (TryAcquireAs) released
 //     to the one candidate elector by name (ReleaseTo), from the start of
-//     ReleaseTo to the candidate's leadership; p50/p99;
+//     ReleaseTo to the candidate's leadership; p50/p99. For both
+//     hand-overs to a named candidate, the holder has read the
+//     participants since the candidate registered, as a leader has for
+//     every candidate that joined more than a lease before;
 //   - takeover after the leader's process dies without releasing (its
 //     client closed: no release, no more renewals): from the death to the
 //     successor's leadership (HostLoom) or to the waiting Campaign's
@@ -278,7 +281,16 @@ func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, 
 			a.close()
 			return nil, err
 		}
-		time.Sleep(100 * time.Millisecond) // b has tried once and watches
+		// b has tried once and watches; for a hand-over, a's extensions
+		// have read the participants again since b registered, as a
+		// leader's have for every candidate that joined more than a lease
+		// ago (a handover to a newer one costs the successor one more
+		// read).
+		wait := 100 * time.Millisecond
+		if named {
+			wait = 1300 * time.Millisecond
+		}
+		time.Sleep(wait)
 		began := time.Now()
 		if named {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -328,7 +340,17 @@ func hostloomTransfer(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
-		time.Sleep(100 * time.Millisecond) // b has tried once, registered and watches
+		// b has tried once, registered and watches; an extension for half
+		// a second then reads the participants again (the last read is
+		// older than that), as a leader's extensions do once a lease.
+		time.Sleep(600 * time.Millisecond)
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		err = ls.Extend(ctx, 500*time.Millisecond)
+		cancel()
+		if err != nil {
+			b.close()
+			return nil, err
+		}
 		ho, ok := ls.(locking.HandoverLease)
 		if !ok {
 			b.close()

@@ -726,8 +726,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if !ok || h.key != r.Key {
 		return p.releaseOther(ctx, r)
 	}
-	succ := successors(r, h)
-	then, handed := p.releaseOps(r, h, succ)
+	then, handovers := p.releaseOps(r, h, p.successors(r, h))
 	lk := p.recKey(r.Key, recLease)
 	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
 		return p.cli.Txn(ctx).If(
@@ -742,7 +741,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if !resp.Succeeded {
 		return false, nil
 	}
-	if handedTo(resp, len(handed)) {
+	if handedTo(resp, handovers) {
 		return true, nil // the lease is the successor's now
 	}
 	// The lease is bound to nothing now: keep it for a later acquisition,

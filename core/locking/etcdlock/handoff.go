@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,9 @@ type offer struct {
 	value  string // the ownership value the handover stored
 	lease  clientv3.LeaseID
 	rev    int64 // the handover's revision: the successor's fence
+	// session is the successor's session lease the handover was bound
+	// to (0 when unbound).
+	session clientv3.LeaseID
 }
 
 // offers holds the handovers seen on watches, by provider key.
@@ -106,46 +110,70 @@ func handedValue(value, successor string) (string, bool) {
 	return hex.EncodeToString(b)[:i] + ":" + successor, true
 }
 
-// successors returns whom a release of h hands the key to: the named
-// target, unless it is the holder itself. A release that names no
-// successor is a plain one: its key is free at once for any candidate, as
-// over every provider (a successor chosen here might be a participant
-// whose process has stopped, and would hold the role in name for a lease).
-func successors(r locking.ReleaseRequest, h heldLease) []string {
+// handover is one way a release may hand its key over: to target, while
+// target's participant record exists, or, with session set, while that
+// record is attached to the successor's session lease session. A
+// handover bound to the session is announced with it (a note of the same
+// revision), and the successor's provider, whose session it is, takes the
+// key with a keep-alive alone (see adopt).
+type handover struct {
+	target  string
+	session clientv3.LeaseID
+}
+
+// successors returns how a release of h hands the key to the named
+// target, in order: bound to the target's session when the holder's
+// latest read of the participants (at most a lease old) shows it, then
+// unbound. None when the release names no successor, or names the holder
+// itself: a release that names no successor is a plain one, its key free
+// at once for any candidate, as over every provider (a successor chosen
+// here might be a participant whose process has stopped, and would hold
+// the role in name for a lease).
+func (p *Provider) successors(r locking.ReleaseRequest, h heldLease) []handover {
 	if r.Target == "" || r.Target == h.owner {
 		return nil
 	}
-	return []string{r.Target}
+	pk := p.participantPrefix(r.Key) + r.Target
+	for _, kv := range h.parts.kvs {
+		if string(kv.Key) == pk && kv.Lease != 0 {
+			return []handover{{r.Target, clientv3.LeaseID(kv.Lease)}, {target: r.Target}}
+		}
+	}
+	return []handover{{target: r.Target}}
 }
 
-// releaseOps returns the Then branch of the release of h: for each
-// successor in turn, while its participant record exists, a handover to
-// it; else a plain release (the lease record deleted, with a note naming
-// r.Target when set). handed lists the values stored for each successor.
-func (p *Provider) releaseOps(r locking.ReleaseRequest, h heldLease, succ []string) (ops []clientv3.Op, handed []string) {
+// releaseOps returns the Then branch of the release of h: each handover
+// in turn, while its condition holds; else a plain release (the lease
+// record deleted, with a note naming r.Target when set). n is the number
+// of handovers in the branch.
+func (p *Provider) releaseOps(r locking.ReleaseRequest, h heldLease, hs []handover) (ops []clientv3.Op, n int) {
 	lk := p.recKey(r.Key, recLease)
 	ops = []clientv3.Op{clientv3.OpDelete(lk)}
 	if r.Target != "" {
 		ops = append(ops, clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target))
 	}
-	handed = make([]string, len(succ))
-	for i, s := range succ {
-		v, ok := handedValue(h.stored(r.Value), s)
+	values := make([]string, len(hs))
+	for i, ho := range hs {
+		v, ok := handedValue(h.stored(r.Value), ho.target)
 		if !ok {
-			return ops, nil
+			return ops, 0
 		}
-		handed[i] = v
+		values[i] = v
 	}
-	for i := len(succ) - 1; i >= 0; i-- {
+	for i := len(hs) - 1; i >= 0; i-- {
+		pk := p.participantPrefix(r.Key) + hs[i].target
+		cmp := clientv3.Compare(clientv3.CreateRevision(pk), ">", 0)
 		hand := []clientv3.Op{
-			clientv3.OpPut(lk, handed[i], clientv3.WithLease(h.id)),
-			clientv3.OpPut(p.recKey(r.Key, recFence), succ[i]),
+			clientv3.OpPut(lk, values[i], clientv3.WithLease(h.id)),
+			clientv3.OpPut(p.recKey(r.Key, recFence), hs[i].target),
 		}
-		ops = []clientv3.Op{clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p.participantPrefix(r.Key)+succ[i]), ">", 0)},
-			hand, ops)}
+		if hs[i].session != 0 {
+			cmp = clientv3.Compare(clientv3.LeaseValue(pk), "=", hs[i].session)
+			hand = append(hand, clientv3.OpPut(p.recKey(r.Key, recNote), "h"+strconv.FormatInt(int64(hs[i].session), 16)))
+		}
+		ops = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{cmp}, hand, ops)}
 	}
-	return ops, handed
+	return ops, len(hs)
 }
 
 // handedTo reports whether the release's transaction (committed) handed
@@ -234,6 +262,27 @@ func (p *Provider) adopt(ctx context.Context, r locking.AcquireRequest, o offer)
 	if reg.put != nil {
 		return res, false, nil // not registered through this provider
 	}
+	if o.session != 0 && o.session == reg.id {
+		// Bound to this provider's session: a keep-alive is proof enough.
+		// After the handover only a holder of the handed-over value
+		// writes the lease record while the lease lives, and the only
+		// provider that may hold it is the one whose session the handover
+		// names, this one, which has not taken it: so while the lease
+		// lives the record is as the handover wrote it, and a keep-alive
+		// that finds the lease alive proves it and starts its TTL.
+		sent := time.Now()
+		reg.refresh(ctx)
+		ka, err := keepAliveOnce(ctx, p, o.lease)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return res, false, nil
+		}
+		if err != nil {
+			retry()
+			return res, true, err
+		}
+		return p.adopted1(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
+			owner: r.Owner, registered: true, value: o.value})
+	}
 	lk, pk := p.recKey(r.Key, recLease), p.participantPrefix(r.Key)+r.Owner
 	var ka *clientv3.LeaseKeepAliveResponse
 	var kaErr error
@@ -262,9 +311,14 @@ func (p *Provider) adopt(ctx context.Context, r locking.AcquireRequest, o offer)
 		retry()
 		return res, true, kaErr
 	}
-	h := heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
+	return p.adopted1(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
 		owner: r.Owner, registered: true, value: o.value,
-		parts: participantsRead{kvs: resp.Responses[2].GetResponseRange().GetKvs(), at: sent}}
+		parts: participantsRead{kvs: resp.Responses[2].GetResponseRange().GetKvs(), at: sent}})
+}
+
+// adopted1 records the adoption of o as h and returns its result, moving
+// the key to a longer lease first when h's is shorter than r.TTL.
+func (p *Provider) adopted1(ctx context.Context, r locking.AcquireRequest, o offer, h heldLease) (res locking.AcquireResult, done bool, err error) {
 	p.mu.Lock()
 	p.held[r.Value] = h
 	p.mu.Unlock()
@@ -300,4 +354,18 @@ func (p *Provider) handedOver(ctx context.Context, r locking.AcquireRequest, kv 
 		return offer{}, false
 	}
 	return offer{target: r.Owner, value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease), rev: kv.ModRevision}, true
+}
+
+// handoverSession is the session lease a handover at revision rev was
+// bound to: its note of the same revision, 0 when none.
+func handoverSession(evs []*clientv3.Event, rev int64) clientv3.LeaseID {
+	for _, n := range evs {
+		k, v := n.Kv.Key, n.Kv.Value
+		if n.Type == mvccpb.PUT && n.Kv.ModRevision == rev && len(k) > 0 && k[len(k)-1] == recNote && len(v) > 1 && v[0] == 'h' {
+			if id, err := strconv.ParseInt(string(v[1:]), 16, 64); err == nil {
+				return clientv3.LeaseID(id)
+			}
+		}
+	}
+	return 0
 }

@@ -295,3 +295,40 @@ func TestHandover_G1_SecondAcquisitionRefused(t *testing.T) {
 		t.Fatalf("bob's second Acquire = %+v, %v; want refused, not fence %d again", r2, err, r.Fence)
 	}
 }
+
+// TestHandover_B1_N2_BoundToTheSuccessorsSession: when the holder's
+// latest read of the participants shows the successor (an extension a
+// lease after the last read reads them again), the handover is bound to
+// the successor's session lease, which the note of its revision names,
+// and the successor takes it without a write.
+func TestHandover_B1_N2_BoundToTheSuccessorsSession(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	pa, pb, fa, events := handoverSetup(t, cl, prefix, true, time.Second)
+	ctx := context.Background()
+	// An extension for 500ms reads the participants again once the last
+	// read is 500ms old.
+	time.Sleep(600 * time.Millisecond)
+	if res, err := pa.Extend(ctx, locking.ExtendRequest{Key: "k", Value: "aaaa:alice", TTL: 500 * time.Millisecond, Owner: "alice", ParticipantTTL: 5 * time.Second}); err != nil || !res.Extended || res.Participants != 2 {
+		t.Fatalf("alice's Extend = %+v, %v; want extended, 2 participants", res, err)
+	}
+	if ok, err := pa.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "aaaa:alice", Target: "bob", Notify: true}); !ok || err != nil {
+		t.Fatalf("alice's Release to bob = %v, %v", ok, err)
+	}
+	handed := revision(t, cl)
+	note, err := cl.Get(ctx, prefix+"k/k\x00n")
+	if err != nil || len(note.Kvs) != 1 || note.Kvs[0].ModRevision != handed || !strings.HasPrefix(string(note.Kvs[0].Value), "h") {
+		t.Fatalf("note after the handover: %v, %v; want a session note of revision %d", note, err, handed)
+	}
+	nextOf(t, events, locking.EventReleased)
+	r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "cccc:bob", TTL: time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second})
+	if err != nil || !r.Acquired || r.Fence != uint64(handed) || r.Fence <= fa {
+		t.Fatalf("bob's Acquire = %+v, %v; want acquired with fence %d", r, err, handed)
+	}
+	if got := revision(t, cl); got != handed {
+		t.Fatalf("revision %d after bob's acquisition, want %d: the adoption wrote", got, handed)
+	}
+	if res, err := pb.Extend(ctx, locking.ExtendRequest{Key: "k", Value: "cccc:bob", TTL: time.Second}); err != nil || !res.Extended {
+		t.Fatalf("bob's Extend = %+v, %v", res, err)
+	}
+}

@@ -154,7 +154,8 @@ func (w *watches) deliver(l *eventhub.Link, evs []*clientv3.Event) {
 				if nk := n.Kv.Key; len(nk) > 0 && nk[len(nk)-1] == recLease && n.Kv.ModRevision == ev.Kv.ModRevision {
 					if s, ok := isHandover(n, evs); ok {
 						// The offer is in place before the successor hears of it.
-						w.p.offers.set(l.Key(), offer{target: s, value: string(n.Kv.Value), lease: clientv3.LeaseID(n.Kv.Lease), rev: n.Kv.ModRevision})
+						w.p.offers.set(l.Key(), offer{target: s, value: string(n.Kv.Value), lease: clientv3.LeaseID(n.Kv.Lease), rev: n.Kv.ModRevision,
+							session: handoverSession(evs, n.Kv.ModRevision)})
 						l.Publish(locking.Event{Kind: locking.EventReleased, Owner: s})
 					}
 				}
