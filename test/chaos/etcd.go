@@ -41,14 +41,6 @@ const (
 	// FaultEtcdRestart kills every member at once and starts them again
 	// on their data.
 	FaultEtcdRestart FaultKind = "etcd-restart"
-	// FaultHandOver asks the leaders of a third of the roles (at least
-	// one) at once, through the lock as an operator does (hostloom
-	// handover ROLE --to ID), to hand each role to another of its live
-	// participants: a handover to a named successor is one etcd
-	// transaction that stores the successor as the holder, and the
-	// successor adopts the key. Like a graceful handover it must leave no
-	// overlap at all.
-	FaultHandOver FaultKind = "handover"
 )
 
 // EtcdExpiryLag is how late etcd may end an expired lease: its lessor
@@ -289,56 +281,4 @@ func (r *run) leaderNote(ctx context.Context, m *etcdtest.Member) string {
 		return " (leader)"
 	}
 	return ""
-}
-
-// operatorKey is role's key as the replicas' lock names it.
-func operatorKey(role string) string { return "leader:" + role }
-
-// handOverFault asks the leaders of a third of the roles (at least one)
-// to hand each role to another live participant, picked at random, all
-// at once (FaultHandOver). Requests that cannot be sent (no holder, no
-// other participant) are counted in the detail; the fault fails when
-// none was sent.
-func (r *run) handOverFault(ctx context.Context, f *Fault) error {
-	if r.etcd == nil {
-		return errors.New("hand-over requests need an etcd run")
-	}
-	n := max(1, r.cfg.Roles/3)
-	f.Start = time.Now()
-	sent, skipped := 0, 0
-	for _, k := range r.rng.Perm(r.cfg.Roles)[:n] {
-		role := RoleName(k)
-		_, owner, ok := r.holder(ctx, role)
-		if !ok {
-			skipped++
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		ps, err := r.etcd.lock.Participants(cctx, operatorKey(role))
-		var others []string
-		for _, p := range ps {
-			if i, ok := replicaOf(p.Owner); ok && i < r.cfg.Replicas && p.Owner != owner {
-				others = append(others, p.Owner)
-			}
-		}
-		if err != nil || len(others) == 0 {
-			cancel()
-			skipped++
-			continue
-		}
-		to := others[r.rng.IntN(len(others))]
-		err = r.etcd.lock.RequestHandOver(cctx, operatorKey(role), owner, to)
-		cancel()
-		if err != nil {
-			skipped++
-			continue
-		}
-		sent++
-	}
-	f.Heal = time.Now()
-	f.Detail = fmt.Sprintf("%d roles asked to hand over, %d skipped", sent, skipped)
-	if sent == 0 {
-		return fmt.Errorf("no hand-over request sent (%d skipped)", skipped)
-	}
-	return nil
 }

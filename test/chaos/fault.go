@@ -40,12 +40,21 @@ const (
 	// promoted (Redis Cluster runs only); the master comes back as a
 	// replica.
 	FaultKillMaster FaultKind = "cluster-kill-master"
+	// FaultHandOver asks the leaders of a third of the roles (at least
+	// one) at once, through the lock as an operator does (hostloom
+	// handover ROLE --to ID), to hand each role to another of its live
+	// participants (H4). Over etcd a handover to a named successor is one
+	// transaction that stores the successor as the holder, and the
+	// successor takes the key without a write; over Redis and PostgreSQL
+	// it is a release naming the successor. Like a graceful handover it
+	// must leave no overlap at all.
+	FaultHandOver FaultKind = "handover"
 )
 
 // StandaloneFaults are the fault kinds of a run over one redis-server.
 var StandaloneFaults = []FaultKind{
 	FaultKill, FaultPause, FaultRedisRestart, FaultRedisDown,
-	FaultBlackhole, FaultDelay, FaultReset, FaultLoad,
+	FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver,
 }
 
 // Fault is one injected fault, as the harness logged it.

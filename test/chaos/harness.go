@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/core/fencing"
+	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/testing/redistest"
 )
 
@@ -156,6 +157,10 @@ type run struct {
 	effects    *redistest.Server     // the effects store: never faulted
 	faults     []Fault
 	stats      *FailoverStats
+	// opLock is the lock of the operator's requests (FaultHandOver),
+	// closed by close when ownsOpLock (etcd runs reuse their backend's).
+	opLock     *locking.DistributedLock
+	ownsOpLock bool
 }
 
 // Run builds the replica, starts the backend, the proxies and the
@@ -431,6 +436,9 @@ func (r *run) setLink(i int, m Mode, delay time.Duration) {
 }
 
 func (r *run) close() {
+	if r.ownsOpLock {
+		_ = r.opLock.Close()
+	}
 	if r.client != nil {
 		_ = r.client.Close()
 	}
