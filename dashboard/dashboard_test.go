@@ -361,9 +361,14 @@ func TestDashboard_W2_ResignHandsTheRoleOn(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, "Asked alpha to step down") {
 		t.Fatalf("resign: status %d: %s", status, body)
 	}
-	for id := range next {
-		if id == "beta" {
-			break
+	var seen []string
+	for deadline := time.After(20 * time.Second); len(seen) == 0 || seen[len(seen)-1] != "beta"; {
+		select {
+		case id := <-next:
+			seen = append(seen, id)
+		case <-deadline:
+			t.Fatalf("beta did not lead within 20s of alpha's resign: beta saw leaders %q; alpha leads %v, beta leads %v",
+				seen, f.alpha.IsLeader(), f.beta.IsLeader())
 		}
 	}
 	// The same form again is stale now: the term it named ended.
