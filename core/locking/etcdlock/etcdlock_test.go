@@ -192,39 +192,26 @@ func TestEvents_N2_HandoverNamesTheSuccessorAndExpiryIsAnnounced(t *testing.T) {
 	prefix := prefixOf(t)
 	l, _ := newLock(t, cl, prefix, "ev")
 	events, _ := lockingtest.Subscribe(t, l, "job")
-	next := func(k locking.EventKind) locking.Event {
-		t.Helper()
-		for {
-			select {
-			case e := <-events:
-				if e.Kind == k {
-					return e
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("no %v event", k)
-			}
-		}
-	}
-	next(locking.EventSubscribed)
+	nextWithin(t, events, locking.EventSubscribed, 10*time.Second)
 	ctx := context.Background()
 	ls, err := l.TryAcquireAs(ctx, "job", time.Minute, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := next(locking.EventAcquired); e.Owner != "alice" {
+	if e := nextWithin(t, events, locking.EventAcquired, 10*time.Second); e.Owner != "alice" {
 		t.Fatalf("acquired by %q, want alice", e.Owner)
 	}
 	if err := ls.(locking.HandoverLease).ReleaseTo(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	if e := next(locking.EventReleased); e.Owner != "bob" {
+	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); e.Owner != "bob" {
 		t.Fatalf("released to %q, want bob", e.Owner)
 	}
 	if _, err := l.TryAcquireAs(ctx, "job", time.Second, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	next(locking.EventAcquired)
-	if e := next(locking.EventReleased); e.Owner != "" {
+	nextWithin(t, events, locking.EventAcquired, 10*time.Second)
+	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); e.Owner != "" {
 		t.Fatalf("expiry announced naming %q, want nobody", e.Owner)
 	}
 }

@@ -280,7 +280,7 @@ func (p *Provider) adopt(ctx context.Context, r locking.AcquireRequest, o offer)
 			retry()
 			return res, true, err
 		}
-		return p.adopted1(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
+		return p.recordAdoption(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
 			owner: r.Owner, registered: true, value: o.value})
 	}
 	lk, pk := p.recKey(r.Key, recLease), p.participantPrefix(r.Key)+r.Owner
@@ -311,14 +311,14 @@ func (p *Provider) adopt(ctx context.Context, r locking.AcquireRequest, o offer)
 		retry()
 		return res, true, kaErr
 	}
-	return p.adopted1(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
+	return p.recordAdoption(ctx, r, o, heldLease{key: r.Key, id: o.lease, ttl: time.Duration(ka.TTL) * time.Second, refreshed: sent,
 		owner: r.Owner, registered: true, value: o.value,
 		parts: participantsRead{kvs: resp.Responses[2].GetResponseRange().GetKvs(), at: sent}})
 }
 
-// adopted1 records the adoption of o as h and returns its result, moving
+// recordAdoption records the adoption of o as h and returns its result, moving
 // the key to a longer lease first when h's is shorter than r.TTL.
-func (p *Provider) adopted1(ctx context.Context, r locking.AcquireRequest, o offer, h heldLease) (res locking.AcquireResult, done bool, err error) {
+func (p *Provider) recordAdoption(ctx context.Context, r locking.AcquireRequest, o offer, h heldLease) (res locking.AcquireResult, done bool, err error) {
 	p.mu.Lock()
 	p.held[r.Value] = h
 	p.mu.Unlock()

@@ -40,8 +40,15 @@ func handoverSetup(t *testing.T, cl *clientv3.Client, prefix string, watch bool,
 	return pa, pb, r.Fence, events
 }
 
-// nextOf returns the next event of kind k, skipping others.
-func nextOf(t *testing.T, events chan locking.Event, k locking.EventKind) locking.Event {
+// nextOf returns the next event of kind k, skipping others, within
+// waitFor.
+func nextOf(t *testing.T, events <-chan locking.Event, k locking.EventKind) locking.Event {
+	t.Helper()
+	return nextWithin(t, events, k, waitFor)
+}
+
+// nextWithin is nextOf within d.
+func nextWithin(t *testing.T, events <-chan locking.Event, k locking.EventKind, d time.Duration) locking.Event {
 	t.Helper()
 	for {
 		select {
@@ -49,8 +56,8 @@ func nextOf(t *testing.T, events chan locking.Event, k locking.EventKind) lockin
 			if e.Kind == k {
 				return e
 			}
-		case <-time.After(waitFor):
-			t.Fatalf("no %v event within %v", k, waitFor)
+		case <-time.After(d):
+			t.Fatalf("no %v event within %v", k, d)
 		}
 	}
 }
