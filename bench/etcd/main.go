@@ -300,6 +300,12 @@ func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, 
 			err = a.stop()
 		}
 		at, lerr := b.leads()
+		if named {
+			// A HandOver leaves a's elector running as a candidate: stop
+			// it, so it does not keep trying over a closed client
+			// during the measures that follow.
+			_ = a.stop()
+		}
 		_ = b.stop()
 		a.close()
 		b.close()

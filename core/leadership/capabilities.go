@@ -21,6 +21,7 @@ type capabilities struct {
 	events       locking.Subscriber          // releases, acquisitions, resign requests (L7, P2, O1)
 	holders      locking.HolderLookup        // who holds a key (L7)
 	participants locking.ParticipantRegistry // who contends for a key (P1)
+	probe        locking.ParticipantProbe    // whether one owner contends, from the nearest copy (H4)
 	durable      bool                        // the backend keeps leases across its restarts (Q1)
 }
 
@@ -34,7 +35,7 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 	c.owned, _ = lock.(locking.OwnedLock)
 	c.prioritized, _ = lock.(locking.PriorityLock)
 	f := locking.FeaturesOf(lock)
-	c.events, c.holders, c.participants, c.durable = f.Events, f.Holders, f.Participants, f.Durable
+	c.events, c.holders, c.participants, c.probe, c.durable = f.Events, f.Holders, f.Participants, f.Probe, f.Durable
 	return c
 }
 

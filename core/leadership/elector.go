@@ -485,12 +485,22 @@ var ErrNotParticipant = errors.New("not a participant")
 // the role, another candidate gets the first chance. It reads the role's
 // participants first (one round trip): an identity that is not one of
 // them, or is this instance's own, is an error matching
-// ErrNotParticipant that lists them. It fails with ErrNotLeader when
+// ErrNotParticipant that lists them. Over a lock with a
+// locking.ParticipantProbe (etcd), a cheaper read that finds identity
+// among them replaces that read; one that does not is confirmed by it. It
+// fails with ErrNotLeader when
 // this instance does not lead, and with locking.ErrNotSupported when the
 // lock keeps no participants. ctx bounds the read and the release.
 func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	if !e.IsLeader() {
 		return fmt.Errorf("leadership: hand over role %q to %q: %w", e.role, identity, ErrNotLeader)
+	}
+	if identity != e.identity && e.caps.probe != nil {
+		if ok, err := e.caps.probe.IsParticipant(ctx, e.key, identity); err == nil && ok {
+			return e.handOver(ctx, identity)
+		}
+		// Not found in the nearest copy, or not read: the full read
+		// decides, and names the participants.
 	}
 	ps, err := e.Participants(ctx)
 	if err != nil {
@@ -510,6 +520,11 @@ func (e *Elector) HandOver(ctx context.Context, identity string) error {
 		return fmt.Errorf("leadership: hand over role %q to %q: %s (participants: %s): %w",
 			e.role, identity, what, strings.Join(names, ", "), ErrNotParticipant)
 	}
+	return e.handOver(ctx, identity)
+}
+
+// handOver is HandOver once identity is known to be a participant.
+func (e *Elector) handOver(ctx context.Context, identity string) error {
 	if err := e.resign(ctx, identity); err != nil {
 		return fmt.Errorf("leadership: hand over role %q to %q: %w", e.role, identity, err)
 	}

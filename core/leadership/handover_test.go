@@ -168,3 +168,107 @@ func TestElector_H4_RequestThroughTheLock(t *testing.T) {
 		}
 	})
 }
+
+// probedLock is a memlock whose Features carry a participant probe
+// (locking.ParticipantProbe) that answers from the identities the test
+// lists, as a backend copy that lags the latest writes would, and that
+// counts the probes and the full participant reads.
+type probedLock struct {
+	*locking.DistributedLock
+	known         map[string]bool
+	err           error
+	probes, reads int
+}
+
+func (l *probedLock) Features() locking.Features {
+	f := l.DistributedLock.Features()
+	f.Probe = l
+	return f
+}
+
+func (l *probedLock) IsParticipant(_ context.Context, _, owner string) (bool, error) {
+	l.probes++
+	return l.known[owner], l.err
+}
+
+func (l *probedLock) Participants(ctx context.Context, key string) ([]locking.Participant, error) {
+	l.reads++
+	return l.DistributedLock.Participants(ctx, key)
+}
+
+// probedTrio is handOverTrio over a probedLock.
+func probedTrio(t *testing.T, l *probedLock) (a, b, c *leadership.Elector) {
+	t.Helper()
+	a = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("a"))
+	b = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("b"))
+	c = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("c"))
+	mustStart(t, a)
+	synctest.Wait()
+	mustStart(t, b)
+	mustStart(t, c)
+	synctest.Wait()
+	if !a.IsLeader() {
+		t.Fatal("a does not lead")
+	}
+	return a, b, c
+}
+
+// TestElector_H4_ProbeFindsTheSuccessorWithoutTheFullRead: over a lock
+// with a participant probe, a hand-over whose successor the probe finds
+// goes ahead without reading the participants in full.
+func TestElector_H4_ProbeFindsTheSuccessorWithoutTheFullRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &probedLock{DistributedLock: memLock(t), known: map[string]bool{"c": true}}
+		a, b, c := probedTrio(t, l)
+		if err := a.HandOver(context.Background(), "c"); err != nil {
+			t.Fatalf("HandOver: %v", err)
+		}
+		synctest.Wait()
+		if !c.IsLeader() || b.IsLeader() {
+			t.Fatalf("c leads %t, b leads %t: want c", c.IsLeader(), b.IsLeader())
+		}
+		if l.probes != 1 || l.reads != 0 {
+			t.Fatalf("%d probes and %d full reads, want 1 and 0", l.probes, l.reads)
+		}
+		for _, e := range []*leadership.Elector{a, b, c} {
+			mustStop(t, e)
+		}
+	})
+}
+
+// TestElector_H4_ProbeMissIsConfirmedByTheFullRead: a probe that does not
+// find the successor (its copy lags the registration) or fails is
+// confirmed by the full read, which hands over to a participant and
+// refuses an unknown identity with the participants named; the leader's
+// own identity is refused without a probe.
+func TestElector_H4_ProbeMissIsConfirmedByTheFullRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &probedLock{DistributedLock: memLock(t), known: map[string]bool{}}
+		a, b, c := probedTrio(t, l)
+		err := a.HandOver(context.Background(), "zed")
+		if !errors.Is(err, leadership.ErrNotParticipant) || !strings.Contains(err.Error(), `"b"`) {
+			t.Fatalf("HandOver(zed): %v, want not a participant, naming b", err)
+		}
+		if err := a.HandOver(context.Background(), "a"); !errors.Is(err, leadership.ErrNotParticipant) {
+			t.Fatalf("HandOver to itself: %v", err)
+		}
+		if l.probes != 1 || l.reads != 2 {
+			t.Fatalf("%d probes and %d full reads, want 1 and 2", l.probes, l.reads)
+		}
+		synctest.Wait()
+		if !a.IsLeader() || a.Term() != 1 {
+			t.Fatal("a failed hand-over released the role")
+		}
+		l.err = errors.New("probe failed")
+		if err := a.HandOver(context.Background(), "c"); err != nil {
+			t.Fatalf("HandOver(c) after a failed probe: %v", err)
+		}
+		synctest.Wait()
+		if !c.IsLeader() || l.probes != 2 || l.reads != 3 {
+			t.Fatalf("c leads %t after %d probes and %d full reads; want c, 2 and 3", c.IsLeader(), l.probes, l.reads)
+		}
+		for _, e := range []*leadership.Elector{a, b, c} {
+			mustStop(t, e)
+		}
+	})
+}

@@ -111,6 +111,9 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 	}
 	if l.participants != nil {
 		l.feat.Participants = l
+		if pr, ok := p.(ParticipantProbe); ok {
+			l.feat.Probe = probe{l: l, p: pr}
+		}
 	}
 	if l.inspector != nil {
 		l.feat.Holders = l

@@ -31,6 +31,10 @@ type Features struct {
 	Resign ResignRequester
 	// Participants lists and deregisters a key's participants (P1).
 	Participants ParticipantRegistry
+	// Probe tells whether one owner is a participant of a key, from the
+	// nearest copy of the backend's data (H4). It is set only with
+	// Participants.
+	Probe ParticipantProbe
 	// Holders reports who holds a key (L7).
 	Holders HolderLookup
 	// Inspect reports a key's holder, fence and participants in one step,
@@ -84,6 +88,7 @@ func FeaturesOf(lock Lock) Features {
 	own.Events, _ = lock.(Subscriber)
 	own.Resign, _ = lock.(ResignRequester)
 	own.Participants, _ = lock.(ParticipantRegistry)
+	own.Probe, _ = lock.(ParticipantProbe)
 	own.Holders, _ = lock.(HolderLookup)
 	own.Inspect, _ = lock.(KeyInspector)
 	own.Jobs, _ = lock.(jobrecord.Jobs)
@@ -95,6 +100,9 @@ func FeaturesOf(lock Lock) Features {
 		if own.Events == nil {
 			own.Resign = nil
 		}
+		if own.Participants == nil {
+			own.Probe = nil
+		}
 		return own
 	}
 	has := r.Features()
@@ -102,6 +110,7 @@ func FeaturesOf(lock Lock) Features {
 		Events:       pick(has.Events, own.Events),
 		Resign:       pick(has.Resign, own.Resign),
 		Participants: pick(has.Participants, own.Participants),
+		Probe:        pick(has.Probe, own.Probe),
 		Holders:      pick(has.Holders, own.Holders),
 		Inspect:      pick(has.Inspect, own.Inspect),
 		Jobs:         pick(has.Jobs, own.Jobs),

@@ -231,3 +231,69 @@ func (c *countingSubscribes) Subscribe(key string, fn func(locking.Event)) (func
 	c.n++
 	return c.DistributedLock.Subscribe(key, fn)
 }
+
+// probing is memlock with a participant probe on provider keys that
+// answers from the full participant list and records the keys it is asked.
+type probing struct {
+	*memlock.Provider
+	asked []string
+}
+
+func (p *probing) IsParticipant(ctx context.Context, key, owner string) (bool, error) {
+	p.asked = append(p.asked, key)
+	ps, err := p.Participants(ctx, key)
+	for _, pt := range ps {
+		if pt.Owner == owner {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+// probeOnly has a participant probe but no participant registry.
+type probeOnly struct{ required }
+
+func (probeOnly) IsParticipant(context.Context, string, string) (bool, error) { return true, nil }
+
+// TestFeatures_X3_H4_ProbeOnConsumerKeys: a provider's participant probe
+// is Features().Probe, on consumer keys (the lock adds its namespace);
+// without a participant registry there is no probe, and none over a
+// provider without one.
+func TestFeatures_X3_H4_ProbeOnConsumerKeys(t *testing.T) {
+	ctx := context.Background()
+	p := &probing{Provider: memlock.New()}
+	l, err := locking.New(p, locking.Options{Namespace: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := l.Features().Probe
+	if pr == nil {
+		t.Fatal("Features().Probe is nil over a provider with IsParticipant")
+	}
+	if _, err := l.TryAcquirePriority(ctx, "leader:job", time.Minute, "alice", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := pr.IsParticipant(ctx, "leader:job", "alice"); err != nil || !ok {
+		t.Fatalf("IsParticipant(alice) = %v, %v; want true", ok, err)
+	}
+	if ok, err := pr.IsParticipant(ctx, "leader:job", "bob"); err != nil || ok {
+		t.Fatalf("IsParticipant(bob) = %v, %v; want false", ok, err)
+	}
+	want, _ := l.ProviderKey("leader:job")
+	if len(p.asked) != 2 || p.asked[0] != want {
+		t.Fatalf("the provider was asked %q, want %q twice", p.asked, want)
+	}
+	if locking.FeaturesOf(l).Probe == nil {
+		t.Fatal("FeaturesOf(lock).Probe is nil")
+	}
+	only, err := locking.New(probeOnly{required{memlock.New()}}, locking.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if only.Features().Probe != nil {
+		t.Fatal("Features().Probe set over a provider without participants")
+	}
+	if plain, _ := locking.New(memlock.New(), locking.Options{}); plain.Features().Probe != nil {
+		t.Fatal("Features().Probe set over memlock, which has none")
+	}
+}

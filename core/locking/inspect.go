@@ -221,3 +221,23 @@ func sortParticipants(ps []Participant) {
 		return strings.Compare(a.Owner, b.Owner)
 	})
 }
+
+// probe is a provider's ParticipantProbe on consumer keys: the value
+// Features.Probe holds for a *DistributedLock whose provider has one.
+type probe struct {
+	l *DistributedLock
+	p ParticipantProbe
+}
+
+// IsParticipant implements ParticipantProbe on the lock's namespaced key.
+func (pr probe) IsParticipant(ctx context.Context, key, owner string) (bool, error) {
+	pkey, err := pr.l.ProviderKey(key)
+	if err != nil {
+		return false, err
+	}
+	ok, err := pr.p.IsParticipant(ctx, pkey, owner)
+	if err != nil {
+		return false, fmt.Errorf("locking: participant %q of %q: %w", owner, key, err)
+	}
+	return ok, nil
+}

@@ -226,6 +226,30 @@ type ParticipantRegistry interface {
 	Deregister(ctx context.Context, key, owner string) error
 }
 
+// ParticipantProbe is an optional capability of a provider with a
+// ParticipantRegistry: whether one owner is a participant of a key, read
+// more cheaply than Participants, from the nearest copy of the backend's
+// data (an etcd member's own state, without the round to the raft leader
+// that a linearizable read costs). The copy may lag the latest writes by
+// a few milliseconds, so the answer is what the backend stored a moment
+// ago: a registration of the last moments may be missing, a deregistration
+// of the last moments may not show yet.
+//
+// Elector.HandOver asks it first whether its successor is a participant
+// (H4). On a yes it hands over at once: the release itself names the
+// successor only while the successor's record still exists, so a
+// participant that left meanwhile gets a plain release, as one that
+// leaves just after a full read would. On a no, or an error, it reads the
+// participants in full, so an unknown identity is refused on the latest
+// data with the list of participants. It is implemented by providers
+// (provider keys) and, through Features, by *DistributedLock (consumer
+// keys).
+type ParticipantProbe interface {
+	// IsParticipant reports whether owner is among key's live
+	// participants, as the nearest copy of the backend's data has it.
+	IsParticipant(ctx context.Context, key, owner string) (bool, error)
+}
+
 // ProviderKeyState is what an Inspector reports about a key.
 type ProviderKeyState struct {
 	// Held reports whether a lease is stored under the key.

@@ -339,3 +339,58 @@ func TestHandover_B1_N2_BoundToTheSuccessorsSession(t *testing.T) {
 		t.Fatalf("bob's Extend = %+v, %v", res, err)
 	}
 }
+
+// The provider answers the hand-over's cheap participant check (H4).
+var _ locking.ParticipantProbe = (*etcdlock.Provider)(nil)
+
+// TestHandover_H4_ProbeFindsParticipants: the lock's participant probe
+// (Features().Probe) finds an owner that registered through an
+// acquisition, not one that never did, and stops finding it once it
+// deregisters. Its read is served by the member the client asks, so the
+// deregistration may show a moment later there.
+func TestHandover_H4_ProbeFindsParticipants(t *testing.T) {
+	cl := newClient(t)
+	l, _ := newLock(t, cl, prefixOf(t), "probe")
+	pr := l.Features().Probe
+	if pr == nil {
+		t.Fatal("Features().Probe is nil over etcd")
+	}
+	ctx := context.Background()
+	ls, err := l.TryAcquirePriority(ctx, "role", 2*time.Second, "alpha", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ls.Release(context.Background()) })
+	if _, err := l.TryAcquirePriority(ctx, "role", 2*time.Second, "beta", 0, 0); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("beta's acquisition: %v, want held", err)
+	}
+	within := func(owner string, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ok, err := pr.IsParticipant(ctx, "role", owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("IsParticipant(%q) = %v for 5s, want %v", owner, ok, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	within("alpha", true)
+	within("beta", true)
+	if ok, err := pr.IsParticipant(ctx, "role", "gamma"); err != nil || ok {
+		t.Fatalf("IsParticipant(gamma) = %v, %v; want false, nil", ok, err)
+	}
+	if err := l.Deregister(ctx, "role", "beta"); err != nil {
+		t.Fatal(err)
+	}
+	within("beta", false)
+	if _, err := pr.IsParticipant(ctx, "", "alpha"); err == nil {
+		t.Fatal("IsParticipant with an empty key: no error")
+	}
+}

@@ -185,8 +185,6 @@ func (p *Provider) decodeParticipant(key string, kv *mvccpb.KeyValue) (locking.P
 	return locking.Participant{Owner: owner, Since: time.UnixMicro(since), Priority: prio}, nil
 }
 
-// decodeParticipants parses the records of key, skipping those that do not
-// parse (reported together, matching locking.ErrBadRecord).
 // decoded yields the participants of kvs that decode (see
 // decodeParticipants for the ones that do not).
 func (p *Provider) decoded(key string, kvs []*mvccpb.KeyValue) iter.Seq[locking.Participant] {
@@ -199,6 +197,8 @@ func (p *Provider) decoded(key string, kvs []*mvccpb.KeyValue) iter.Seq[locking.
 	}
 }
 
+// decodeParticipants parses the records of key, skipping those that do not
+// parse (reported together, matching locking.ErrBadRecord).
 func (p *Provider) decodeParticipants(key string, kvs []*mvccpb.KeyValue) ([]locking.Participant, error) {
 	var ps []locking.Participant
 	var errs []error
@@ -224,6 +224,22 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 		return nil, opError("participants", key, ctx, err)
 	}
 	return p.decodeParticipants(key, resp.Get().Kvs)
+}
+
+// IsParticipant implements locking.ParticipantProbe: whether owner's
+// participant record of key exists, read from the state of the member the
+// client asks (a serializable read: no round to the raft leader), which
+// may lag the cluster's latest writes by its apply delay. A member that
+// lost its leader refuses, as for every other call.
+func (p *Provider) IsParticipant(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkKey("participant", key); err != nil {
+		return false, err
+	}
+	resp, err := p.cli.Get(leaderOnly(ctx), p.participantPrefix(key)+owner, clientv3.WithSerializable(), clientv3.WithCountOnly())
+	if err != nil {
+		return false, opError("participant", key, ctx, err)
+	}
+	return resp.Count > 0, nil
 }
 
 // Deregister implements locking.ParticipantRegistry with one delete.
