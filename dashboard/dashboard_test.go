@@ -49,7 +49,10 @@ func newFixture(t *testing.T, credential string) *fixture {
 		t.Fatal(err)
 	}
 	opts := leadership.DefaultOptions()
-	opts.Lease, opts.RenewInterval, opts.RetryInterval = 2*time.Second, 500*time.Millisecond, 200*time.Millisecond
+	// A resigning leader sits out one RetryInterval, the window in which
+	// the other candidate must take the role (ResignHandsTheRoleOn); a
+	// second leaves room for a CPU-starved CI machine.
+	opts.Lease, opts.RenewInterval, opts.RetryInterval = 2*time.Second, 500*time.Millisecond, time.Second
 	ctx := context.Background()
 	f := &fixture{t: t, lock: lock}
 	f.alpha, err = leadership.NewElector("billing", lock, opts, leadership.WithIdentity("alpha"))
