@@ -10,14 +10,15 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hostloom/hostloom/core/fencing"
 	"github.com/hostloom/hostloom/core/leadership"
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // ErrTermEnded is matched by the error of a term check whose key has no
 // lease or a lease of another acquisition: the caller's term is over, and
-// its transaction did not commit. Such errors match fencing.ErrStale as
-// well. Use errors.As with *TermError for the details.
+// its transaction did not commit. Such errors match locking.ErrStaleFence
+// (fencing.ErrStale is the same value) as well. Use errors.As with
+// *TermError for the details.
 var ErrTermEnded = errors.New("etcdlock: the term has ended")
 
 // ErrNoFence is returned by LeaderTerm for a context that carries no
@@ -43,9 +44,10 @@ func (e *TermError) Error() string {
 	return fmt.Sprintf("etcdlock: the term has ended: %q has no lease (its last fence is %d), this term has fence %d", e.Key, e.Current, e.Fence)
 }
 
-// Is makes errors.Is hold for ErrTermEnded and fencing.ErrStale.
+// Is makes errors.Is hold for ErrTermEnded and locking.ErrStaleFence
+// (which is fencing.ErrStale).
 func (e *TermError) Is(target error) bool {
-	return target == ErrTermEnded || target == fencing.ErrStale
+	return target == ErrTermEnded || target == locking.ErrStaleFence
 }
 
 // Term is a leader's term for the caller's own etcd transactions (N3):
@@ -75,13 +77,13 @@ type Term struct {
 // Term returns the term of providerKey (an elector's
 // leadership.Describe(e).ProviderKey, or DistributedLock.ProviderKey)
 // with fence (the lease's Fence, or leadership.FenceFrom of a term's
-// context). Fence 0 is refused with fencing.ErrZeroFence.
+// context). Fence 0 is refused with locking.ErrZeroFence (fencing.ErrZeroFence).
 func (p *Provider) Term(providerKey string, fence uint64) (Term, error) {
 	if err := checkKey("term", providerKey); err != nil {
 		return Term{}, err
 	}
 	if fence == 0 {
-		return Term{}, fmt.Errorf("etcdlock: term %q: %w", providerKey, fencing.ErrZeroFence)
+		return Term{}, fmt.Errorf("etcdlock: term %q: %w", providerKey, locking.ErrZeroFence)
 	}
 	return Term{p: p, key: providerKey, fence: fence}, nil
 }
