@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/hostloom/hostloom/core/locking"
 )
 
 // ErrNotLeader is returned by Assert when the context's term has ended, or
@@ -90,10 +92,17 @@ func (t *termToken) Err() error {
 	return t.Context.Err()
 }
 
-// Value implements context.Context.
+// Value implements context.Context. A Token answers termKey with
+// itself, and locking.FenceKey with its fence when it has one.
 func (t *termToken) Value(key any) any {
-	if key == (termKey{}) {
+	switch key {
+	case termKey{}:
 		return t
+	case locking.FenceKey{}:
+		if t.fence != 0 {
+			return t.fence
+		}
+		return nil
 	}
 	return t.Context.Value(key)
 }
@@ -122,10 +131,10 @@ func Assert(ctx context.Context) error {
 // reader's work). ok is false when ctx belongs to no term, or the lock
 // issues no fences. The fence of an ended term is still reported: a store
 // that checks fences refuses it once a successor has written.
+//
+// It is locking.FenceFrom, which reads locking.FenceKey: a Token answers
+// that key with its fence, so providers' term checks read the fence
+// without importing this package.
 func FenceFrom(ctx context.Context) (fence uint64, ok bool) {
-	t, found := ctx.Value(termKey{}).(*termToken)
-	if !found || t.fence == 0 {
-		return 0, false
-	}
-	return t.fence, true
+	return locking.FenceFrom(ctx)
 }

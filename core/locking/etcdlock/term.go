@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 )
 
@@ -76,7 +75,7 @@ type Term struct {
 
 // Term returns the term of providerKey (an elector's
 // leadership.Describe(e).ProviderKey, or DistributedLock.ProviderKey)
-// with fence (the lease's Fence, or leadership.FenceFrom of a term's
+// with fence (the lease's Fence, or locking.FenceFrom of a term's
 // context). Fence 0 is refused with locking.ErrZeroFence (fencing.ErrZeroFence).
 func (p *Provider) Term(providerKey string, fence uint64) (Term, error) {
 	if err := checkKey("term", providerKey); err != nil {
@@ -89,11 +88,11 @@ func (p *Provider) Term(providerKey string, fence uint64) (Term, error) {
 }
 
 // LeaderTerm is Term with the fence of the term ctx belongs to
-// (leadership.FenceFrom: an elector's Token, a scheduler run's context, or
+// (locking.FenceFrom: an elector's Token, a scheduler run's context, or
 // any context derived from them). It returns ErrNoFence when ctx carries
 // none.
 func (p *Provider) LeaderTerm(ctx context.Context, providerKey string) (Term, error) {
-	fence, ok := leadership.FenceFrom(ctx)
+	fence, ok := locking.FenceFrom(ctx)
 	if !ok {
 		return Term{}, fmt.Errorf("etcdlock: term %q: %w", providerKey, ErrNoFence)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 )
 
@@ -107,11 +106,11 @@ func (p *Provider) CheckTerm(ctx context.Context, tx pgx.Tx, providerKey string,
 }
 
 // CheckLeader is CheckTerm with the fence of the term ctx belongs to
-// (leadership.FenceFrom: an elector's Token, a scheduler run's context, or
+// (locking.FenceFrom: an elector's Token, a scheduler run's context, or
 // any context derived from them). It returns ErrNoFence when ctx carries
 // none.
 func (p *Provider) CheckLeader(ctx context.Context, tx pgx.Tx, providerKey string) error {
-	fence, ok := leadership.FenceFrom(ctx)
+	fence, ok := locking.FenceFrom(ctx)
 	if !ok {
 		return fmt.Errorf("pglock: check term %q: %w", providerKey, ErrNoFence)
 	}
