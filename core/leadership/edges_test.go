@@ -664,3 +664,86 @@ func TestElector_Q1_AttemptReturningAfterTheLinkCameBackWaitsForTheHeadStart(t *
 		}
 	})
 }
+
+// TestElector_Q1_ExpiredLeaseIsVerifiedByItsLeaderFirst: the server ends
+// the leader's lease early (an etcd member that revoked live leases) and
+// announces it as an expiry, not a release. The leader verifies its lease
+// at once and ends its term at the instant of the announcement; the
+// candidate holds back for the head start instead of taking the role at
+// once, so the two never lead together. (Taken as a release, the
+// candidate would take the role at once, and the leader, which ignores
+// releases, would learn of its loss only from the candidate's
+// acquisition: in real time, two leaders for as long as that notice
+// takes. Here, in fake time, that shows as b leading at the end.)
+func TestElector_Q1_ExpiredLeaseIsVerifiedByItsLeaderFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions() // 15s lease, 5s renew, 2s retry
+		va, vb := srv.view(silently), srv.view(silently)
+		a, b := leaderAndCandidate(t, o, va, vb)
+		aChanges := subscribe(a)
+		aToken, oldFence := a.Token(), a.Fence()
+		time.Sleep(time.Second) // the next renewal is due at 5s
+		srv.restart()           // the lease is gone, nobody told
+		expired := locking.Event{Kind: locking.EventReleased, Expired: true}
+		va.inject("leader:r", expired)
+		vb.inject("leader:r", expired)
+		at := time.Now()
+		synctest.Wait()
+		if aToken.Err() == nil {
+			t.Fatal("a's term still runs after its lease was announced expired")
+		}
+		all := aChanges.all()
+		if len(all) == 0 || all[0].IsLeader || all[0].Reason != leadership.Refused || !all[0].At.Equal(at) {
+			t.Fatalf("a's changes %+v, want a loss (refused) at %v", all, at)
+		}
+		for end := at.Add(o.RetryInterval); time.Now().Before(end); {
+			if n := leaders(a, b); n > 1 {
+				t.Fatalf("two leaders at %v", time.Now().Sub(at))
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+		}
+		// a contended again at once and leads a new term; b, which held
+		// back, was refused.
+		if !a.IsLeader() || a.Fence() <= oldFence || b.IsLeader() {
+			t.Fatalf("a leads %v (fence %d, was %d), b leads %v; want a in a new term", a.IsLeader(), a.Fence(), oldFence, b.IsLeader())
+		}
+	})
+}
+
+// TestElector_Q1_CandidateGivesAnExpiredHolderAHeadStart: a candidate
+// told that the holder's lease expired tries after the head start (50 ms
+// at the defaults), not at once, and not at the end of the lease it had
+// learned.
+func TestElector_Q1_CandidateGivesAnExpiredHolderAHeadStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		o := leadership.DefaultOptions()
+		vb := srv.view(silently)
+		if _, err := vb.TryAcquireAs(context.Background(), "leader:r", o.Lease, "x"); err != nil {
+			t.Fatal(err)
+		}
+		b := mustElector(t, "r", vb, o, leadership.WithIdentity("b"))
+		mustStart(t, b)
+		t.Cleanup(func() { mustStop(t, b) })
+		synctest.Wait()
+		if b.IsLeader() {
+			t.Fatal("b leads a held role")
+		}
+		time.Sleep(time.Second)
+		srv.restart()
+		vb.inject("leader:r", locking.Event{Kind: locking.EventReleased, Expired: true})
+		at := time.Now()
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if b.IsLeader() {
+			t.Fatalf("b took the role %v after the expiry, within the holder's head start", time.Since(at))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatalf("b does not lead %v after the expiry", time.Since(at))
+		}
+	})
+}

@@ -94,12 +94,28 @@ func (l *loop) event(ev locking.Event) {
 		l.observe("", time.Time{})
 		if l.cand == nil {
 			// A release delivered while this instance leads predates its
-			// term: nothing to wake, nothing to time.
+			// term: nothing to wake, nothing to time. An expiry may be
+			// this term's own lease, ended by the server before this
+			// instance's deadline (a lease revoked early): verify it with
+			// a renewal now, while the candidates hold back (Q1).
+			if ev.Expired && l.lease != nil {
+				l.verifyNow(now)
+			}
 			break
 		}
 		l.link.released()
 		l.cand.freeSince, l.cand.freeKind = now, "handover"
 		switch {
+		case ev.Expired:
+			// The server ended the holder's lease, which its holder may
+			// still believe it holds: it gets the head start to verify
+			// and stop before this candidate tries (Q1).
+			l.cand.freeKind = "takeover"
+			at := now.Add(l.headStart())
+			if l.yields() {
+				at = now.Add(e.opts.RetryInterval)
+			}
+			l.deferTo(at)
 		case ev.Owner == "":
 			l.wake(now)
 		case ev.Owner == e.identity:

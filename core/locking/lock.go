@@ -133,6 +133,16 @@ type Event struct {
 	// Target is the participant a resign request asks Owner to hand the
 	// key to (EventResign from RequestHandOver, H4); "" for any.
 	Target string
+	// Expired is set on an EventReleased that the lock tells apart from a
+	// release: the key went because the server ended its lease (it ran
+	// out, or was revoked: an operator's forced release, an etcd member
+	// that revoked live leases), not because its holder released it. The
+	// holder may then still believe it holds the key, until its last
+	// extension's lease runs out by its own clock: an elector that leads
+	// verifies its lease at once, and its candidates give it a head start
+	// before they try (Q1). Only etcdlock tells expiries apart; other
+	// locks report every release without it.
+	Expired bool
 }
 
 // Participant is one registered contender for a key (P1).

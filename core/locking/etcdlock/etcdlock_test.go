@@ -186,7 +186,8 @@ func TestRelease_N2_OperatorReleaseRevokesTheLease(t *testing.T) {
 
 // TestEvents_N2_HandoverNamesTheSuccessorAndExpiryIsAnnounced: a release
 // naming a target is announced with it, and a lease that runs out is
-// announced as a release, so candidates try at once.
+// announced as an EventReleased too (an expiry: see
+// TestEvents_Q1_N5_ExpiryToldApartFromARelease), so candidates try.
 func TestEvents_N2_HandoverNamesTheSuccessorAndExpiryIsAnnounced(t *testing.T) {
 	cl := newClient(t)
 	prefix := prefixOf(t)
@@ -213,6 +214,57 @@ func TestEvents_N2_HandoverNamesTheSuccessorAndExpiryIsAnnounced(t *testing.T) {
 	nextWithin(t, events, locking.EventAcquired, 10*time.Second)
 	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); e.Owner != "" {
 		t.Fatalf("expiry announced naming %q, want nobody", e.Owner)
+	}
+}
+
+// TestEvents_Q1_N5_ExpiryToldApartFromARelease: a holder's release is
+// announced as one (Expired false), and so is a handover; a lease the
+// server ends (revoked here, as an etcd member that revoked live leases
+// or an operator's release does; run out in the test above) is announced
+// with Expired set, so the elector that led verifies its lease and the
+// candidates give it a head start.
+func TestEvents_Q1_N5_ExpiryToldApartFromARelease(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	l, _ := newLock(t, cl, prefix, "ex")
+	events, _ := lockingtest.Subscribe(t, l, "job")
+	nextWithin(t, events, locking.EventSubscribed, 10*time.Second)
+	ctx := context.Background()
+	acquire := func(owner string) locking.Lease {
+		t.Helper()
+		ls, err := l.TryAcquireAs(ctx, "job", time.Minute, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nextWithin(t, events, locking.EventAcquired, 10*time.Second)
+		return ls
+	}
+	if err := acquire("alice").Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); e.Expired || e.Owner != "" {
+		t.Fatalf("a release announced as %+v, want a release naming nobody", e)
+	}
+	if err := acquire("bob").(locking.HandoverLease).ReleaseTo(ctx, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); e.Expired || e.Owner != "carol" {
+		t.Fatalf("a release to carol announced as %+v", e)
+	}
+	acquire("dave")
+	pkey, err := l.ProviderKey("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cl.Get(ctx, prefix+"k/"+pkey+"\x00l")
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("dave's lease record: %v, %v", r, err)
+	}
+	if _, err := cl.Revoke(ctx, clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextWithin(t, events, locking.EventReleased, 10*time.Second); !e.Expired || e.Owner != "" {
+		t.Fatalf("a revoked lease announced as %+v, want an expiry", e)
 	}
 }
 

@@ -144,14 +144,12 @@ func (p *Provider) successors(r locking.ReleaseRequest, h heldLease) []handover 
 
 // releaseOps returns the Then branch of the release of h: each handover
 // in turn, while its condition holds; else a plain release (the lease
-// record deleted, with a note naming r.Target when set). n is the number
-// of handovers in the branch.
+// record deleted, with a note "r" naming r.Target, if any, in the same
+// revision, by which watchers tell a release from an expiry). n is the
+// number of handovers in the branch.
 func (p *Provider) releaseOps(r locking.ReleaseRequest, h heldLease, hs []handover) (ops []clientv3.Op, n int) {
 	lk := p.recKey(r.Key, recLease)
-	ops = []clientv3.Op{clientv3.OpDelete(lk)}
-	if r.Target != "" {
-		ops = append(ops, clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target))
-	}
+	ops = []clientv3.Op{clientv3.OpDelete(lk), clientv3.OpPut(p.recKey(r.Key, recNote), "r"+r.Target)}
 	values := make([]string, len(hs))
 	for i, ho := range hs {
 		v, ok := handedValue(h.stored(r.Value), ho.target)

@@ -165,11 +165,16 @@ func (w *watches) deliver(l *eventhub.Link, evs []*clientv3.Event) {
 			w.p.offers.drop(l.Key()) // an acquisition
 		case rec == recLease && ev.Type == mvccpb.DELETE:
 			w.p.offers.drop(l.Key())
-			e := locking.Event{Kind: locking.EventReleased}
+			// A release writes its note in the same revision; a deletion
+			// without one is the lease ended by the server: run out, or
+			// revoked (an operator's release, a member that revoked
+			// live leases), while its holder may still believe it holds
+			// the key.
+			e := locking.Event{Kind: locking.EventReleased, Expired: true}
 			for _, n := range evs[i+1:] {
 				if v := n.Kv.Value; n.Kv.ModRevision == ev.Kv.ModRevision && n.Type == mvccpb.PUT &&
 					n.Kv.Key[len(n.Kv.Key)-1] == recNote && len(v) > 0 && v[0] == 'r' {
-					e.Owner = string(v[1:])
+					e.Owner, e.Expired = string(v[1:]), false
 				}
 			}
 			l.Publish(e)
