@@ -699,7 +699,7 @@ func TestElector_Q1_ExpiredLeaseIsVerifiedByItsLeaderFirst(t *testing.T) {
 		}
 		for end := at.Add(o.RetryInterval); time.Now().Before(end); {
 			if n := leaders(a, b); n > 1 {
-				t.Fatalf("two leaders at %v", time.Now().Sub(at))
+				t.Fatalf("two leaders at %v", time.Since(at))
 			}
 			time.Sleep(time.Millisecond)
 			synctest.Wait()
