@@ -19,6 +19,14 @@ func handOverTrio(t *testing.T) (lock interface {
 }, a, b, c *leadership.Elector) {
 	t.Helper()
 	l := memLock(t)
+	a, b, c = trioOver(t, l)
+	return l, a, b, c
+}
+
+// trioOver starts a, b and c for role "billing" over l, a first, so a
+// leads, and returns them.
+func trioOver(t *testing.T, l locking.Lock) (a, b, c *leadership.Elector) {
+	t.Helper()
 	a = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("a"))
 	b = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("b"))
 	c = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("c"))
@@ -30,7 +38,7 @@ func handOverTrio(t *testing.T) (lock interface {
 	if !a.IsLeader() {
 		t.Fatal("a does not lead")
 	}
-	return l, a, b, c
+	return a, b, c
 }
 
 // TestElector_H4_HandOverToNamedParticipant: the leader hands the role to
@@ -196,30 +204,13 @@ func (l *probedLock) Participants(ctx context.Context, key string) ([]locking.Pa
 	return l.DistributedLock.Participants(ctx, key)
 }
 
-// probedTrio is handOverTrio over a probedLock.
-func probedTrio(t *testing.T, l *probedLock) (a, b, c *leadership.Elector) {
-	t.Helper()
-	a = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("a"))
-	b = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("b"))
-	c = mustElector(t, "billing", l, fastOpts(), leadership.WithIdentity("c"))
-	mustStart(t, a)
-	synctest.Wait()
-	mustStart(t, b)
-	mustStart(t, c)
-	synctest.Wait()
-	if !a.IsLeader() {
-		t.Fatal("a does not lead")
-	}
-	return a, b, c
-}
-
 // TestElector_H4_ProbeFindsTheSuccessorWithoutTheFullRead: over a lock
 // with a participant probe, a hand-over whose successor the probe finds
 // goes ahead without reading the participants in full.
 func TestElector_H4_ProbeFindsTheSuccessorWithoutTheFullRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &probedLock{DistributedLock: memLock(t), known: map[string]bool{"c": true}}
-		a, b, c := probedTrio(t, l)
+		a, b, c := trioOver(t, l)
 		if err := a.HandOver(context.Background(), "c"); err != nil {
 			t.Fatalf("HandOver: %v", err)
 		}
@@ -244,7 +235,7 @@ func TestElector_H4_ProbeFindsTheSuccessorWithoutTheFullRead(t *testing.T) {
 func TestElector_H4_ProbeMissIsConfirmedByTheFullRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &probedLock{DistributedLock: memLock(t), known: map[string]bool{}}
-		a, b, c := probedTrio(t, l)
+		a, b, c := trioOver(t, l)
 		err := a.HandOver(context.Background(), "zed")
 		if !errors.Is(err, leadership.ErrNotParticipant) || !strings.Contains(err.Error(), `"b"`) {
 			t.Fatalf("HandOver(zed): %v, want not a participant, naming b", err)
