@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,7 +103,12 @@ func serveDashboard(ctx context.Context, g *globals, sio stdio, listen string, r
 			mode = "operators sign in to act"
 		}
 		fmt.Fprintf(sio.out, "Serving the dashboard of namespace %q at http://%s/ (%s). Ctrl-C stops.\n", e.namespace(), ln.Addr(), mode)
-		srv := &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
+		var busy atomic.Int64
+		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			busy.Add(1)
+			defer busy.Add(-1)
+			d.ServeHTTP(w, r)
+		})}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		select {
@@ -110,14 +116,38 @@ func serveDashboard(ctx context.Context, g *globals, sio stdio, listen string, r
 			return err
 		case <-ctx.Done():
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = srv.Shutdown(sctx)
+		err = stopServer(srv, &busy, e.timeout+time.Second)
 		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
 		return err
 	})
+}
+
+// stopServer stops srv: it takes no new connection, lets the requests
+// under way (busy counts them) finish for up to grace, then closes every
+// connection left. Those are mostly connections a browser or an HTTP
+// client opened ahead of use and never sent a request on; http.Server's
+// own Shutdown waits up to five seconds for such a connection, so a
+// stopped dashboard would hang on an open browser tab and then fail.
+// It reports requests that were still running when cut.
+func stopServer(srv *http.Server, busy *atomic.Int64, grace time.Duration) error {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }() // closes the listener and idle connections
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(grace); busy.Load() > 0 && time.Now().Before(end); {
+		<-tick.C
+	}
+	cut := busy.Load()
+	err := srv.Close()
+	if serr := <-shut; serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if cut > 0 {
+		err = errors.Join(err, fmt.Errorf("stopping the dashboard: %d request(s) still running after %s were cut", cut, grace))
+	}
+	return err
 }
 
 // cached reuses a listing for listingTTL.
