@@ -72,6 +72,17 @@ func newFixture(t *testing.T, credential string) *fixture {
 	if err := f.beta.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Start returns before beta's first attempt has registered it as a
+	// participant; the pages read the registry, so wait for both.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ps, err := f.alpha.Participants(ctx)
+		if err == nil && len(ps) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("beta did not register as a participant within 30s: %v, %v", ps, err)
+		}
+	}
 	f.sched, err = scheduling.New(f.alpha, scheduling.WithSlotStore(lock))
 	if err != nil {
 		t.Fatal(err)
