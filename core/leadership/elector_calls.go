@@ -86,6 +86,12 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 		l.step = c
 	} else {
 		l.pending++
+		if g := l.leave; g != nil {
+			// A leave's release, deregistration or unsubscription: one
+			// of thousands at once (see callGate).
+			g.spawn(func() { l.run(c, ctx, fn) })
+			return
+		}
 	}
 	go l.run(c, ctx, fn)
 }
@@ -181,7 +187,7 @@ func (l *loop) finish(o outcome) {
 	switch o.c.op {
 	case opAcquire:
 		l.step = nil
-		if l.leaving {
+		if l.leave != nil {
 			l.withdrawAgain(l.base, o)
 		}
 		l.acquired(o)

@@ -23,7 +23,9 @@ func (l *loop) handle(m message) {
 			return
 		}
 	case msgLeave:
-		l.leaving = true
+		if l.leave == nil {
+			l.leave = m.gate
+		}
 	}
 	switch l.phase {
 	case phaseIdle, phaseStopped:
@@ -97,7 +99,7 @@ func (l *loop) advance(now time.Time) {
 		return
 	}
 	switch {
-	case l.lease != nil && l.leaving:
+	case l.lease != nil && l.leave != nil:
 		// StopAll: this process is leaving and its Stop follows. A
 		// renewal would register it as a participant again (P1); without
 		// one the term ends at its deadline at the latest (E5).
@@ -108,7 +110,7 @@ func (l *loop) advance(now time.Time) {
 		l.due = l.cand.sitOutUntil
 	case l.deferForLink(now):
 		// Q1: the subscription is down; the due time is moved.
-	case l.leaving && !l.cand.named:
+	case l.leave != nil && !l.cand.named:
 		// StopAll: this process is leaving; an attempt would register it
 		// as a participant again and could win a role only to release it.
 		// A role handed to it by name is taken all the same: the others

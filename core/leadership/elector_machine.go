@@ -36,7 +36,10 @@ type loop struct {
 	step    *call       // the acquisition or renewal under way, if any
 	pending int         // other calls under way (release, watch, deregister)
 	follows bool        // E9: the uncoordinated Follow policy: a candidate that never contends
-	leaving bool        // msgLeave came: the process leaves; a candidate makes no new attempt, a leader no renewal
+	// leave is set when msgLeave came: the process leaves; a candidate
+	// makes no new attempt, a leader no renewal, and the other lock calls
+	// run through the leave's gate. nil until then.
+	leave *callGate
 
 	// lease is the leader's: the current term's lease, nil when not
 	// leading (phaseLeading has it; every other phase has not).
@@ -119,6 +122,7 @@ type message struct {
 	req  request       // msgRequest; msgStop: the stop request when no successor is named (reply nil: none)
 	ev   locking.Event // msgEvent
 	life lifeRequest   // msgStart, msgStop
+	gate *callGate     // msgLeave: the leave's gate
 }
 
 // phase is where the machine is in the elector's life.

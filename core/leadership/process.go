@@ -355,12 +355,13 @@ func (p *Process) beginLeave() *leaveState {
 // run is the leave: the roles with work each stop it and then their
 // elector; the others leave together as StopAll's electors do.
 func (p *Process) run(ls *leaveState) {
+	g := newCallGate(leaveCallsInFlight)
 	for _, r := range ls.roles {
 		// A leader with work keeps renewing until its work has returned
 		// (E11, O2): its lease is kept, not left to expire, for work that
 		// outlasts it. stopElectors sets the rest.
 		if len(r.work) == 0 || !r.e.IsLeader() {
-			r.e.leave()
+			r.e.leave(g)
 		}
 	}
 	var plain []*processRole
@@ -370,7 +371,7 @@ func (p *Process) run(ls *leaveState) {
 			plain = append(plain, r)
 			continue
 		}
-		wg.Go(func() { p.stopRole(r) })
+		wg.Go(func() { p.stopRole(r, g) })
 	}
 	if len(plain) > 0 {
 		es := make([]*Elector, len(plain))
@@ -383,7 +384,7 @@ func (p *Process) run(ls *leaveState) {
 		// do not end with the caller's ctx, so that a leave whose caller
 		// stopped waiting still hands its roles over.
 		ctx, cancel := context.WithTimeout(context.Background(), lease)
-		errs := stopElectors(ctx, es)
+		errs := stopElectors(ctx, es, g)
 		cancel()
 		for i, r := range plain {
 			r.stopErr = errs[i]
@@ -401,10 +402,10 @@ func (p *Process) run(ls *leaveState) {
 }
 
 // stopRole cancels the role's work, waits for it and then stops the
-// elector, which releases the lease (E11). Work still running after
-// StopWarnAfter is named at Warn and the role reported settled; the wait
-// goes on until the work returns.
-func (p *Process) stopRole(r *processRole) {
+// elector, which releases the lease (E11) through the leave's gate g.
+// Work still running after StopWarnAfter is named at Warn and the role
+// reported settled; the wait goes on until the work returns.
+func (p *Process) stopRole(r *processRole, g *callGate) {
 	defer close(r.released)
 	begin := time.Now()
 	workDone := make(chan struct{})
@@ -439,7 +440,7 @@ func (p *Process) stopRole(r *processRole) {
 		<-workDone
 		p.log.Info("LeaderWorkReturned", zap.String("role", r.name), zap.Duration("after", time.Since(begin)))
 	}
-	r.e.leave()
+	r.e.leave(g)
 	ctx, cancel := context.WithTimeout(context.Background(), r.e.opts.Lease)
 	defer cancel()
 	r.stopErr = r.e.Stop(ctx)

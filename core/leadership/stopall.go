@@ -3,7 +3,6 @@ package leadership
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"go.uber.org/zap"
 )
@@ -28,21 +27,29 @@ import (
 // then, as one that cannot renew. Before the leaders release, the others
 // withdraw from their roles' participants.
 //
+// The leave's releases, deregistrations and unsubscriptions run at most
+// 2048 at a time (the lock sends them a round trip at a time anyway); the
+// others wait as small records, not as goroutines, so memory does not
+// peak with the number of roles while the process leaves. Renewals and
+// acquisitions of the electors not stopped yet never wait behind them.
+//
 // An elector that leads when StopAll looks is stopped in the first wave;
 // one that wins a role meanwhile releases it in the second. ctx bounds
 // every Stop, as in Stop. It returns once every elector has stopped, with
 // their errors joined. A nil elector is skipped.
 func StopAll(ctx context.Context, electors ...*Elector) error {
-	return errors.Join(stopElectors(ctx, electors)...)
+	return errors.Join(stopElectors(ctx, electors, newCallGate(leaveCallsInFlight))...)
 }
 
 // stopElectors is StopAll, and the leave of a Process's roles without
 // work (H2): it returns each elector's error, in the order of electors.
-func stopElectors(ctx context.Context, electors []*Elector) []error {
+// The leave's lock calls (releases, deregistrations, unsubscriptions) run
+// through g.
+func stopElectors(ctx context.Context, electors []*Elector, g *callGate) []error {
 	var leading, others []int // indices into electors
 	for _, e := range electors {
 		if e != nil {
-			e.leave()
+			e.leave(g)
 		}
 	}
 	for i, e := range electors {
@@ -55,7 +62,7 @@ func stopElectors(ctx context.Context, electors []*Elector) []error {
 		}
 	}
 	out := make([]error, len(electors))
-	each(others, func(i int) { electors[i].withdraw(ctx) })
+	g.each(others, func(i int) { electors[i].withdraw(ctx) })
 	stopEach(ctx, electors, leading, out)
 	stopEach(ctx, electors, others, out)
 	return out
@@ -64,9 +71,9 @@ func stopElectors(ctx context.Context, electors []*Elector) []error {
 // stopEach stops the electors is selects, from the calling goroutine,
 // and puts their errors in out: every Stop's first message is posted,
 // then each stop request sent, then each Stop waited for. The Stops run
-// at once in their machines (the releases on the machines' own call
-// goroutines), and no goroutine waits per elector: a process leaving
-// 50,000 roles does not hold 50,000 stacks for it.
+// at once in their machines (the releases on the leave's gate, a bounded
+// number at a time), and no goroutine waits per elector: a process
+// leaving 50,000 roles does not hold 50,000 stacks for it.
 func stopEach(ctx context.Context, electors []*Elector, is []int, out []error) {
 	calls := make([]*stopCall, len(is))
 	for k, i := range is {
@@ -80,23 +87,15 @@ func stopEach(ctx context.Context, electors []*Elector, is []int, out []error) {
 	}
 }
 
-// each calls fn for every index of is, each on its own goroutine, and
-// waits for them.
-func each(is []int, fn func(int)) {
-	var wg sync.WaitGroup
-	for _, i := range is {
-		wg.Go(func() { fn(i) })
-	}
-	wg.Wait()
-}
-
 // leave tells the machine that its process leaves (StopAll, Process.Leave):
 // a candidate makes no new attempt and a leader no renewal; its Stop
 // follows. It is a message, taken in order with the others, but it wakes
 // nothing: it changes what the machine does when it next acts (on its
 // timer, a call's outcome, an event, Stop), and it is taken before that.
-// So a process leaving 50,000 roles starts no goroutine for it.
-func (e *Elector) leave() { e.loop.inbox.queueOnly(message{kind: msgLeave}) }
+// So a process leaving 50,000 roles starts no goroutine for it. The
+// machine's lock calls from then on, other than acquisitions and
+// renewals, run through g, the leave's gate.
+func (e *Elector) leave(g *callGate) { e.loop.inbox.queueOnly(message{kind: msgLeave, gate: g}) }
 
 // withdraw deregisters a started elector from its role's participants
 // ahead of its Stop (which deregisters again: a try made meanwhile

@@ -475,3 +475,110 @@ func TestStopAll_E8_ReportsEveryElectorsError(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestStopAll_H2_LeaveBoundsItsCallsInFlight: a process leaving more roles
+// than a leave runs calls at once has at most LeaveCallsInFlight releases
+// under way; the others wait their turn and all are made. Meanwhile a
+// leader that is not leaving keeps renewing: its renewals do not wait
+// behind the leave's calls.
+func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		n := leadership.LeaveCallsInFlight + 100
+		es := make([]*leadership.Elector, n)
+		for i := range es {
+			es[i] = mustElector(t, fmt.Sprintf("r%d", i), lock, fastOpts(), leadership.WithIdentity("a"))
+			mustStart(t, es[i])
+		}
+		stays := mustElector(t, "x", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, stays)
+		synctest.Wait()
+		for i, e := range es {
+			if !e.IsLeader() {
+				t.Fatalf("r%d: not leading before the leave", i)
+			}
+		}
+		count := func(op string) (k int) {
+			for _, c := range p.log() {
+				if strings.HasPrefix(c, op+" ") {
+					k++
+				}
+			}
+			return k
+		}
+
+		finish := stopAllHolding(p, &p.gate, es...)
+		if got := count("release"); got != leadership.LeaveCallsInFlight {
+			_ = finish()
+			t.Fatalf("%d releases under way at once while %d roles leave; want %d", got, n, leadership.LeaveCallsInFlight)
+		}
+		// Two and a half renew intervals with the releases held (within
+		// the leaving leases): the leader of x renews meanwhile.
+		time.Sleep(fastOpts().RenewInterval * 5 / 2)
+		synctest.Wait()
+		if ext := count("extend"); !stays.IsLeader() || ext < 2 {
+			t.Fatalf("while the leave's releases were held: x leading %v after %d renewals; want leading, at least 2", stays.IsLeader(), ext)
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		if got := count("release"); got != n {
+			t.Fatalf("%d releases after the leave; want %d", got, n)
+		}
+		for i, e := range es {
+			if e.IsLeader() {
+				t.Fatalf("r%d: leading after the leave", i)
+			}
+		}
+		mustStop(t, stays)
+	})
+}
+
+// TestStopAll_H2_LeaveBoundsItsWithdrawals: the candidates of a process
+// leaving more roles than a leave runs calls at once withdraw from their
+// roles' participants at most LeaveCallsInFlight at a time, and all do.
+func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		n := leadership.LeaveCallsInFlight + 100
+		as, bs := make([]*leadership.Elector, n), make([]*leadership.Elector, n)
+		for i := range n {
+			role := fmt.Sprintf("r%d", i)
+			bs[i] = mustElector(t, role, lock, fastOpts(), leadership.WithIdentity("b"))
+			mustStart(t, bs[i])
+			as[i] = mustElector(t, role, lock, fastOpts(), leadership.WithIdentity("a"))
+		}
+		synctest.Wait()
+		for _, e := range as {
+			mustStart(t, e)
+		}
+		synctest.Wait()
+		count := func() (k int) {
+			for _, c := range p.log() {
+				if strings.HasPrefix(c, "deregister ") {
+					k++
+				}
+			}
+			return k
+		}
+		finish := stopAllHolding(p, &p.dgate, as...)
+		got := count()
+		if got != leadership.LeaveCallsInFlight {
+			_ = finish()
+			t.Fatalf("%d withdrawals under way at once while %d candidates leave; want %d", got, n, leadership.LeaveCallsInFlight)
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		// Each candidate withdraws, then deregisters once more as it stops.
+		if got := count(); got != 2*n {
+			t.Fatalf("%d deregistrations after the leave; want %d", got, 2*n)
+		}
+		for _, e := range bs {
+			if !e.IsLeader() {
+				t.Fatal("b lost a role while a's candidates left")
+			}
+			mustStop(t, e)
+		}
+	})
+}
