@@ -60,6 +60,12 @@ type Elector struct {
 	tel         *electorTelemetry
 
 	group *BalanceGroup // B1: nil unless Options.Balance
+	// procGate is the gate of the Process that created the elector: its
+	// acquisition attempts and its subscriptions run through it, so a
+	// process starting, or taking over, 50,000 roles holds no goroutine
+	// per role while the lock works through them. nil for an elector of
+	// its own.
+	procGate *processGates
 
 	state    atomic.Pointer[termState]    // written by the loop only
 	progress atomic.Pointer[loopProgress] // written by the loop only

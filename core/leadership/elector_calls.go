@@ -86,14 +86,51 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 		l.step = c
 	} else {
 		l.pending++
-		if g := l.leave; g != nil {
-			// A leave's release, deregistration or unsubscription: one
-			// of thousands at once (see callGate).
-			g.spawn(func() { l.run(c, ctx, fn) })
-			return
+	}
+	if g := l.gateFor(c); g != nil {
+		// One of thousands of calls at once (see callGate).
+		if c.op == opAcquire {
+			fn = notSentOnceDone(fn)
 		}
+		g.spawn(func() { l.run(c, ctx, fn) })
+		return
 	}
 	go l.run(c, ctx, fn)
+}
+
+// notSentOnceDone wraps an acquisition that waits in a gate: one whose
+// context ended there was held back by this process's own load and never
+// reached the lock, as one that waited in the lock's own queue past its
+// deadline (locking.ErrNotSent).
+func notSentOnceDone(fn func(context.Context, *outcome) error) func(context.Context, *outcome) error {
+	return func(ctx context.Context, o *outcome) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("leadership: acquisition waited behind the process's other calls: %w: %w", locking.ErrNotSent, err)
+		}
+		return fn(ctx, o)
+	}
+}
+
+// gateFor returns the gate c runs through, nil for none: a leave's gate
+// for its releases, deregistrations and unsubscriptions (StopAll,
+// Process.Leave); the process's gate for the acquisition attempts and
+// the subscriptions of an elector a Process created. Renewals always run
+// at once, and so does everything else of an elector of its own.
+func (l *loop) gateFor(c *call) *callGate {
+	switch c.op {
+	case opRenew:
+		return nil
+	case opAcquire:
+		if g := l.e.procGate; g != nil {
+			return g.acquire
+		}
+		return nil
+	case opWatch:
+		if g := l.e.procGate; g != nil && l.leave == nil {
+			return g.watch
+		}
+	}
+	return l.leave
 }
 
 // run is the body of a lock call's goroutine. Its frame is on the stack

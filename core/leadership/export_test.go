@@ -8,5 +8,5 @@ const MaxFinalTries = maxFinalTries
 // ResignTo exposes resign with a named taker (B1) to the external tests.
 func ResignTo(ctx context.Context, e *Elector, target string) error { return e.resign(ctx, target) }
 
-// LeaveCallsInFlight exposes leaveCallsInFlight to the external tests.
-const LeaveCallsInFlight = leaveCallsInFlight
+// CallsInFlight exposes callsInFlight to the external tests.
+const CallsInFlight = callsInFlight

@@ -2,23 +2,27 @@ package leadership
 
 import "sync"
 
-// leaveCallsInFlight is how many of a leave's lock calls run at once (two
-// of redislock's pipelined round trips' worth). A process leaving 50,000
-// roles makes about 100,000 calls (releases, deregistrations, the ends
-// of subscriptions); the lock sends them a round trip at a time whatever
-// their number, so those past the bound wait as a closure of a few dozen
-// bytes rather than as a goroutine blocked in the lock, whose stack holds
-// 4-8 KB.
-const leaveCallsInFlight = 2048
+// callsInFlight is how many lock calls a gate runs at once (two of
+// redislock's pipelined round trips' worth). A process leaving 50,000
+// roles makes about 100,000 calls (releases, deregistrations, the ends of
+// subscriptions), and one starting, or taking over, as many makes about
+// as many (attempts, subscriptions); the lock sends them a round trip at
+// a time whatever their number, so those past the bound wait as a
+// closure of a few dozen bytes rather than as a goroutine blocked in the
+// lock, whose stack holds 4-8 KB.
+const callsInFlight = 2048
 
-// callGate runs the lock calls of one leave (StopAll, Process.Leave) with
-// at most limit of them in flight; the others wait their turn, first come
-// first run, and each finished call's goroutine runs the next one. Only
-// calls nobody's lease depends on go through it (releases,
-// deregistrations, unsubscriptions): renewals and acquisitions never
-// wait behind a leave. A call that never returns holds its slot, as it
-// held its goroutine; the lock calls a leave makes end with their
-// contexts.
+// callGate runs lock calls with at most limit of them in flight; the
+// others wait their turn, first come first run, and each finished call's
+// goroutine runs the next one. A leave (StopAll, Process.Leave) has one
+// for its releases, deregistrations and unsubscriptions; a Process has
+// two, one for the acquisition attempts and one for the subscriptions of
+// its electors (a process starting its roles, or taking over those
+// another left). Renewals never go through one: no lease waits behind a
+// leave or a join. An acquisition whose deadline passed while it waited
+// is not sent (see notSentOnceDone), so it waits at most about as long
+// as the attempts ahead of it take. A call that never returns holds its
+// slot, as it held its goroutine.
 type callGate struct {
 	limit int
 
@@ -26,6 +30,13 @@ type callGate struct {
 	running int      // goroutines running calls
 	queue   []func() // waiting calls; queue[head:] are live
 	head    int
+}
+
+// processGates are a Process's gates: one for its electors' acquisition
+// attempts, one for their subscriptions, apart so that subscriptions a
+// slow server holds up never hold attempts back.
+type processGates struct {
+	acquire, watch *callGate
 }
 
 // newCallGate returns a gate of limit calls in flight (at least one).

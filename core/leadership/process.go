@@ -80,6 +80,7 @@ type Process struct {
 	identity string
 	balance  bool
 	group    *BalanceGroup
+	gates    processGates // its electors' acquisitions and subscriptions (see Elector.procGate)
 	log      *zap.Logger
 	warn     time.Duration
 
@@ -133,7 +134,8 @@ func NewProcess(lock locking.Lock, opts ProcessOptions) (*Process, error) {
 		log = zap.NewNop()
 	}
 	return &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
-		log: log, warn: warn, roles: map[string]*processRole{}}, nil
+		log: log, warn: warn, roles: map[string]*processRole{},
+		gates: processGates{acquire: newCallGate(callsInFlight), watch: newCallGate(callsInFlight)}}, nil
 }
 
 // Identity returns the identity of the process's electors.
@@ -165,6 +167,7 @@ func (p *Process) Elector(role string, opts Options, o ...Option) (*Elector, err
 	if err != nil {
 		return nil, err
 	}
+	e.procGate = &p.gates
 	r := &processRole{name: role, e: e, settled: make(chan struct{}), released: make(chan struct{})}
 	p.roles[role] = r
 	p.order = append(p.order, r)
@@ -355,7 +358,7 @@ func (p *Process) beginLeave() *leaveState {
 // run is the leave: the roles with work each stop it and then their
 // elector; the others leave together as StopAll's electors do.
 func (p *Process) run(ls *leaveState) {
-	g := newCallGate(leaveCallsInFlight)
+	g := newCallGate(callsInFlight)
 	for _, r := range ls.roles {
 		// A leader with work keeps renewing until its work has returned
 		// (E11, O2): its lease is kept, not left to expire, for work that

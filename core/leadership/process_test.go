@@ -357,3 +357,112 @@ type failingWork struct{}
 func (failingWork) Start(context.Context) error    { return errors.New("no database") }
 func (failingWork) Stop(context.Context) error     { return nil }
 func (failingWork) Running() []leadership.Activity { return nil }
+
+// TestProcess_H1_StartBoundsItsCallsInFlight: a process starting more
+// roles than it runs calls at once has at most CallsInFlight
+// acquisition attempts under way; the others wait their turn, and every
+// role is led once the lock answers.
+func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		hold := make(chan struct{})
+		p.mu.Lock()
+		p.agate = hold
+		p.mu.Unlock()
+		proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := leadership.CallsInFlight + 100
+		for i := range n {
+			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		attempts := 0
+		for _, c := range p.log() {
+			if strings.HasPrefix(c, "acquire ") {
+				attempts++
+			}
+		}
+		p.mu.Lock()
+		p.agate = nil
+		p.mu.Unlock()
+		close(hold)
+		synctest.Wait()
+		if attempts != leadership.CallsInFlight {
+			t.Fatalf("%d attempts under way at once while %d roles start; want %d", attempts, n, leadership.CallsInFlight)
+		}
+		for i, e := range proc.Electors() {
+			if !e.IsLeader() {
+				t.Fatalf("elector %d (%s) does not lead once the lock answered", i, e.Role())
+			}
+		}
+		if err := proc.Leave(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestProcess_H1_AttemptPastItsDeadlineInTheQueueIsNotSent: an acquisition
+// attempt whose deadline passed while it waited for its turn behind the
+// process's other calls is not sent (as one the lock's own queue held past
+// its deadline, locking.ErrNotSent); the elector tries again later and
+// leads.
+func TestProcess_H1_AttemptPastItsDeadlineInTheQueueIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		hold := make(chan struct{})
+		p.mu.Lock()
+		p.agate = hold
+		p.mu.Unlock()
+		proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := leadership.CallsInFlight + 100
+		for i := range n {
+			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The held attempts outlive the deadline of every attempt queued
+		// behind them (the RetryInterval); then the lock answers them.
+		time.Sleep(fastOpts().RetryInterval + time.Millisecond)
+		p.mu.Lock()
+		p.agate = nil
+		p.mu.Unlock()
+		close(hold)
+		synctest.Wait()
+		attempts, expired := 0, 0
+		for _, c := range p.log() {
+			switch {
+			case strings.HasPrefix(c, "acquire "):
+				attempts++
+			case strings.HasPrefix(c, "expired-acquire "):
+				expired++
+			}
+		}
+		if expired > 0 || attempts >= n {
+			t.Fatalf("%d attempts reached the lock, %d of them past their deadline; want none past it, and fewer than %d (those whose deadline passed in the queue not sent)",
+				attempts, expired, n)
+		}
+		time.Sleep(2 * fastOpts().Lease)
+		synctest.Wait()
+		for i, e := range proc.Electors() {
+			if !e.IsLeader() {
+				t.Fatalf("elector %d (%s) does not lead after its attempts were retried", i, e.Role())
+			}
+		}
+		if err := proc.Leave(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -38,7 +38,7 @@ import (
 // every Stop, as in Stop. It returns once every elector has stopped, with
 // their errors joined. A nil elector is skipped.
 func StopAll(ctx context.Context, electors ...*Elector) error {
-	return errors.Join(stopElectors(ctx, electors, newCallGate(leaveCallsInFlight))...)
+	return errors.Join(stopElectors(ctx, electors, newCallGate(callsInFlight))...)
 }
 
 // stopElectors is StopAll, and the leave of a Process's roles without

@@ -36,6 +36,9 @@ func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (lo
 
 func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	if r.Owner == "a" {
+		if ctx.Err() != nil {
+			p.record("expired-acquire", r.Key)
+		}
 		p.record("acquire", r.Key)
 		p.mu.Lock()
 		gate := p.agate
@@ -477,14 +480,14 @@ func TestStopAll_E8_ReportsEveryElectorsError(t *testing.T) {
 }
 
 // TestStopAll_H2_LeaveBoundsItsCallsInFlight: a process leaving more roles
-// than a leave runs calls at once has at most LeaveCallsInFlight releases
+// than a leave runs calls at once has at most CallsInFlight releases
 // under way; the others wait their turn and all are made. Meanwhile a
 // leader that is not leaving keeps renewing: its renewals do not wait
 // behind the leave's calls.
 func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lock := newOrderLock(t)
-		n := leadership.LeaveCallsInFlight + 100
+		n := leadership.CallsInFlight + 100
 		es := make([]*leadership.Elector, n)
 		for i := range es {
 			es[i] = mustElector(t, fmt.Sprintf("r%d", i), lock, fastOpts(), leadership.WithIdentity("a"))
@@ -508,9 +511,9 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 		}
 
 		finish := stopAllHolding(p, &p.gate, es...)
-		if got := count("release"); got != leadership.LeaveCallsInFlight {
+		if got := count("release"); got != leadership.CallsInFlight {
 			_ = finish()
-			t.Fatalf("%d releases under way at once while %d roles leave; want %d", got, n, leadership.LeaveCallsInFlight)
+			t.Fatalf("%d releases under way at once while %d roles leave; want %d", got, n, leadership.CallsInFlight)
 		}
 		// Two and a half renew intervals with the releases held (within
 		// the leaving leases): the leader of x renews meanwhile.
@@ -536,11 +539,11 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 
 // TestStopAll_H2_LeaveBoundsItsWithdrawals: the candidates of a process
 // leaving more roles than a leave runs calls at once withdraw from their
-// roles' participants at most LeaveCallsInFlight at a time, and all do.
+// roles' participants at most CallsInFlight at a time, and all do.
 func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lock := newOrderLock(t)
-		n := leadership.LeaveCallsInFlight + 100
+		n := leadership.CallsInFlight + 100
 		as, bs := make([]*leadership.Elector, n), make([]*leadership.Elector, n)
 		for i := range n {
 			role := fmt.Sprintf("r%d", i)
@@ -563,9 +566,9 @@ func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 		}
 		finish := stopAllHolding(p, &p.dgate, as...)
 		got := count()
-		if got != leadership.LeaveCallsInFlight {
+		if got != leadership.CallsInFlight {
 			_ = finish()
-			t.Fatalf("%d withdrawals under way at once while %d candidates leave; want %d", got, n, leadership.LeaveCallsInFlight)
+			t.Fatalf("%d withdrawals under way at once while %d candidates leave; want %d", got, n, leadership.CallsInFlight)
 		}
 		if err := finish(); err != nil {
 			t.Fatal(err)
