@@ -358,30 +358,48 @@ func (failingWork) Start(context.Context) error    { return errors.New("no datab
 func (failingWork) Stop(context.Context) error     { return nil }
 func (failingWork) Running() []leadership.Activity { return nil }
 
+// startHeldProcess starts a process "a" of CallsInFlight + 100 roles
+// over an orderProvider that holds every acquisition attempt until
+// letAttemptsGo, and returns the provider, the process and its number of
+// roles.
+func startHeldProcess(t *testing.T) (*orderProvider, *leadership.Process, int) {
+	t.Helper()
+	p, lock := newOrderLock(t)
+	p.mu.Lock()
+	p.agate = make(chan struct{})
+	p.mu.Unlock()
+	proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := leadership.CallsInFlight + 100
+	for i := range n {
+		if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := proc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p, proc, n
+}
+
+// letAttemptsGo lets the held acquisition attempts go and holds no more.
+func (p *orderProvider) letAttemptsGo() {
+	p.mu.Lock()
+	hold := p.agate
+	p.agate = nil
+	p.mu.Unlock()
+	close(hold)
+}
+
 // TestProcess_H1_StartBoundsItsCallsInFlight: a process starting more
 // roles than it runs calls at once has at most CallsInFlight
 // acquisition attempts under way; the others wait their turn, and every
 // role is led once the lock answers.
 func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, lock := newOrderLock(t)
-		hold := make(chan struct{})
-		p.mu.Lock()
-		p.agate = hold
-		p.mu.Unlock()
-		proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := leadership.CallsInFlight + 100
-		for i := range n {
-			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := proc.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		p, proc, n := startHeldProcess(t)
 		synctest.Wait()
 		attempts := 0
 		for _, c := range p.log() {
@@ -389,10 +407,7 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 				attempts++
 			}
 		}
-		p.mu.Lock()
-		p.agate = nil
-		p.mu.Unlock()
-		close(hold)
+		p.letAttemptsGo()
 		synctest.Wait()
 		if attempts != leadership.CallsInFlight {
 			t.Fatalf("%d attempts under way at once while %d roles start; want %d", attempts, n, leadership.CallsInFlight)
@@ -415,31 +430,11 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 // leads.
 func TestProcess_H1_AttemptPastItsDeadlineInTheQueueIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, lock := newOrderLock(t)
-		hold := make(chan struct{})
-		p.mu.Lock()
-		p.agate = hold
-		p.mu.Unlock()
-		proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := leadership.CallsInFlight + 100
-		for i := range n {
-			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := proc.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		p, proc, n := startHeldProcess(t)
 		// The held attempts outlive the deadline of every attempt queued
 		// behind them (the RetryInterval); then the lock answers them.
 		time.Sleep(fastOpts().RetryInterval + time.Millisecond)
-		p.mu.Lock()
-		p.agate = nil
-		p.mu.Unlock()
-		close(hold)
+		p.letAttemptsGo()
 		synctest.Wait()
 		attempts, expired := 0, 0
 		for _, c := range p.log() {
