@@ -401,12 +401,7 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, proc, n := startHeldProcess(t)
 		synctest.Wait()
-		attempts := 0
-		for _, c := range p.log() {
-			if strings.HasPrefix(c, "acquire ") {
-				attempts++
-			}
-		}
+		attempts := p.count("acquire")
 		p.letAttemptsGo()
 		synctest.Wait()
 		if attempts != leadership.CallsInFlight {
@@ -436,15 +431,7 @@ func TestProcess_H1_AttemptPastItsDeadlineInTheQueueIsNotSent(t *testing.T) {
 		time.Sleep(fastOpts().RetryInterval + time.Millisecond)
 		p.letAttemptsGo()
 		synctest.Wait()
-		attempts, expired := 0, 0
-		for _, c := range p.log() {
-			switch {
-			case strings.HasPrefix(c, "acquire "):
-				attempts++
-			case strings.HasPrefix(c, "expired-acquire "):
-				expired++
-			}
-		}
+		attempts, expired := p.count("acquire"), p.count("expired-acquire")
 		if expired > 0 || attempts >= n {
 			t.Fatalf("%d attempts reached the lock, %d of them past their deadline; want none past it, and fewer than %d (those whose deadline passed in the queue not sent)",
 				attempts, expired, n)

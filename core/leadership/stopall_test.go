@@ -51,6 +51,17 @@ func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (
 	return p.Provider.Acquire(ctx, r)
 }
 
+// count returns how many calls of kind op ("acquire", "release", ...) the
+// log holds.
+func (p *orderProvider) count(op string) (k int) {
+	for _, c := range p.log() {
+		if strings.HasPrefix(c, op+" ") {
+			k++
+		}
+	}
+	return k
+}
+
 func (p *orderProvider) record(op, key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -501,17 +512,9 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 				t.Fatalf("r%d: not leading before the leave", i)
 			}
 		}
-		count := func(op string) (k int) {
-			for _, c := range p.log() {
-				if strings.HasPrefix(c, op+" ") {
-					k++
-				}
-			}
-			return k
-		}
 
 		finish := stopAllHolding(p, &p.gate, es...)
-		if got := count("release"); got != leadership.CallsInFlight {
+		if got := p.count("release"); got != leadership.CallsInFlight {
 			_ = finish()
 			t.Fatalf("%d releases under way at once while %d roles leave; want %d", got, n, leadership.CallsInFlight)
 		}
@@ -519,13 +522,13 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 		// the leaving leases): the leader of x renews meanwhile.
 		time.Sleep(fastOpts().RenewInterval * 5 / 2)
 		synctest.Wait()
-		if ext := count("extend"); !stays.IsLeader() || ext < 2 {
+		if ext := p.count("extend"); !stays.IsLeader() || ext < 2 {
 			t.Fatalf("while the leave's releases were held: x leading %v after %d renewals; want leading, at least 2", stays.IsLeader(), ext)
 		}
 		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
-		if got := count("release"); got != n {
+		if got := p.count("release"); got != n {
 			t.Fatalf("%d releases after the leave; want %d", got, n)
 		}
 		for i, e := range es {
@@ -556,16 +559,8 @@ func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 			mustStart(t, e)
 		}
 		synctest.Wait()
-		count := func() (k int) {
-			for _, c := range p.log() {
-				if strings.HasPrefix(c, "deregister ") {
-					k++
-				}
-			}
-			return k
-		}
 		finish := stopAllHolding(p, &p.dgate, as...)
-		got := count()
+		got := p.count("deregister")
 		if got != leadership.CallsInFlight {
 			_ = finish()
 			t.Fatalf("%d withdrawals under way at once while %d candidates leave; want %d", got, n, leadership.CallsInFlight)
@@ -574,7 +569,7 @@ func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each candidate withdraws, then deregisters once more as it stops.
-		if got := count(); got != 2*n {
+		if got := p.count("deregister"); got != 2*n {
 			t.Fatalf("%d deregistrations after the leave; want %d", got, 2*n)
 		}
 		for _, e := range bs {
