@@ -12,6 +12,10 @@ import "sync"
 // lock, whose stack holds 4-8 KB.
 const callsInFlight = 2048
 
+// keptQueue is the largest queue a gate keeps once it has drained, as
+// roundtrip.Queue keeps its round buffer.
+const keptQueue = 1024
+
 // callGate runs lock calls with at most limit of them in flight; the
 // others wait their turn, first come first run, and each finished call's
 // goroutine runs the next one. A leave (StopAll, Process.Leave) has one
@@ -69,6 +73,11 @@ func (g *callGate) work(fn func()) {
 			fn = nil
 			g.running--
 			g.queue, g.head = g.queue[:0], 0
+			if cap(g.queue) > keptQueue {
+				// A burst's queue (50,000 roles' calls) is let go, not
+				// kept for the process's life.
+				g.queue = nil
+			}
 		}
 		g.mu.Unlock()
 	}
