@@ -2,6 +2,7 @@ package leadershipfx
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	"go.uber.org/zap"
@@ -25,13 +26,16 @@ type processSlot struct {
 // app is the app's roles as one leadership.Process (H1) and where their
 // hooks are in the app's start and stop.
 type app struct {
-	proc *leadership.Process
-	log  *zap.Logger
+	proc     *leadership.Process
+	log      *zap.Logger
+	stopHook func(context.Context) error // a.stop, one value for every role's hook
 
 	mu       sync.Mutex
-	declared int // roles built
-	started  int // roles whose OnStart succeeded
-	stops    int // role OnStops run
+	opts     *leadership.Options // the latest role's, see intern
+	in       *roleInputs         // the latest role's, see intern
+	declared int                 // roles built
+	started  int                 // roles whose OnStart succeeded
+	stops    int                 // role OnStops run
 }
 
 // appFor returns the app recorded in slots, creating it (and the process,
@@ -58,6 +62,7 @@ func appFor(slots []*processSlot, p RoleParams) (*app, error) {
 			zap.String("reason", "leadership.balance with locking.provider memory: the in-process lock cannot see other processes, so roles are balanced within this process only"))
 	}
 	a := &app{proc: proc, log: log}
+	a.stopHook = a.stop
 	for _, s := range slots {
 		s.app = a
 	}
@@ -76,6 +81,30 @@ func balanceAsked(c config.LeadershipConfig) bool {
 		}
 	}
 	return false
+}
+
+// roleInputs are the config sections a role was built from (zero
+// without config).
+type roleInputs struct {
+	cfg  config.LeadershipConfig
+	lcfg config.LockingConfig
+}
+
+// intern returns o and p's config sections as values shared with the
+// role built before this one when they are equal, so an app of 50,000
+// roles built from one config keeps one copy of each instead of one per
+// role. Equal sections hold the same maps, which reflect.DeepEqual
+// compares by address.
+func (a *app) intern(o leadership.Options, p RoleParams) (*leadership.Options, *roleInputs) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.opts == nil || *a.opts != o {
+		a.opts = &o
+	}
+	if a.in == nil || !reflect.DeepEqual(a.in.cfg, p.Config) || !reflect.DeepEqual(a.in.lcfg, p.Locking) {
+		a.in = &roleInputs{cfg: p.Config, lcfg: p.Locking}
+	}
+	return a.opts, a.in
 }
 
 // built counts a role built in the app.

@@ -15,7 +15,7 @@ import (
 // error naming the role and, when the role was built from config, the
 // dotted keys and sources of the values at fault (O4).
 func (ro *Handle) check() error {
-	err := leadership.CheckComposition(ro.name, ro.opts, ro.lock)
+	err := leadership.CheckComposition(ro.name, *ro.opts, ro.lock)
 	if err == nil {
 		return nil
 	}
@@ -29,22 +29,22 @@ func (ro *Handle) check() error {
 // broke with its source; nil when err is not about a configured value or
 // the role has no config.
 func (ro *Handle) fieldError(err error) (*config.FieldError, string) {
-	if reflect.ValueOf(ro.cfg).IsZero() {
+	if reflect.ValueOf(ro.in.cfg).IsZero() {
 		return nil, ""
 	}
 	var lim *leadership.LeaseLimitError
 	if errors.As(err, &lim) {
 		key := ro.setKey("lease")
-		return &config.FieldError{Key: key, Source: ro.cfg.Source(key),
+		return &config.FieldError{Key: key, Source: ro.in.cfg.Source(key),
 			Reason: fmt.Sprintf("%v exceeds locking.max_lease %v", lim.Lease, lim.MaxLease)}, ro.lockingSource("max_lease")
 	}
 	var ke *locking.KeyError
 	if errors.As(err, &ke) && strings.Contains(ke.Reason, "max_key_length") {
 		key := ro.setKey("lock_key")
-		if ro.cfg.Source(key) == "default" {
+		if ro.in.cfg.Source(key) == "default" {
 			key = ro.setKey("lock_key_format")
 		}
-		return &config.FieldError{Key: key, Source: ro.cfg.Source(key),
+		return &config.FieldError{Key: key, Source: ro.in.cfg.Source(key),
 			Reason: fmt.Sprintf("key %q for role %s: %s", ke.Key, quoteRole(ro.name), ke.Reason)}, ro.lockingSource("max_key_length")
 	}
 	return nil, ""
@@ -54,7 +54,7 @@ func (ro *Handle) fieldError(err error) (*config.FieldError, string) {
 // when one was set, else the section's own.
 func (ro *Handle) setKey(field string) string {
 	override := "leadership.roles." + ro.name + "." + field
-	if src := ro.cfg.Source(override); src != "" && src != "default" {
+	if src := ro.in.cfg.Source(override); src != "" && src != "default" {
 		return override
 	}
 	return "leadership." + field
@@ -62,10 +62,10 @@ func (ro *Handle) setKey(field string) string {
 
 // lockingSource says where locking.<field> was set, when known.
 func (ro *Handle) lockingSource(field string) string {
-	if reflect.ValueOf(ro.lcfg).IsZero() {
+	if reflect.ValueOf(ro.in.lcfg).IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("locking.%s from %s", field, ro.lcfg.Source("locking."+field))
+	return fmt.Sprintf("locking.%s from %s", field, ro.in.lcfg.Source("locking."+field))
 }
 
 // configErr is a composition error with the config keys behind it: the

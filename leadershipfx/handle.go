@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/hostloom/hostloom/config"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 )
@@ -25,15 +24,16 @@ type Handle struct {
 	app  *app // the app's process; nil when the role could not be built
 	e    *leadership.Elector
 	err  error // the role could not be built: reported by Role's invoke
-	opts leadership.Options
 	lock locking.Lock
-	// The config sections the role was built from, to name the keys and
-	// sources behind a composition error (O4); zero without config.
-	cfg  config.LeadershipConfig
-	lcfg config.LockingConfig
+	// opts and in are what the role was built from, shared with the
+	// app's other roles built from equal values (see app.intern): the
+	// options for the composition check, the config sections to name the
+	// keys and sources behind its error (O4).
+	opts *leadership.Options
+	in   *roleInputs
 
 	mu   sync.Mutex
-	once map[string]*onceWork
+	once map[string]*onceWork // nil until AttachOnce
 }
 
 type onceWork struct {
@@ -43,14 +43,14 @@ type onceWork struct {
 
 // newHandle builds role name's elector in the app's process.
 func newHandle(name string, p RoleParams, slots []*processSlot, s roleSettings) *Handle {
-	h := &Handle{name: name, lock: p.Lock, cfg: p.Config, lcfg: p.Locking, once: map[string]*onceWork{}}
+	h := &Handle{name: name, lock: p.Lock}
 	a, err := appFor(slots, p)
 	if err != nil {
 		h.err = roleError(name, err)
 		return h
 	}
 	o, eo := electorOptions(name, p, s)
-	h.opts = o
+	h.opts, h.in = a.intern(o, p)
 	if h.e, err = a.proc.Elector(name, o, eo...); err != nil {
 		h.err = roleError(name, err)
 		return h
@@ -72,8 +72,8 @@ func (h *Handle) declare(all []*Handle) error {
 		names = append(names, o.name)
 	}
 	slices.Sort(names)
-	if !reflect.ValueOf(h.cfg).IsZero() {
-		if err := h.cfg.CheckRoles(names...); err != nil {
+	if !reflect.ValueOf(h.in.cfg).IsZero() {
+		if err := h.in.cfg.CheckRoles(names...); err != nil {
 			return err
 		}
 	}
@@ -84,7 +84,7 @@ func (h *Handle) declare(all []*Handle) error {
 // composition (F1: K5, T2) and starts the role's work and then its
 // elector; its OnStop makes the app's process leave (see app.stop).
 func (h *Handle) register(lc fx.Lifecycle) {
-	lc.Append(fx.Hook{OnStart: h.start, OnStop: h.app.stop})
+	lc.Append(fx.Hook{OnStart: h.start, OnStop: h.app.stopHook})
 }
 
 // start is the role's OnStart.
@@ -137,6 +137,9 @@ func (h *Handle) AttachOnce(key string, build func() (Work, error)) (Work, error
 		return ow.w, ow.err
 	}
 	ow := &onceWork{}
+	if h.once == nil {
+		h.once = map[string]*onceWork{}
+	}
 	h.once[key] = ow
 	h.mu.Unlock()
 	ow.w, ow.err = build()

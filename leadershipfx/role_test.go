@@ -149,6 +149,25 @@ func TestRole_F1_T2_LeaseOverMaxLeaseFailsStart(t *testing.T) {
 	}
 }
 
+// Roles built alike share their options (H1's memory); a role adjusted in
+// code between two others is still checked with its own lease.
+func TestRole_T2_EachRoleCheckedWithItsOwnOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		longer := leadershipfx.WithOptions(func(o *leadership.Options) { o.Lease, o.RenewInterval = 90*time.Second, 30*time.Second })
+		app := fx.New(fx.NopLogger, env("HOSTLOOM_LOCKING__MAX_LEASE=1m"), lockingfx.Module,
+			leadershipfx.Role("reports"), leadershipfx.Role("billing", longer), leadershipfx.Role("audit"))
+		if err := app.Err(); err != nil {
+			t.Fatalf("fx.New: %v", err)
+		}
+		err := app.Start(context.Background())
+		want := `leadership: role "billing": lease 1m30s exceeds locking max_lease 1m0s`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Start error %v, want %q", err, want)
+		}
+		_ = app.Stop(context.Background())
+	})
+}
+
 func TestRole_K5_KeyTooLongFailsWithTheRole(t *testing.T) {
 	app := fx.New(fx.NopLogger, env("HOSTLOOM_LOCKING__MAX_KEY_LENGTH=10"), lockingfx.Module, leadershipfx.Role("billing-and-more"), leadershipfx.Module)
 	err := app.Err()
