@@ -61,7 +61,7 @@ type Elector struct {
 
 	group *BalanceGroup // B1: nil unless Options.Balance
 	// procGate is the gate of the Process that created the elector: its
-	// acquisition attempts and its subscriptions run through it, so a
+	// acquisition attempts, subscriptions and renewals run through it, so a
 	// process starting, or taking over, 50,000 roles holds no goroutine
 	// per role while the lock works through them. nil for an elector of
 	// its own.

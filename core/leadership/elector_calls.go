@@ -89,8 +89,8 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 	}
 	if g := l.gateFor(c); g != nil {
 		// One of thousands of calls at once (see callGate).
-		if c.op == opAcquire {
-			fn = notSentOnceDone(fn)
+		if c.bound > 0 {
+			fn = boundOnceSent(c.op, c.sent.Add(c.bound), fn)
 		}
 		g.spawn(func() { l.run(c, ctx, fn) })
 		return
@@ -98,27 +98,59 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 	go l.run(c, ctx, fn)
 }
 
-// notSentOnceDone wraps an acquisition that waits in a gate: one whose
-// context ended there was held back by this process's own load and never
-// reached the lock, as one that waited in the lock's own queue past its
-// deadline (locking.ErrNotSent).
-func notSentOnceDone(fn func(context.Context, *outcome) error) func(context.Context, *outcome) error {
+// callContext returns the context of a call with a bound (an acquisition
+// attempt, a renewal), which ends at c.sent+c.bound or when the returned
+// cancel is called. A call that goes through a gate gets its deadline
+// from boundOnceSent when the gate runs it: thousands of calls waiting in
+// a gate hold no timer each, whose firing at one instant would start as
+// many goroutines.
+func (l *loop) callContext(c *call) (context.Context, context.CancelFunc) {
+	if l.gateFor(c) != nil {
+		return context.WithCancel(l.base)
+	}
+	return context.WithDeadline(l.base, c.sent.Add(c.bound))
+}
+
+// boundOnceSent wraps a call with a bound that waits in a gate: it runs
+// with its deadline once the gate runs it, and one whose deadline passed,
+// or whose context ended, while it waited is not sent: it was held back by
+// this process's own load and never reached the lock, as one that waited
+// in the lock's own queue past its deadline (locking.ErrNotSent).
+func boundOnceSent(op opKind, deadline time.Time, fn func(context.Context, *outcome) error) func(context.Context, *outcome) error {
 	return func(ctx context.Context, o *outcome) error {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("leadership: acquisition waited behind the process's other calls: %w: %w", locking.ErrNotSent, err)
+		err := ctx.Err()
+		if err == nil && !time.Now().Before(deadline) {
+			err = context.DeadlineExceeded
 		}
+		if err != nil {
+			return fmt.Errorf("leadership: %s waited behind the process's other calls: %w: %w", op.noun(), locking.ErrNotSent, err)
+		}
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		return fn(ctx, o)
 	}
 }
 
+// noun names a call of kind k in an error.
+func (k opKind) noun() string {
+	if k == opRenew {
+		return "renewal"
+	}
+	return "acquisition"
+}
+
 // gateFor returns the gate c runs through, nil for none: a leave's gate
 // for its releases, deregistrations and unsubscriptions (StopAll,
-// Process.Leave); the process's gate for the acquisition attempts and
-// the subscriptions of an elector a Process created. Renewals always run
-// at once, and so does everything else of an elector of its own.
+// Process.Leave); the process's gates for the acquisition attempts, the
+// subscriptions and the renewals of an elector a Process created, a
+// renewal never behind anything but renewals. An elector of its own
+// runs its calls at once, but in a leave.
 func (l *loop) gateFor(c *call) *callGate {
 	switch c.op {
 	case opRenew:
+		if g := l.e.procGate; g != nil {
+			return g.renew
+		}
 		return nil
 	case opAcquire:
 		if g := l.e.procGate; g != nil {

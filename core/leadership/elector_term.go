@@ -16,9 +16,9 @@ func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.cand.wokeDuring, l.cand.named = time.Time{}, false
 	l.learned.tried = true
-	bound := min(e.opts.RetryInterval, e.opts.Lease)
-	ctx, cancel := context.WithTimeout(l.base, bound)
-	l.start(&call{op: opAcquire, sent: now, bound: bound}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+	c := &call{op: opAcquire, sent: now, bound: min(e.opts.RetryInterval, e.opts.Lease)}
+	ctx, cancel := l.callContext(c)
+	l.start(c, ctx, cancel, func(ctx context.Context, o *outcome) error {
 		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity, e.opts.Priority, e.opts.RetryInterval)
 		return o.takeLease(lease, err, e.opts.Lease)
 	})
@@ -191,8 +191,9 @@ func (l *loop) renew(now time.Time) {
 	remaining := s.deadline.Sub(now)
 	bound := min(max(remaining/2, RenewRetryFloor), remaining)
 	lease := l.lease
-	ctx, cancel := context.WithTimeout(l.base, bound)
-	l.start(&call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}, ctx, cancel, func(ctx context.Context, o *outcome) error {
+	c := &call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}
+	ctx, cancel := l.callContext(c)
+	l.start(c, ctx, cancel, func(ctx context.Context, o *outcome) error {
 		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
 			return lockErr(err)
 		}

@@ -20,13 +20,16 @@ const keptQueue = 1024
 // others wait their turn, first come first run, and each finished call's
 // goroutine runs the next one. A leave (StopAll, Process.Leave) has one
 // for its releases, deregistrations and unsubscriptions; a Process has
-// two, one for the acquisition attempts and one for the subscriptions of
-// its electors (a process starting its roles, or taking over those
-// another left). Renewals never go through one: no lease waits behind a
-// leave or a join. An acquisition whose deadline passed while it waited
-// is not sent (see notSentOnceDone), so it waits at most about as long
-// as the attempts ahead of it take. A call that never returns holds its
-// slot, as it held its goroutine.
+// three for its electors: one for the acquisition attempts, one for the
+// subscriptions (a process starting its roles, or taking over those
+// another left) and one for the renewals (the thousands of leases a
+// takeover won fall due together a RenewInterval later). A renewal waits
+// only behind renewals: no lease waits behind a leave or a join, and the
+// lock sends renewals a round trip at a time, in order, gate or not. An
+// attempt or a renewal whose deadline passed while it waited is not sent
+// (see boundOnceSent), so it waits at most about as long as the calls
+// ahead of it take. A call that never returns holds its slot, as it held
+// its goroutine.
 type callGate struct {
 	limit int
 
@@ -37,10 +40,16 @@ type callGate struct {
 }
 
 // processGates are a Process's gates: one for its electors' acquisition
-// attempts, one for their subscriptions, apart so that subscriptions a
-// slow server holds up never hold attempts back.
+// attempts, one for their subscriptions and one for their renewals, apart
+// so that subscriptions a slow server holds up never hold attempts back,
+// and neither holds a renewal back.
 type processGates struct {
-	acquire, watch *callGate
+	acquire, watch, renew *callGate
+}
+
+// newProcessGates returns a Process's gates.
+func newProcessGates() processGates {
+	return processGates{acquire: newCallGate(callsInFlight), watch: newCallGate(callsInFlight), renew: newCallGate(callsInFlight)}
 }
 
 // newCallGate returns a gate of limit calls in flight (at least one).

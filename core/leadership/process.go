@@ -80,7 +80,7 @@ type Process struct {
 	identity string
 	balance  bool
 	group    *BalanceGroup
-	gates    processGates // its electors' acquisitions and subscriptions (see Elector.procGate)
+	gates    processGates // its electors' acquisitions, subscriptions and renewals (see Elector.procGate)
 	log      *zap.Logger
 	warn     time.Duration
 
@@ -135,7 +135,7 @@ func NewProcess(lock locking.Lock, opts ProcessOptions) (*Process, error) {
 	}
 	return &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
 		log: log, warn: warn, roles: map[string]*processRole{},
-		gates: processGates{acquire: newCallGate(callsInFlight), watch: newCallGate(callsInFlight)}}, nil
+		gates: newProcessGates()}, nil
 }
 
 // Identity returns the identity of the process's electors.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
 )
 
 func mustProcess(t *testing.T, lock locking.Lock, o leadership.ProcessOptions) *leadership.Process {
@@ -411,6 +413,122 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 			if !e.IsLeader() {
 				t.Fatalf("elector %d (%s) does not lead once the lock answered", i, e.Role())
 			}
+		}
+		if err := proc.Leave(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestProcess_H1_RenewalsBoundTheirCallsInFlight: a process whose leases
+// fall due together (it took them all at once) has at most CallsInFlight
+// renewals under way; the others wait their turn, and every role stays
+// led once the lock answers.
+func TestProcess_H1_RenewalsBoundTheirCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
+		n := leadership.CallsInFlight + 100
+		for i := range n {
+			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		hold := make(chan struct{})
+		p.mu.Lock()
+		p.egate = hold
+		p.mu.Unlock()
+		time.Sleep(fastOpts().RenewInterval)
+		synctest.Wait()
+		renewals := p.count("extend")
+		p.mu.Lock()
+		p.egate = nil
+		p.mu.Unlock()
+		close(hold)
+		synctest.Wait()
+		if renewals != leadership.CallsInFlight {
+			t.Fatalf("%d renewals under way at once for %d leases due together; want %d", renewals, n, leadership.CallsInFlight)
+		}
+		if got := p.count("extend"); got != n {
+			t.Fatalf("%d renewals reached the lock once it answered; want %d", got, n)
+		}
+		time.Sleep(fastOpts().Lease)
+		synctest.Wait()
+		for i, e := range proc.Electors() {
+			if !e.IsLeader() {
+				t.Fatalf("elector %d (%s) does not lead after its renewals", i, e.Role())
+			}
+		}
+		if err := proc.Leave(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// deadlineProvider records the deadline of the context each acquisition
+// and renewal reaches it with.
+type deadlineProvider struct {
+	*memlock.Provider
+	mu                 sync.Mutex
+	acquires, renewals []time.Time // zero: no deadline
+}
+
+func (p *deadlineProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	d, _ := ctx.Deadline()
+	p.mu.Lock()
+	p.acquires = append(p.acquires, d)
+	p.mu.Unlock()
+	return p.Provider.Acquire(ctx, r)
+}
+
+func (p *deadlineProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
+	d, _ := ctx.Deadline()
+	p.mu.Lock()
+	p.renewals = append(p.renewals, d)
+	p.mu.Unlock()
+	return p.Provider.Extend(ctx, r)
+}
+
+// TestProcess_H1_CallsThroughGatesKeepTheirDeadlines: an acquisition
+// attempt or a renewal that goes through its process's gate reaches the
+// lock with the deadline it was given when it fell due, as one of an
+// elector of its own does.
+func TestProcess_H1_CallsThroughGatesKeepTheirDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &deadlineProvider{Provider: memlock.New()}
+		lock, err := locking.New(p, locking.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
+		o := fastOpts()
+		e, err := proc.Elector("billing", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(o.RenewInterval)
+		synctest.Wait()
+		renewedAt := time.Now()
+		p.mu.Lock()
+		acquires, renewals := slices.Clone(p.acquires), slices.Clone(p.renewals)
+		p.mu.Unlock()
+		if !e.IsLeader() || len(acquires) != 1 || len(renewals) != 1 {
+			t.Fatalf("leader %t after %d acquisitions and %d renewals; want one of each", e.IsLeader(), len(acquires), len(renewals))
+		}
+		if want := start.Add(min(o.RetryInterval, o.Lease)); !acquires[0].Equal(want) {
+			t.Errorf("the acquisition's deadline is %v after the start, want %v", acquires[0].Sub(start), want.Sub(start))
+		}
+		if d := renewals[0]; !d.After(renewedAt) || d.After(renewedAt.Add(o.Lease)) {
+			t.Errorf("the renewal's deadline is %v after it fell due, want within the lease (%v)", d.Sub(renewedAt), o.Lease)
 		}
 		if err := proc.Leave(context.Background()); err != nil {
 			t.Fatal(err)

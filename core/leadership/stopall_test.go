@@ -22,14 +22,22 @@ type orderProvider struct {
 	mu    sync.Mutex
 	calls []string
 	// gate, when set, holds every release until it is closed; dgate
-	// every deregistration of a's; agate every acquisition of a's, which
-	// then runs whatever its context (as one already sent to a server).
-	gate, dgate, agate chan struct{}
+	// every deregistration of a's; agate every acquisition of a's and
+	// egate every renewal of a's, which then run whatever their context
+	// (as one already sent to a server).
+	gate, dgate, agate, egate chan struct{}
 }
 
 func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if r.Owner == "a" {
 		p.record("extend", r.Key)
+		p.mu.Lock()
+		gate := p.egate
+		p.mu.Unlock()
+		if gate != nil {
+			<-gate
+			ctx = context.WithoutCancel(ctx)
+		}
 	}
 	return p.Provider.Extend(ctx, r)
 }
