@@ -30,12 +30,12 @@ type loop struct {
 	inbox inbox[message] // runs handle for each message, one at a time
 
 	// The fields below belong to the inbox's consumer (handle).
-	timer   *time.Timer // posts msgTimer
-	phase   phase       // where the machine is; see phase
-	due     time.Time   // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
-	step    *call       // the acquisition or renewal under way, if any
-	pending int         // other calls under way (release, watch, deregister)
-	follows bool        // E9: the uncoordinated Follow policy: a candidate that never contends
+	timer   wakeTimer // runs the machine with msgTimer
+	phase   phase     // where the machine is; see phase
+	due     time.Time // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
+	step    *call     // the acquisition or renewal under way, if any
+	pending int       // other calls under way (release, watch, deregister)
+	follows bool      // E9: the uncoordinated Follow policy: a candidate that never contends
 	// leave is set when msgLeave came: the process leaves; a candidate
 	// makes no new attempt, a leader no renewal, and the other lock calls
 	// run through the leave's gate. nil until then.
@@ -173,13 +173,20 @@ func (l *loop) contends() bool {
 }
 
 // newLoop returns the machine of e, idle until Start; its timer is armed
-// from Start on.
-func newLoop(e *Elector) *loop {
+// from Start on: a wake of clk, its Process's clock, or a runtime timer of
+// its own without one.
+func newLoop(e *Elector, clk *clock) *loop {
 	l := &loop{e: e, cand: &candidate{}}
 	l.inbox.handle = l.handle
-	// The timer's goroutine is the runtime's, one per firing, holding
-	// nothing: it runs the machine when idle.
-	l.timer = time.AfterFunc(MaxWait, func() { l.inbox.run(message{kind: msgTimer}) })
-	l.timer.Stop()
+	// The timer runs the machine when idle, on the clock's goroutine or
+	// the runtime's, one per firing, holding nothing.
+	fire := func() { l.inbox.run(message{kind: msgTimer}) }
+	if clk != nil {
+		l.timer = clk.newWake(fire)
+		return l
+	}
+	t := time.AfterFunc(MaxWait, fire)
+	t.Stop()
+	l.timer = t
 	return l
 }

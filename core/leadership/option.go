@@ -23,6 +23,7 @@ type settings struct {
 	tracers   trace.TracerProvider
 	identity  string
 	balance   *BalanceGroup
+	clock     *clock // the elector's Process's (see Process.Elector)
 }
 
 type optionFunc func(*settings)

@@ -81,6 +81,8 @@ type Process struct {
 	balance  bool
 	group    *BalanceGroup
 	gates    processGates // its electors' acquisitions, subscriptions and renewals (see Elector.procGate)
+	clock    *clock       // wakes its electors (see clock)
+	own      []Option     // every elector's identity, balance group and clock, before the caller's options
 	log      *zap.Logger
 	warn     time.Duration
 
@@ -97,6 +99,8 @@ type processRole struct {
 	work    []Work
 	started bool // StartRole has begun: no more work joins
 
+	// Made when the leave begins (beginLeave); the roles without work
+	// share one, closed once they have all stopped.
 	settled  chan struct{} // closed once released or named as stuck
 	released chan struct{} // closed once the elector has stopped
 	stopErr  error         // the elector's Stop error; read after released
@@ -106,6 +110,7 @@ type processRole struct {
 type leaveState struct {
 	roles   []*processRole
 	settled chan struct{} // closed once every role settled
+	plain   chan struct{} // the roles without work: closed once they all stopped
 }
 
 // NewProcess returns a process over lock (H1). It fails for a nil lock,
@@ -133,9 +138,11 @@ func NewProcess(lock locking.Lock, opts ProcessOptions) (*Process, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
+	p := &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
 		log: log, warn: warn, roles: map[string]*processRole{},
-		gates: newProcessGates()}, nil
+		gates: newProcessGates(), clock: newClock()}
+	p.own = []Option{WithIdentity(p.identity), WithBalanceGroup(p.group), optionFunc(func(s *settings) { s.clock = p.clock })}
+	return p, nil
 }
 
 // Identity returns the identity of the process's electors.
@@ -154,7 +161,7 @@ func (p *Process) Elector(role string, opts Options, o ...Option) (*Elector, err
 	if p.balance {
 		opts.Balance = true
 	}
-	eo := append([]Option{WithIdentity(p.identity), WithBalanceGroup(p.group)}, o...)
+	eo := append(p.own[:len(p.own):len(p.own)], o...)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.leave != nil {
@@ -168,7 +175,7 @@ func (p *Process) Elector(role string, opts Options, o ...Option) (*Elector, err
 		return nil, err
 	}
 	e.procGate = &p.gates
-	r := &processRole{name: role, e: e, settled: make(chan struct{}), released: make(chan struct{})}
+	r := &processRole{name: role, e: e}
 	p.roles[role] = r
 	p.order = append(p.order, r)
 	return e, nil
@@ -348,7 +355,15 @@ func (p *Process) beginLeave() *leaveState {
 		p.mu.Unlock()
 		return ls
 	}
-	ls := &leaveState{roles: slices.Clone(p.order), settled: make(chan struct{})}
+	ls := &leaveState{roles: slices.Clone(p.order), settled: make(chan struct{}), plain: make(chan struct{})}
+	for _, r := range ls.roles {
+		// No work joins a role once the leave began (Attach).
+		if len(r.work) == 0 {
+			r.settled, r.released = ls.plain, ls.plain
+		} else {
+			r.settled, r.released = make(chan struct{}), make(chan struct{})
+		}
+	}
 	p.leave = ls
 	p.mu.Unlock()
 	go p.run(ls)
@@ -391,9 +406,8 @@ func (p *Process) run(ls *leaveState) {
 		cancel()
 		for i, r := range plain {
 			r.stopErr = errs[i]
-			close(r.released)
-			close(r.settled)
 		}
+		close(ls.plain)
 	}
 	go func() {
 		for _, r := range ls.roles {
