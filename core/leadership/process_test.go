@@ -370,10 +370,15 @@ func startHeldProcess(t *testing.T) (*orderProvider, *leadership.Process, int) {
 	p.mu.Lock()
 	p.agate = make(chan struct{})
 	p.mu.Unlock()
-	proc, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc, n := startManyRoles(t, lock)
+	return p, proc, n
+}
+
+// startManyRoles starts a process, identity a, of more roles over lock
+// than it runs calls at once, and returns it with its number of roles.
+func startManyRoles(t *testing.T, lock locking.Lock) (*leadership.Process, int) {
+	t.Helper()
+	proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
 	n := leadership.CallsInFlight + 100
 	for i := range n {
 		if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
@@ -383,7 +388,7 @@ func startHeldProcess(t *testing.T) (*orderProvider, *leadership.Process, int) {
 	if err := proc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return p, proc, n
+	return proc, n
 }
 
 // letAttemptsGo lets the held acquisition attempts go and holds no more.
@@ -427,16 +432,7 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 func TestProcess_H1_RenewalsBoundTheirCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lock := newOrderLock(t)
-		proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
-		n := leadership.CallsInFlight + 100
-		for i := range n {
-			if _, err := proc.Elector(fmt.Sprintf("r%d", i), fastOpts()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := proc.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		proc, n := startManyRoles(t, lock)
 		synctest.Wait()
 		hold := make(chan struct{})
 		p.mu.Lock()

@@ -31,13 +31,7 @@ type orderProvider struct {
 func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if r.Owner == "a" {
 		p.record("extend", r.Key)
-		p.mu.Lock()
-		gate := p.egate
-		p.mu.Unlock()
-		if gate != nil {
-			<-gate
-			ctx = context.WithoutCancel(ctx)
-		}
+		ctx = p.holdAt(ctx, &p.egate)
 	}
 	return p.Provider.Extend(ctx, r)
 }
@@ -48,15 +42,23 @@ func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (
 			p.record("expired-acquire", r.Key)
 		}
 		p.record("acquire", r.Key)
-		p.mu.Lock()
-		gate := p.agate
-		p.mu.Unlock()
-		if gate != nil {
-			<-gate
-			ctx = context.WithoutCancel(ctx)
-		}
+		ctx = p.holdAt(ctx, &p.agate)
 	}
 	return p.Provider.Acquire(ctx, r)
+}
+
+// holdAt waits, when *gate is set, until it is closed, and returns a ctx
+// that no longer ends: the call then runs as one already sent to a
+// server.
+func (p *orderProvider) holdAt(ctx context.Context, gate *chan struct{}) context.Context {
+	p.mu.Lock()
+	g := *gate
+	p.mu.Unlock()
+	if g == nil {
+		return ctx
+	}
+	<-g
+	return context.WithoutCancel(ctx)
 }
 
 // count returns how many calls of kind op ("acquire", "release", ...) the
