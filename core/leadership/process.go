@@ -75,6 +75,15 @@ type Activity struct {
 // (H2). Build it with NewProcess, create its electors with Elector,
 // attach work with Attach, start roles with StartRole or Start, and end
 // with Leave. It is safe for concurrent use.
+//
+// A process is built for many roles: its electors' acquisition attempts,
+// subscriptions and renewals each run at most 2,048 at a time, the others
+// waiting their turn as small records (an attempt or renewal whose
+// deadline passes while it waits is not sent, and its elector tries
+// again), and its electors wake from one clock instead of a timer each.
+// So thousands of roles won at once, and renewed together a RenewInterval
+// later, hold no goroutine each. An elector made with NewElector sends
+// its calls at once, each on a goroutine of its own.
 type Process struct {
 	lock     locking.Lock
 	identity string
