@@ -89,26 +89,27 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 	}
 	if g := l.gateFor(c); g != nil {
 		// One of thousands of calls at once (see callGate).
-		if c.bound > 0 {
-			fn = boundOnceSent(c.op, c.sent.Add(c.bound), fn)
-		}
 		g.spawn(func() { l.run(c, ctx, fn) })
 		return
 	}
 	go l.run(c, ctx, fn)
 }
 
-// callContext returns the context of a call with a bound (an acquisition
-// attempt, a renewal), which ends at c.sent+c.bound or when the returned
-// cancel is called. A call that goes through a gate gets its deadline
-// from boundOnceSent when the gate runs it: thousands of calls waiting in
-// a gate hold no timer each, whose firing at one instant would start as
+// startBounded starts a call with a bound (an acquisition attempt, a
+// renewal): its context ends at c.sent+c.bound, or when c.cancel is
+// called. A call that goes through a gate gets that deadline from
+// boundOnceSent when the gate runs it: thousands of calls waiting in a
+// gate hold no timer each, whose firing at one instant would start as
 // many goroutines.
-func (l *loop) callContext(c *call) (context.Context, context.CancelFunc) {
+func (l *loop) startBounded(c *call, fn func(context.Context, *outcome) error) {
+	deadline := c.sent.Add(c.bound)
 	if l.gateFor(c) != nil {
-		return context.WithCancel(l.base)
+		ctx, cancel := context.WithCancel(l.base)
+		l.start(c, ctx, cancel, boundOnceSent(c.op, deadline, fn))
+		return
 	}
-	return context.WithDeadline(l.base, c.sent.Add(c.bound))
+	ctx, cancel := context.WithDeadline(l.base, deadline)
+	l.start(c, ctx, cancel, fn)
 }
 
 // boundOnceSent wraps a call with a bound that waits in a gate: it runs

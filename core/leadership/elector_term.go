@@ -16,9 +16,7 @@ func (l *loop) acquire(now time.Time) {
 	e := l.e
 	l.cand.wokeDuring, l.cand.named = time.Time{}, false
 	l.learned.tried = true
-	c := &call{op: opAcquire, sent: now, bound: min(e.opts.RetryInterval, e.opts.Lease)}
-	ctx, cancel := l.callContext(c)
-	l.start(c, ctx, cancel, func(ctx context.Context, o *outcome) error {
+	l.startBounded(&call{op: opAcquire, sent: now, bound: min(e.opts.RetryInterval, e.opts.Lease)}, func(ctx context.Context, o *outcome) error {
 		lease, err := e.caps.tryAcquire(ctx, e.lock, e.key, e.opts.Lease, e.identity, e.opts.Priority, e.opts.RetryInterval)
 		return o.takeLease(lease, err, e.opts.Lease)
 	})
@@ -191,9 +189,7 @@ func (l *loop) renew(now time.Time) {
 	remaining := s.deadline.Sub(now)
 	bound := min(max(remaining/2, RenewRetryFloor), remaining)
 	lease := l.lease
-	c := &call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}
-	ctx, cancel := l.callContext(c)
-	l.start(c, ctx, cancel, func(ctx context.Context, o *outcome) error {
+	l.startBounded(&call{op: opRenew, sent: now, bound: bound, term: s.term, lease: lease}, func(ctx context.Context, o *outcome) error {
 		if err := lease.Extend(ctx, e.opts.Lease); err != nil {
 			return lockErr(err)
 		}

@@ -27,7 +27,7 @@ const keptQueue = 1024
 // only behind renewals: no lease waits behind a leave or a join, and the
 // lock sends renewals a round trip at a time, in order, gate or not. An
 // attempt or a renewal whose deadline passed while it waited is not sent
-// (see boundOnceSent), so it waits at most about as long as the calls
+// (see loop.startBounded), so it waits at most about as long as the calls
 // ahead of it take. A call that never returns holds its slot, as it held
 // its goroutine.
 type callGate struct {
