@@ -161,6 +161,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		askedLease:  opts.Lease,
 		identity:    s.identity,
 		stopDone:    make(chan struct{}),
+		procGate:    s.gates,
 	}
 	if opts.Balance {
 		e.group = s.balance

@@ -23,7 +23,10 @@ type settings struct {
 	tracers   trace.TracerProvider
 	identity  string
 	balance   *BalanceGroup
-	clock     *clock // the elector's Process's (see Process.Elector)
+	// The gates and clock of the Process creating the elector (see
+	// Process.Elector); nil for an elector of its own.
+	gates *processGates
+	clock *clock
 }
 
 type optionFunc func(*settings)

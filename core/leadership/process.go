@@ -91,7 +91,7 @@ type Process struct {
 	group    *BalanceGroup
 	gates    processGates // its electors' acquisitions, subscriptions and renewals (see Elector.procGate)
 	clock    *clock       // wakes its electors (see clock)
-	own      []Option     // every elector's identity, balance group and clock, before the caller's options
+	own      []Option     // every elector's identity, balance group, gates and clock, before the caller's options
 	log      *zap.Logger
 	warn     time.Duration
 
@@ -150,7 +150,7 @@ func NewProcess(lock locking.Lock, opts ProcessOptions) (*Process, error) {
 	p := &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
 		log: log, warn: warn, roles: map[string]*processRole{},
 		gates: newProcessGates(), clock: newClock()}
-	p.own = []Option{WithIdentity(p.identity), WithBalanceGroup(p.group), optionFunc(func(s *settings) { s.clock = p.clock })}
+	p.own = []Option{WithIdentity(p.identity), WithBalanceGroup(p.group), optionFunc(func(s *settings) { s.gates, s.clock = &p.gates, p.clock })}
 	return p, nil
 }
 
@@ -183,7 +183,6 @@ func (p *Process) Elector(role string, opts Options, o ...Option) (*Elector, err
 	if err != nil {
 		return nil, err
 	}
-	e.procGate = &p.gates
 	r := &processRole{name: role, e: e}
 	p.roles[role] = r
 	p.order = append(p.order, r)
