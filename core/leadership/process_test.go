@@ -391,6 +391,20 @@ func startManyRoles(t *testing.T, lock locking.Lock) (*leadership.Process, int) 
 	return proc, n
 }
 
+// allLeadThenLeave fails unless every elector of proc leads (when says
+// after what), then makes the process leave.
+func allLeadThenLeave(t *testing.T, proc *leadership.Process, when string) {
+	t.Helper()
+	for i, e := range proc.Electors() {
+		if !e.IsLeader() {
+			t.Fatalf("elector %d (%s) does not lead %s", i, e.Role(), when)
+		}
+	}
+	if err := proc.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // letAttemptsGo lets the held acquisition attempts go and holds no more.
 func (p *orderProvider) letAttemptsGo() {
 	p.mu.Lock()
@@ -414,14 +428,7 @@ func TestProcess_H1_StartBoundsItsCallsInFlight(t *testing.T) {
 		if attempts != leadership.CallsInFlight {
 			t.Fatalf("%d attempts under way at once while %d roles start; want %d", attempts, n, leadership.CallsInFlight)
 		}
-		for i, e := range proc.Electors() {
-			if !e.IsLeader() {
-				t.Fatalf("elector %d (%s) does not lead once the lock answered", i, e.Role())
-			}
-		}
-		if err := proc.Leave(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		allLeadThenLeave(t, proc, "once the lock answered")
 	})
 }
 
@@ -454,14 +461,7 @@ func TestProcess_H1_RenewalsBoundTheirCallsInFlight(t *testing.T) {
 		}
 		time.Sleep(fastOpts().Lease)
 		synctest.Wait()
-		for i, e := range proc.Electors() {
-			if !e.IsLeader() {
-				t.Fatalf("elector %d (%s) does not lead after its renewals", i, e.Role())
-			}
-		}
-		if err := proc.Leave(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		allLeadThenLeave(t, proc, "after its renewals")
 	})
 }
 
@@ -552,13 +552,6 @@ func TestProcess_H1_AttemptPastItsDeadlineInTheQueueIsNotSent(t *testing.T) {
 		}
 		time.Sleep(2 * fastOpts().Lease)
 		synctest.Wait()
-		for i, e := range proc.Electors() {
-			if !e.IsLeader() {
-				t.Fatalf("elector %d (%s) does not lead after its attempts were retried", i, e.Role())
-			}
-		}
-		if err := proc.Leave(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		allLeadThenLeave(t, proc, "after its attempts were retried")
 	})
 }
