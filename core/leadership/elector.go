@@ -367,7 +367,7 @@ func (e *Elector) Start(ctx context.Context) error {
 		return fmt.Errorf("leadership: start role %q: %w", e.role, err)
 	}
 	reply := make(chan lifeReply, 1)
-	e.loop.post(message{kind: msgStart, life: lifeRequest{ctx: ctx, reply: reply}})
+	e.loop.post(message{kind: msgStart, life: &lifeRequest{ctx: ctx, reply: reply}})
 	return (<-reply).err
 }
 
@@ -393,22 +393,24 @@ type stopCall struct {
 	e     *Elector
 	ctx   context.Context
 	reply chan lifeReply
-	req   request
-	idle  bool // the elector never started: it is stopped, nothing to wait for
-	other bool // another Stop is the first: await waits for it
+	life  lifeRequest // Stop's first message
+	req   request     // the stop request, once sent
+	idle  bool        // the elector never started: it is stopped, nothing to wait for
+	other bool        // another Stop is the first: await waits for it
 }
 
 // beginStop posts Stop's first message.
 func (e *Elector) beginStop(ctx context.Context) *stopCall {
 	s := &stopCall{e: e, ctx: ctx, reply: make(chan lifeReply, 1)}
-	m := message{kind: msgStop, life: lifeRequest{ctx: ctx, reply: s.reply}}
+	s.life = lifeRequest{ctx: ctx, reply: s.reply}
+	m := message{kind: msgStop, life: &s.life}
 	if e.group == nil {
 		// No successor to name: the stop request rides on the first
 		// message, and the first Stop's release goes out one hand-off
 		// sooner.
-		m.req = request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+		s.req = request{stop: true, ctx: ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
+		m.req = &s.req
 	}
-	s.req = m.req
 	e.loop.post(m)
 	return s
 }
@@ -434,7 +436,7 @@ func (s *stopCall) request() {
 		}
 		e.group.leave(e)
 		s.req = request{stop: true, target: target, ctx: s.ctx, ended: make(chan struct{}), reply: make(chan error, 1)}
-		e.loop.post(message{kind: msgRequest, req: s.req})
+		e.loop.post(message{kind: msgRequest, req: &s.req})
 	}
 }
 
@@ -544,7 +546,7 @@ func (e *Elector) resign(ctx context.Context, target string) error {
 	if !e.state.Load().leader { // also before Start and after Stop
 		return nil
 	}
-	req := request{ctx: ctx, target: target, ended: make(chan struct{}), reply: make(chan error, 1)}
+	req := &request{ctx: ctx, target: target, ended: make(chan struct{}), reply: make(chan error, 1)}
 	e.loop.post(message{kind: msgRequest, req: req})
 	<-req.ended // the machine ends the term before any I/O
 	select {

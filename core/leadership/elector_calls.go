@@ -74,7 +74,7 @@ type outcome struct {
 // send reports a call's outcome to the machine from the call's own
 // goroutine, which has nothing left to do: when the machine is idle, that
 // goroutine runs it (one goroutine hand-off less per call).
-func (l *loop) send(o outcome) { l.inbox.run(message{kind: msgOutcome, o: o}) }
+func (l *loop) send(o *outcome) { l.inbox.run(message{kind: msgOutcome, o: o}) }
 
 // start runs fn on a goroutine of its own with ctx, which cancel ends,
 // and reports its outcome to the loop. The lock is foreign code: a panic
@@ -194,7 +194,7 @@ func (t *electorTelemetry) beginCall(ctx context.Context, op opKind) (context.Co
 func (l *loop) report(sp trace.Span, o *outcome) {
 	endSpan(sp, classify(o.c.op, o.err), o.err)
 	o.c.cancel()
-	l.send(*o)
+	l.send(o)
 }
 
 // guard runs the lock call fn, turning a panic into errLockFault.

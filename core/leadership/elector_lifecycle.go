@@ -14,7 +14,7 @@ import (
 // begin takes Start: an idle machine becomes a candidate (E1), joins its
 // balance group and goes on to act; otherwise Start fails. It reports
 // whether handle goes on.
-func (l *loop) begin(r lifeRequest) bool {
+func (l *loop) begin(r *lifeRequest) bool {
 	e := l.e
 	switch l.phase {
 	case phaseIdle:
@@ -63,7 +63,7 @@ func (l *loop) begin(r lifeRequest) bool {
 // once; the first Stop of a started one is told to go on (it hands over
 // and sends the stop request, see stop), every later one to wait for the
 // first. It reports whether handle goes on.
-func (l *loop) stopAsked(r lifeRequest) bool {
+func (l *loop) stopAsked(r *lifeRequest) bool {
 	switch {
 	case l.phase == phaseIdle:
 		l.phase = phaseStopped
@@ -84,10 +84,10 @@ func (l *loop) stopAsked(r lifeRequest) bool {
 // every call under way before it replies. A lease an acquisition under way
 // still brings is released too; a refusal it brings is followed by another
 // deregistration (see withdrawAgain).
-func (l *loop) stop(req request) {
+func (l *loop) stop(req *request) {
 	l.timer.Stop()
 	lease := l.endTerm(Released, nil)
-	l.phase, l.stopping.req = phaseStopping, &req
+	l.phase, l.stopping.req = phaseStopping, req
 	close(req.ended)
 	if l.step != nil {
 		l.step.cancel()

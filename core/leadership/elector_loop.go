@@ -52,11 +52,11 @@ func (l *loop) handle(m message) {
 func (l *loop) contending(m message) {
 	switch m.kind {
 	case msgStop:
-		if m.req.reply != nil {
+		if m.req != nil {
 			l.stop(m.req) // the first Stop's request came with it
 		}
 	case msgOutcome:
-		l.finish(m.o)
+		l.finish(*m.o)
 	case msgRequest:
 		if m.req.stop {
 			l.stop(m.req)
@@ -74,7 +74,7 @@ func (l *loop) contending(m message) {
 func (l *loop) whileStopping(m message) {
 	switch m.kind {
 	case msgOutcome:
-		l.finishStopping(m.o)
+		l.finishStopping(*m.o)
 	case msgRequest:
 		l.afterStop(m)
 	}

@@ -118,10 +118,10 @@ const (
 // message is one unit of work for the machine.
 type message struct {
 	kind msgKind
-	o    outcome       // msgOutcome
-	req  request       // msgRequest; msgStop: the stop request when no successor is named (reply nil: none)
+	o    *outcome      // msgOutcome
+	req  *request      // msgRequest; msgStop: the stop request when no successor is named (nil: none)
 	ev   locking.Event // msgEvent
-	life lifeRequest   // msgStart, msgStop
+	life *lifeRequest  // msgStart, msgStop
 	gate *callGate     // msgLeave: the leave's gate
 }
 
