@@ -3,6 +3,7 @@ package leadership
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,15 +22,28 @@ type wakeTimer interface {
 // of their own, so a batch of 256 takes about a millisecond.
 const wakesPerGoroutine = 256
 
-// clock wakes the electors of one Process when they fall due, on one
-// runtime timer for the process instead of one each. Electors that fall
-// due together (the leases a takeover won come up for renewal a
-// RenewInterval later, all within a few milliseconds) are run in batches
-// of wakesPerGoroutine per goroutine, where a timer each starts a
-// goroutine each at that instant, and each of those goroutines starts
-// with a stack of a few kilobytes: 18,000 leases falling due at once
-// held about 70 MB of stacks that way.
+// clockShards is how many heaps, each with its own lock and runtime
+// timer, a clock spreads its wakes over. Every message an elector's
+// machine takes re-arms its wake; with one lock for a process's 50,000
+// electors, a burst of events (a takeover, a join) left about 2,000
+// machines waiting for that lock at once, each on a goroutine of its own.
+const clockShards = 16
+
+// clock wakes the electors of one Process when they fall due, on a few
+// runtime timers for the process (one per shard) instead of one each.
+// Electors that fall due together (the leases a takeover won come up for
+// renewal a RenewInterval later, all within a few milliseconds) are run
+// in batches of wakesPerGoroutine per goroutine, where a timer each
+// starts a goroutine each at that instant, and each of those goroutines
+// starts with a stack of a few kilobytes: 18,000 leases falling due at
+// once held about 70 MB of stacks that way.
 type clock struct {
+	shards [clockShards]clockShard
+	n      atomic.Uint32 // wakes made, to spread them over the shards
+}
+
+// clockShard is one heap of a clock's wakes, with its lock and timer.
+type clockShard struct {
 	mu    sync.Mutex
 	due   wakeHeap    // armed wakes, the earliest first
 	timer *time.Timer // fires at next, runs fire
@@ -38,7 +52,7 @@ type clock struct {
 
 // wake is one elector's timer on a clock.
 type wake struct {
-	c   *clock
+	c   *clockShard
 	run func()    // runs the elector's machine (msgTimer)
 	at  time.Time // when it falls due, while armed
 	i   int       // its index in c.due; -1 when not armed
@@ -46,13 +60,19 @@ type wake struct {
 
 func newClock() *clock {
 	c := &clock{}
-	c.timer = time.AfterFunc(MaxWait, c.fire)
-	c.timer.Stop()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.timer = time.AfterFunc(MaxWait, s.fire)
+		s.timer.Stop()
+	}
 	return c
 }
 
 // newWake returns a disarmed wake that calls run when it falls due.
-func (c *clock) newWake(run func()) *wake { return &wake{c: c, run: run, i: -1} }
+func (c *clock) newWake(run func()) *wake {
+	s := &c.shards[c.n.Add(1)%clockShards]
+	return &wake{c: s, run: run, i: -1}
+}
 
 // Reset arms w to fall due after d, replacing any earlier arming. It
 // reports whether w was armed.
@@ -91,7 +111,7 @@ func (w *wake) Stop() bool {
 
 // fire runs the wakes that have fallen due, then arms the timer for the
 // next one.
-func (c *clock) fire() {
+func (c *clockShard) fire() {
 	now := time.Now()
 	c.mu.Lock()
 	var ready []*wake
