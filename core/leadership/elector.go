@@ -193,7 +193,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	e.state.Store(&termState{token: done, led: make(chan struct{})})
 	e.observed.Store(&observation{})
 	e.tel.leader(false, 0)
-	e.loop = newLoop(e, s.clock)
+	e.loop = newLoop(e, s.clock, s.gates)
 	return e, nil
 }
 

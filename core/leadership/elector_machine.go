@@ -175,9 +175,12 @@ func (l *loop) contends() bool {
 // newLoop returns the machine of e, idle until Start; its timer is armed
 // from Start on: a wake of clk, its Process's clock, or a runtime timer of
 // its own without one.
-func newLoop(e *Elector, clk *clock) *loop {
+func newLoop(e *Elector, clk *clock, gates *processGates) *loop {
 	l := &loop{e: e, cand: &candidate{}}
 	l.inbox.handle = l.handle
+	if gates != nil {
+		l.inbox.spawn = gates.machines.spawn
+	}
 	// The timer runs the machine when idle, on the clock's goroutine or
 	// the runtime's, one per firing, holding nothing.
 	fire := func() { l.inbox.run(message{kind: msgTimer}) }

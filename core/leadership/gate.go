@@ -42,14 +42,31 @@ type callGate struct {
 // processGates are a Process's gates: one for its electors' acquisition
 // attempts, one for their subscriptions and one for their renewals, apart
 // so that subscriptions a slow server holds up never hold attempts back,
-// and neither holds a renewal back.
+// and neither holds a renewal back; and one for their machines.
 type processGates struct {
 	acquire, watch, renew *callGate
+	// machines runs the machines that a message from outside (an event,
+	// Start, Stop, a resign) finds idle: a burst of events (a takeover
+	// or a join announces thousands of releases and acquisitions at
+	// once) would otherwise start a goroutine per elector. A machine does
+	// no I/O and waits for nothing but short locks, so a few run at once
+	// keep the cores busy. The clock's wakes and the calls' outcomes run
+	// their machines on their own goroutines, as before.
+	machines *callGate
 }
+
+// machinesAtOnce is how many of a Process's machines its machines gate
+// runs at once.
+const machinesAtOnce = 64
 
 // newProcessGates returns a Process's gates.
 func newProcessGates() processGates {
-	return processGates{acquire: newCallGate(callsInFlight), watch: newCallGate(callsInFlight), renew: newCallGate(callsInFlight)}
+	return processGates{
+		acquire:  newCallGate(callsInFlight),
+		watch:    newCallGate(callsInFlight),
+		renew:    newCallGate(callsInFlight),
+		machines: newCallGate(machinesAtOnce),
+	}
 }
 
 // newCallGate returns a gate of limit calls in flight (at least one).

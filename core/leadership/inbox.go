@@ -11,6 +11,10 @@ import "sync"
 // elector's state machine (loop) and its notifier each consume one.
 type inbox[T any] struct {
 	handle func(T)
+	// spawn starts the consumer; nil: on a goroutine of its own. A
+	// Process's electors start theirs through a gate (see
+	// processGates.machines).
+	spawn func(func())
 
 	mu      sync.Mutex
 	items   []T
@@ -21,9 +25,14 @@ type inbox[T any] struct {
 // put queues x and starts the consumer when none runs. It is safe from any
 // goroutine, the consumer's own included.
 func (b *inbox[T]) put(x T) {
-	if b.queue(x) {
-		go b.consume()
+	if !b.queue(x) {
+		return
 	}
+	if b.spawn != nil {
+		b.spawn(b.consume)
+		return
+	}
+	go b.consume()
 }
 
 // run queues x and, when no consumer runs, consumes on the calling
