@@ -23,7 +23,8 @@ const keptQueue = 1024
 // three for its electors: one for the acquisition attempts, one for the
 // subscriptions (a process starting its roles, or taking over those
 // another left) and one for the renewals (the thousands of leases a
-// takeover won fall due together a RenewInterval later). A renewal waits
+// takeover won fall due together a RenewInterval later), and a fourth
+// for its electors' machines (see processGates.machines). A renewal waits
 // only behind renewals: no lease waits behind a leave or a join, and the
 // lock sends renewals a round trip at a time, in order, gate or not. An
 // attempt or a renewal whose deadline passed while it waited is not sent
