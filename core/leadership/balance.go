@@ -663,6 +663,11 @@ func (g *BalanceGroup) count(ctx context.Context, members []member, self string)
 	reads := g.readLed(ctx, members)
 	views := make([]roleView, 0, len(members))
 	identities := map[string]bool{}
+	// listed: the identities found in the participants of the roles this
+	// instance leads (read now or at an earlier round), this instance's
+	// own included.
+	listed := map[string]bool{self: true}
+	read := false // a list of participants of a role this instance leads was read
 	// The roles whose participants were not read share one list (full:
 	// an append copies it).
 	selfOnly := []string{self}
@@ -682,8 +687,10 @@ func (g *BalanceGroup) count(ctx context.Context, members []member, self string)
 		}
 		if r.cached != nil {
 			v := roleView{e: e, ids: r.cached}
+			read = true
 			for _, id := range r.cached {
 				identities[id] = true
+				listed[id] = true
 			}
 			if e.IsLeader() {
 				v.leader = self
@@ -703,6 +710,7 @@ func (g *BalanceGroup) count(ctx context.Context, members []member, self string)
 			continue
 		}
 		v := roleView{e: e}
+		read = true
 		g.mu.Lock()
 		g.ids[e.Role()] = g.ids[e.Role()][:0]
 		for _, p := range ps {
@@ -712,6 +720,7 @@ func (g *BalanceGroup) count(ctx context.Context, members []member, self string)
 		for _, p := range ps {
 			v.ids = append(v.ids, p.Identity)
 			identities[p.Identity] = true
+			listed[p.Identity] = true
 			if p.Leader {
 				v.leader = p.Identity
 			}
@@ -724,7 +733,21 @@ func (g *BalanceGroup) count(ctx context.Context, members []member, self string)
 	if len(views) == 0 || len(identities) == 0 {
 		return roundCount{}, false
 	}
-	share := (len(views) + len(identities) - 1) / len(identities)
+	// N counts the identities listed among the participants of the roles
+	// this instance leads: a process that takes part in the roles is a
+	// candidate of every role it does not lead. One that appears only as
+	// the leader of other roles has withdrawn its candidates: it is
+	// leaving, and its roles are about to be handed to those that stay.
+	// Counting it would make the share too small while they come in, and
+	// those that stay would resign roles to each other that the leave
+	// then evens out anyway, each such role moved twice. When this
+	// instance leads nothing yet, it has no list to go by, and the
+	// leaders it learned count (it has no surplus to hand over either).
+	n := len(identities)
+	if read {
+		n = len(listed)
+	}
+	share := (len(views) + n - 1) / n
 	leads := map[string]int{}
 	for _, v := range views {
 		if v.leader != "" {

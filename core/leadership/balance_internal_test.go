@@ -398,3 +398,52 @@ func TestBalance_B1_MemberListFollowsJoinsAndLeaves(t *testing.T) {
 		t.Errorf("after role-3 joined: members = %v", got)
 	}
 }
+
+// A process that withdrew its candidates (it is leaving) and still leads
+// some roles, handing them over one by one, is not counted among the
+// participants: the processes that stay do not resign roles to each
+// other while the leaver's roles come in, which the leave then evens out
+// anyway, each such role moved twice. A third process that takes part
+// in the roles is counted, and the surplus goes to the one under its
+// share (B1, H2).
+func TestBalance_B1_H2_LeavingProcessIsNotCountedOnceItWithdrew(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lListed    bool // l is still a candidate of the roles it does not lead
+		wantA      int
+		wantB      int
+		wantResign bool
+	}{
+		{name: "leaving", lListed: false, wantA: 150, wantB: 50},
+		{name: "live", lListed: true, wantA: 100, wantB: 100, wantResign: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// 300 roles: a leads 150 (the leaver already handed it
+				// 50), b 50, l 100 still.
+				f := newFakeRoles(300, "a", "a", "b", "l")
+				i := 0
+				for role := range f.parts {
+					switch {
+					case i < 50:
+						f.leader[role] = "b"
+					case i < 150:
+						f.leader[role] = "l"
+					}
+					if !tc.lListed && f.leader[role] != "l" {
+						f.parts[role] = []string{"a", "b"}
+					}
+					i++
+				}
+				g := fakeProcess(f, "a")
+				g.round(t.Context())
+				if a, b := f.leads("a"), f.leads("b"); a != tc.wantA || b != tc.wantB {
+					t.Fatalf("after a's round a leads %d, b %d; want %d and %d", a, b, tc.wantA, tc.wantB)
+				}
+				if resigned := f.most > 0; resigned != tc.wantResign {
+					t.Fatalf("a resigned roles: %v; want %v", resigned, tc.wantResign)
+				}
+			})
+		})
+	}
+}
