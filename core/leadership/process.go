@@ -89,7 +89,7 @@ type Process struct {
 	identity string
 	balance  bool
 	group    *BalanceGroup
-	gates    processGates // its electors' acquisitions, subscriptions and renewals (see Elector.procGate)
+	gates    processGates // its electors' acquisitions, subscriptions, renewals and machines (see Elector.procGate)
 	clock    *clock       // wakes its electors (see clock)
 	own      []Option     // every elector's identity, balance group, gates and clock, before the caller's options
 	log      *zap.Logger
