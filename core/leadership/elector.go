@@ -495,10 +495,10 @@ var ErrNotParticipant = errors.New("not a participant")
 // participants first (one round trip): an identity that is not one of
 // them, or is this instance's own, is an error matching
 // ErrNotParticipant that lists them. Over a lock with a
-// locking.ParticipantProbe (etcd), a cheaper read that finds identity
-// among them replaces that read; one that does not is confirmed by it. It
-// fails with ErrNotLeader when
-// this instance does not lead, and with locking.ErrNotSupported when the
+// locking.ParticipantProbe (etcd), a cheaper check that finds identity
+// among them (the leader's own latest read of them, at most a lease old,
+// or a member's copy) replaces that read; one that does not is confirmed
+// by it. It fails with ErrNotLeader when this instance does not lead, and with locking.ErrNotSupported when the
 // lock keeps no participants. ctx bounds the read and the release.
 func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	if !e.IsLeader() {

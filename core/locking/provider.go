@@ -230,10 +230,13 @@ type ParticipantRegistry interface {
 // ParticipantRegistry: whether one owner is a participant of a key, read
 // more cheaply than Participants, from the nearest copy of the backend's
 // data (an etcd member's own state, without the round to the raft leader
-// that a linearizable read costs). The copy may lag the latest writes by
-// a few milliseconds, so the answer is what the backend stored a moment
-// ago: a registration of the last moments may be missing, a deregistration
-// of the last moments may not show yet.
+// that a linearizable read costs), or, for a key the provider holds, its
+// own latest read of the key's participants when that is younger than the
+// lease. The copy may lag the latest writes (by a few milliseconds for a
+// member's state, by up to a lease for the holder's read), so the answer
+// is what the backend stored a moment ago: a registration of the last
+// moments may be missing, a deregistration of the last moments may not
+// show yet.
 //
 // Elector.HandOver asks it first whether its successor is a participant
 // (H4). On a yes it hands over at once: the release itself names the
@@ -246,7 +249,8 @@ type ParticipantRegistry interface {
 // keys).
 type ParticipantProbe interface {
 	// IsParticipant reports whether owner is among key's live
-	// participants, as the nearest copy of the backend's data has it.
+	// participants, as the nearest copy of the backend's data (or the
+	// holder's latest read of them) has it.
 	IsParticipant(ctx context.Context, key, owner string) (bool, error)
 }
 

@@ -394,3 +394,63 @@ func TestHandover_H4_ProbeFindsParticipants(t *testing.T) {
 		t.Fatal("IsParticipant with an empty key: no error")
 	}
 }
+
+// TestHandover_H4_HolderAnswersFromItsLatestRead: the holder's provider
+// answers the probe from its own latest read of the participants while
+// that read is younger than the lease, without a request; so a
+// participant that deregistered after that read is still found there (the
+// release then names it only while its record exists: see
+// TestHandover_B1_N2_DepartedSuccessorMeansAPlainRelease), while a
+// provider that does not hold the key reads a member's copy and stops
+// finding it. Once the read is a lease old, the holder reads too.
+func TestHandover_H4_HolderAnswersFromItsLatestRead(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	ctx := context.Background()
+	pa, pb := newProvider(t, cl, prefix), newProvider(t, cl, prefix)
+	// bob registers first, by an acquisition he then releases, so alice's
+	// acquisition reads him among the participants.
+	if r, err := pb.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "bbbb:bob", TTL: time.Second, Owner: "bob", ParticipantTTL: 5 * time.Second}); err != nil || !r.Acquired {
+		t.Fatalf("bob's Acquire = %+v, %v", r, err)
+	}
+	if ok, err := pb.Release(ctx, locking.ReleaseRequest{Key: "k", Value: "bbbb:bob"}); !ok || err != nil {
+		t.Fatalf("bob's Release = %v, %v", ok, err)
+	}
+	began := time.Now()
+	if r, err := pa.Acquire(ctx, locking.AcquireRequest{Key: "k", Value: "aaaa:alice", TTL: 3 * time.Second, Owner: "alice", ParticipantTTL: 5 * time.Second}); err != nil || !r.Acquired {
+		t.Fatalf("alice's Acquire = %+v, %v", r, err)
+	}
+	if err := pb.Deregister(ctx, "k", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	// bob's record is gone on every member once a linearizable read no
+	// longer finds it and a serializable one on this client agrees.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := pb.IsParticipant(ctx, "k", "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a provider that does not hold the key still finds bob 5s after he deregistered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ok, err := pa.IsParticipant(ctx, "k", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if age := time.Since(began); !ok && age < 2500*time.Millisecond {
+		t.Fatalf("the holder's probe, %v after its acquisition read bob, did not find him: it did not answer from that read", age)
+	}
+	time.Sleep(time.Until(began.Add(3100 * time.Millisecond)))
+	if ok, err := pa.IsParticipant(ctx, "k", "bob"); err != nil || ok {
+		t.Fatalf("the holder's probe a lease after its read = %v, %v; want false, nil (read from a member)", ok, err)
+	}
+	if ok, err := pa.IsParticipant(ctx, "k", "alice"); err != nil || !ok {
+		t.Fatalf("IsParticipant(alice) = %v, %v; want true", ok, err)
+	}
+}

@@ -227,19 +227,46 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 }
 
 // IsParticipant implements locking.ParticipantProbe: whether owner's
-// participant record of key exists, read from the state of the member the
-// client asks (a serializable read: no round to the raft leader), which
-// may lag the cluster's latest writes by its apply delay. A member that
-// lost its leader refuses, as for every other call.
+// participant record of key exists. When this provider holds key and its
+// latest read of the participants (the acquisition's, or an extension's,
+// at most a lease old) shows owner, that read answers, without a request:
+// the holder is the one that hands the key over, and its release binds the
+// handover to the record that read found, so a participant that left
+// since gets a plain release. Otherwise it is read from the state of the
+// member the client asks (a serializable read: no round to the raft
+// leader), which may lag the cluster's latest writes by its apply delay. A
+// member that lost its leader refuses, as for every other call.
 func (p *Provider) IsParticipant(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkKey("participant", key); err != nil {
 		return false, err
+	}
+	if p.heldShows(key, owner) {
+		return true, nil
 	}
 	resp, err := p.cli.Get(leaderOnly(ctx), p.participantPrefix(key)+owner, clientv3.WithSerializable(), clientv3.WithCountOnly())
 	if err != nil {
 		return false, opError("participant", key, ctx, err)
 	}
 	return resp.Count > 0, nil
+}
+
+// heldShows reports whether this provider holds key and its latest read
+// of key's participants, younger than the lease, shows owner's record.
+func (p *Provider) heldShows(key, owner string) bool {
+	pk := p.participantPrefix(key) + owner
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.held {
+		if h.key != key || h.parts.at.IsZero() || time.Since(h.parts.at) >= h.ttl {
+			continue
+		}
+		for _, kv := range h.parts.kvs {
+			if string(kv.Key) == pk {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Deregister implements locking.ParticipantRegistry with one delete.
@@ -264,9 +291,21 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 // yield decides, for an acquisition with r.Yield, whether a free key must
 // wait for a live participant of a higher priority (B2): wait reports the
 // refusal res. The wait counts from when this provider first found the
-// key free while such a participant was live. One range read.
+// key free while such a participant was live.
+//
+// One read, served by the member the client asks from its own state (a
+// serializable read: no round to the raft leader, which a linearizable
+// read costs as much as a write on a cluster). The answer only steers
+// who tries first: the acquisition's transaction still decides whether
+// the key is free, so a copy a few milliseconds behind the latest writes
+// can at worst make a caller wait for a participant that just left, or
+// try while a higher priority registered in the last milliseconds, as a
+// registration a moment after the read would.
 func (p *Provider) yield(ctx context.Context, r locking.AcquireRequest) (res locking.AcquireResult, wait bool, err error) {
-	resp, err := p.cli.Txn(ctx).Then(clientv3.OpGet(p.recKey(r.Key, recLease), clientv3.WithCountOnly()), p.participantsOp(r.Key)).Commit()
+	resp, err := p.cli.Txn(ctx).Then(
+		clientv3.OpGet(p.recKey(r.Key, recLease), clientv3.WithCountOnly(), clientv3.WithSerializable()),
+		clientv3.OpGet(p.participantPrefix(r.Key), clientv3.WithPrefix(), clientv3.WithSerializable()),
+	).Commit()
 	if err != nil {
 		return res, false, opError("acquire", r.Key, ctx, err)
 	}
