@@ -69,6 +69,10 @@ import (
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 )
 
+// quarantine runs HostLoom's providers with etcdlock's ExpiryQuarantine
+// (locking.etcd.expiry_quarantine).
+var quarantine = flag.Bool("expiry-quarantine", false, "run HostLoom's providers with ExpiryQuarantine (a key freed by a lease's end waits a lease)")
+
 func main() {
 	short := flag.Bool("short", false, "run every measure a few times, to check the harness")
 	rounds := flag.Int("n", 50, "handovers per side (a fifth as many takeovers, at least 2)")
@@ -169,7 +173,11 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 		st = append(st, steady{n, hw, ew})
 	}
 	fmt.Printf("## etcd %d member(s): HostLoom (etcdlock) beside concurrency.Election\n\n", members)
-	fmt.Printf("Leases 1 s; HostLoom renews every 250 ms and retries every 250 ms. %d handovers, %d takeovers, %d acquire+release per side.\n\n", rounds, takeovers, 10*rounds)
+	fmt.Printf("Leases 1 s; HostLoom renews every 250 ms and retries every 250 ms. %d handovers, %d takeovers, %d acquire+release per side.\n", rounds, takeovers, 10*rounds)
+	if *quarantine {
+		fmt.Println("HostLoom's providers run with ExpiryQuarantine: a key freed by a lease's end waits a lease.")
+	}
+	fmt.Println()
 	fmt.Println("| measure | HostLoom p50 | HostLoom p99 | Election p50 | Election p99 |")
 	fmt.Println("|---|---:|---:|---:|---:|")
 	fmt.Printf("| graceful handover (HostLoom: Stop) | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
@@ -212,7 +220,7 @@ func newElector(c *etcdtest.Cluster, role, id string) (*elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench/"}, locking.DefaultOptions())
+	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench/", ExpiryQuarantine: *quarantine}, locking.DefaultOptions())
 	if err != nil {
 		_ = cl.Close()
 		return nil, err
@@ -328,7 +336,7 @@ func hostloomTransfer(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench/"}, locking.DefaultOptions())
+	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench/", ExpiryQuarantine: *quarantine}, locking.DefaultOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -465,7 +473,7 @@ func acquireRelease(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench-ar/"}, locking.DefaultOptions())
+	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: "bench-ar/", ExpiryQuarantine: *quarantine}, locking.DefaultOptions())
 	if err != nil {
 		return nil, err
 	}

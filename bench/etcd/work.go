@@ -220,7 +220,7 @@ func hostloomSteady(c *etcdtest.Cluster, n int, window time.Duration) (work, err
 		return work{}, err
 	}
 	defer cl.Close()
-	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: fmt.Sprintf("bench-steady-%d/", n)}, locking.DefaultOptions())
+	l, err := etcdlock.NewLock(cl, etcdlock.Options{Prefix: fmt.Sprintf("bench-steady-%d/", n), ExpiryQuarantine: *quarantine}, locking.DefaultOptions())
 	if err != nil {
 		return work{}, err
 	}

@@ -31,6 +31,7 @@ var (
 	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server), postgres (PostgreSQL through pglock) or etcd (three etcd members through etcdlock)")
 	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
 	flagFaults     = flag.String("chaos.faults", "", "comma-separated fault kinds TestChaos draws from (default: every kind of the backend)")
+	flagEtcdQuar   = flag.Bool("chaos.etcd-expiry-quarantine", false, "with -chaos.backend etcd: run the replicas with locking.etcd.expiry_quarantine")
 )
 
 // tlog writes the harness log to t.Log, line by line.
@@ -164,6 +165,7 @@ func TestChaos(t *testing.T) {
 	cfg := testConfig(t, name)
 	cfg.Duration = *flagDuration
 	cfg.Postgres, cfg.Etcd = postgres, etcd
+	cfg.EtcdExpiryQuarantine = etcd && *flagEtcdQuar
 	if *flagFaults != "" {
 		kinds = nil
 		for _, k := range strings.Split(*flagFaults, ",") {

@@ -41,6 +41,11 @@ type Limits struct {
 	// the other backends at once (zero). It is added to the recovery
 	// bound.
 	ExpiryLag time.Duration
+	// ExpiryWait is how long a role whose lease ended without a release
+	// waits before anyone takes it (etcdlock's ExpiryQuarantine: the
+	// lease in whole seconds), zero without one. It is added to the
+	// recovery bound.
+	ExpiryWait time.Duration
 }
 
 // DefaultExpiryRace is Redlock's clock drift allowance for a lease:
@@ -50,9 +55,9 @@ func DefaultExpiryRace(lease time.Duration) time.Duration {
 }
 
 // RecoveryBound is the longest a role may stay leaderless after a fault
-// heals: Lease + RetryInterval + Slack + ExpiryLag.
+// heals: Lease + RetryInterval + Slack + ExpiryLag + ExpiryWait.
 func (l Limits) RecoveryBound() time.Duration {
-	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag
+	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag + l.ExpiryWait
 }
 
 func (l Limits) slack() time.Duration {

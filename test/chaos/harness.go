@@ -75,6 +75,9 @@ type Config struct {
 	// members' peer traffic through proxies too (a member can be cut off
 	// from the others); the faults are EtcdFaults.
 	Etcd bool
+	// EtcdExpiryQuarantine runs the replicas' etcd providers with
+	// etcdlock.Options.ExpiryQuarantine (locking.etcd.expiry_quarantine).
+	EtcdExpiryQuarantine bool
 }
 
 // CheckFaultKinds reports an error naming the first of cfg.Faults that
@@ -134,6 +137,12 @@ func (c Config) Limits() Limits {
 	lim := Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
 	if c.Etcd {
 		lim.ExpiryLag = EtcdExpiryLag
+		if c.EtcdExpiryQuarantine {
+			lim.ExpiryWait = c.Lease.Round(time.Second)
+			if lim.ExpiryWait < c.Lease {
+				lim.ExpiryWait += time.Second
+			}
+		}
 	}
 	return lim
 }

@@ -90,6 +90,9 @@ func (f *fleet) start(i int) (string, error) {
 	}
 	if f.cfg.Etcd {
 		args = append(args, "-etcd")
+		if f.cfg.EtcdExpiryQuarantine {
+			args = append(args, "-etcd-expiry-quarantine")
+		}
 	}
 	if f.cfg.MinReplicas > 0 {
 		args = append(args, "-min-replicas", strconv.Itoa(f.cfg.MinReplicas))

@@ -29,6 +29,6 @@ func ExampleBackend() {
 	defer b.Close()
 	fmt.Println(b.Lock.Capabilities().Events, b.Lock.Capabilities().JobSlots)
 	// Output:
-	// endpoints=[127.0.0.1:2379] username="" password= prefix="billing/" dial_timeout=5s tls=false
+	// endpoints=[127.0.0.1:2379] username="" password= prefix="billing/" dial_timeout=5s tls=false expiry_quarantine=false
 	// true true
 }

@@ -45,6 +45,12 @@ type Config struct {
 	DialTimeout time.Duration `koanf:"dial_timeout"`
 	// TLS configures TLS to the members.
 	TLS TLSConfig `koanf:"tls"`
+	// ExpiryQuarantine makes a key freed by the end of its lease, rather
+	// than by a release, wait one lease before anyone takes it (see
+	// etcdlock.Options.ExpiryQuarantine): no two instances lead at once
+	// even when etcd revokes a live lease, at the cost of one more lease
+	// on a takeover after a crash. Default false.
+	ExpiryQuarantine bool `koanf:"expiry_quarantine"`
 }
 
 // TLSConfig is locking.etcd.tls.
@@ -87,7 +93,7 @@ func With(cfg config.LockingConfig, e Config) config.LockingConfig {
 
 // ProviderOptions are the etcdlock options of the section.
 func (e Config) ProviderOptions() etcdlock.Options {
-	return etcdlock.Options{Prefix: e.Prefix}
+	return etcdlock.Options{Prefix: e.Prefix, ExpiryQuarantine: e.ExpiryQuarantine}
 }
 
 // Validate checks the section for provider etcd. An empty endpoints is
@@ -215,6 +221,7 @@ func (e Config) fields() config.Fields {
 		{Key: "prefix", Value: e.Prefix},
 		{Key: "dial_timeout", Value: e.DialTimeout},
 		{Key: "tls", Value: e.TLS.Enabled},
+		{Key: "expiry_quarantine", Value: e.ExpiryQuarantine},
 	}
 }
 

@@ -44,6 +44,30 @@ func TestEtcd_N1_LoadFromFileAndEnvWithDefaults(t *testing.T) {
 	}
 }
 
+// TestEtcd_N5_ExpiryQuarantineReachesTheProvider: locking.etcd.expiry_quarantine
+// is off by default, and turned on from the environment it reaches the
+// provider's options; a value that is not a bool names the key.
+func TestEtcd_N5_ExpiryQuarantineReachesTheProvider(t *testing.T) {
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if etcdlockbuild.SectionOf(cfg.Locking).ProviderOptions().ExpiryQuarantine {
+		t.Fatal("expiry_quarantine on by default")
+	}
+	cfg, err = load("HOSTLOOM_LOCKING__ETCD__EXPIRY_QUARANTINE=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !etcdlockbuild.SectionOf(cfg.Locking).ProviderOptions().ExpiryQuarantine {
+		t.Fatal("HOSTLOOM_LOCKING__ETCD__EXPIRY_QUARANTINE=true did not reach the provider's options")
+	}
+	_, err = load("HOSTLOOM_LOCKING__ETCD__EXPIRY_QUARANTINE=sometimes")
+	if err == nil || !strings.Contains(err.Error(), "locking.etcd.expiry_quarantine") || !strings.Contains(err.Error(), "sometimes") {
+		t.Fatalf("a bad expiry_quarantine: %v; want an error naming the key and the value", err)
+	}
+}
+
 func TestEtcd_N1_PasswordNeverPrinted(t *testing.T) {
 	e := etcdlockbuild.Config{Endpoints: []string{"h:2379"}, Username: "svc", Password: "hunter2", Prefix: "p/"}
 	j, err := json.Marshal(e)

@@ -50,6 +50,7 @@ type Provider struct {
 	yields   participants.Yields    // by key: when this provider first found it free while yielding (B2)
 	offers   offers                 // handovers seen on watches, until adopted (see handoff.go)
 	adopted  map[string]int64       // by key: the revision of the handover this provider took last
+	quar     quarantines            // by key: its records as last read, with Options.ExpiryQuarantine (see quarantine.go)
 	swept    time.Time              // the latest sweep of held
 
 	w *watches // the watches behind Subscribe, and background refreshes
@@ -379,7 +380,10 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	}
 	var res locking.AcquireResult
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	// A second attempt follows a lease that ran out (a fresh one may
+	// succeed); with ExpiryQuarantine, also a refusal whose records show
+	// the key free to take (see quarantine.go).
+	for attempt := 0; attempt < 3; attempt++ {
 		var retry bool
 		res, retry, err = p.acquire(ctx, r)
 		if !retry {
@@ -394,7 +398,8 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 
 // acquire is one attempt of Acquire; retry reports that a lease it used
 // had run out on the server (a spare or the participants' session), so a
-// second attempt with fresh ones may succeed.
+// second attempt with fresh ones may succeed, or, with ExpiryQuarantine,
+// that the refusal found the key free to take under a new guard.
 func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res locking.AcquireResult, retry bool, err error) {
 	secs := seconds(r.TTL)
 	l, spare := p.takeSpare(secs)
@@ -425,6 +430,11 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		// registration, which the next extensions reuse (see Extend).
 		then = append(then, p.participantsOp(r.Key))
 	}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)}
+	if p.o.ExpiryQuarantine {
+		cmps = append(cmps, p.quarantineGuard(r.Key, r.TTL, time.Now())...)
+		els = append(els, p.quarantineOps(r.Key)...)
+	}
 	// The keep-alive of a spare goes out with the transaction: the server
 	// refreshes the lease after sent, so it lives at least until sent + its
 	// TTL, which is no shorter than r.TTL.
@@ -439,7 +449,7 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	}
 	reg.refresh(ctx)
 	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
-		return p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).Then(then...).Else(els...).Commit()
+		return p.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	})
 	var kaErr error
 	if ka != nil {
@@ -469,7 +479,21 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 		} else {
 			p.putSpare(secs, l)
 		}
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if p.o.ExpiryQuarantine {
+			n := len(resp.Responses)
+			wait, again := p.quarantine(r.Key, len(kvs) > 0, resp.Responses[n-2].GetResponseRange().GetKvs(),
+				resp.Responses[n-1].GetResponseRange().GetKvs(), r.TTL, time.Now())
+			if again {
+				return res, true, nil
+			}
+			if wait > 0 {
+				res, err = p.refused(ctx, r, resp)
+				res.Remaining = wait
+				return res, false, err
+			}
+		}
+		if len(kvs) > 0 {
 			if o, ok := p.handedOver(ctx, r, kvs[0]); ok {
 				// Handed to this owner, unseen on a watch (see handoff.go).
 				if res, done, err := p.adopt(ctx, r, o); done {
@@ -495,6 +519,9 @@ func (p *Provider) acquire(ctx context.Context, r locking.AcquireRequest) (res l
 	p.sweep()
 	p.mu.Unlock()
 	p.yields.Reset(r.Key)
+	if p.o.ExpiryQuarantine {
+		p.tookKey(r.Key, resp.Header.Revision)
+	}
 	res.Acquired, res.Fence = true, uint64(resp.Header.Revision)
 	return res, false, nil
 }
@@ -515,6 +542,9 @@ func (p *Provider) refused(ctx context.Context, r locking.AcquireRequest, resp *
 	ttl, err := p.cli.TimeToLive(ctx, clientv3.LeaseID(kvs[0].Lease))
 	if err != nil {
 		return res, nil // the holder is known; its remaining time is not
+	}
+	if p.o.ExpiryQuarantine && ttl.GrantedTTL > 0 {
+		p.quar.sawHolder(r.Key, time.Duration(ttl.GrantedTTL)*time.Second)
 	}
 	if rem, ok := remaining(ttl); ok {
 		res.Remaining = rem

@@ -330,6 +330,9 @@ func (p *Provider) recordAdoption(ctx context.Context, r locking.AcquireRequest,
 		}
 	}
 	p.yields.Reset(r.Key)
+	if p.o.ExpiryQuarantine {
+		p.tookKey(r.Key, o.rev)
+	}
 	res.Acquired, res.Fence = true, uint64(o.rev)
 	return res, true, nil
 }

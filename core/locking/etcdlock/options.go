@@ -35,6 +35,20 @@ type Options struct {
 	// watch (default 1s; the first retry waits 10ms, then the wait
 	// doubles).
 	ReconnectMax time.Duration
+
+	// ExpiryQuarantine makes a key freed by the end of its lease (it ran
+	// out, or etcd revoked it), rather than by a release, wait one lease
+	// before any acquisition takes it: the longer of the caller's TTL and
+	// the last holder's granted TTL this provider saw, from when this
+	// provider first found the key so. A holder whose lease etcd revoked
+	// while it still counted on it (the defect the README describes: a
+	// raft leader stopped for longer than a lease revokes leases the new
+	// leader kept alive) has then stopped leading before anyone else
+	// starts, even when it could hear nothing. The cost: a takeover after
+	// a crash waits one more lease. Default false: candidates take an
+	// expired key 50 ms after hearing of the expiry, the holder's head
+	// start to find its lease gone.
+	ExpiryQuarantine bool
 }
 
 // Validate reports the first invalid field, naming it and its value; the

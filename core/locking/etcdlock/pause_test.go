@@ -7,12 +7,15 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/etcdlock"
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
 )
 
@@ -121,5 +124,180 @@ func TestServer_N4_PausedLeaderRevokesNoLiveLease(t *testing.T) {
 	if len(early) > 0 {
 		n := min(len(early), 5)
 		t.Fatalf("%d of %d leases kept alive through the healthy members were revoked early after the leader resumed; first %d:\n%s", len(early), rounds*leases, n, strings.Join(early[:n], "\n"))
+	}
+}
+
+// pausedLeaderRun is what pausedLeaderOverlaps saw.
+type pausedLeaderRun struct {
+	early    int      // holders that found their lease gone before their last extension ran out
+	overlaps []string // candidates that took a key before its holder's last extension ran out
+}
+
+// pausedLeaderOverlaps holds keys through one provider extending them
+// every 200 ms (a fifth of their 1 s lease) while a second provider tries
+// to take each every 50 ms, both over clients of the healthy members, and
+// stops the raft leader for 1.8 s, as TestServer_N4_PausedLeaderRevokesNoLiveLease
+// does, for up to rounds rounds until a holder saw its lease end early.
+// Both providers run with quarantine as ExpiryQuarantine.
+func pausedLeaderOverlaps(t *testing.T, quarantine bool, rounds int) pausedLeaderRun {
+	t.Helper()
+	c := etcdtest.Start(t, etcdtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const (
+		keys   = 60
+		ttl    = time.Second
+		every  = 200 * time.Millisecond
+		try    = 50 * time.Millisecond
+		paused = 1800 * time.Millisecond
+		after  = 8 * time.Second
+	)
+	var run pausedLeaderRun
+	for round := range rounds {
+		leader, err := c.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var healthy []string
+		for _, m := range c.Members() {
+			if m != leader {
+				healthy = append(healthy, m.Endpoint())
+			}
+		}
+		cl, err := etcdtest.NewClient(healthy...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := etcdlock.Options{Prefix: fmt.Sprintf("paused%d/", round), ExpiryQuarantine: quarantine}
+		holder, err := etcdlock.New(cl, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taker, err := etcdlock.New(cl, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		early := 0
+		for i := range keys {
+			key := fmt.Sprintf("k%d", i)
+			value := fmt.Sprintf("%04d:holder", i)
+			sent := time.Now()
+			r, err := holder.Acquire(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: ttl, Owner: "holder"})
+			if err != nil || !r.Acquired {
+				t.Fatalf("the holder's Acquire of %s = %+v, %v", key, r, err)
+			}
+			var believed atomic.Int64 // the holder's deadline, UnixNano
+			believed.Store(sent.Add(ttl).UnixNano())
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(every):
+					}
+					if time.Now().UnixNano() >= believed.Load() {
+						return // ran out: the holder believes nothing any more
+					}
+					sent := time.Now()
+					ectx, ecancel := context.WithTimeout(ctx, 2*every)
+					res, err := holder.Extend(ectx, locking.ExtendRequest{Key: key, Value: value, TTL: ttl})
+					ecancel()
+					switch {
+					case err == nil && res.Extended:
+						believed.Store(sent.Add(ttl).UnixNano())
+					case err == nil:
+						if time.Now().UnixNano() < believed.Load() {
+							mu.Lock()
+							early++
+							mu.Unlock()
+						}
+						believed.Store(0)
+						return
+					}
+				}
+			})
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(try):
+					}
+					actx, acancel := context.WithTimeout(ctx, 2*every)
+					r, err := taker.Acquire(actx, locking.AcquireRequest{Key: key, Value: fmt.Sprintf("%04d:taker", i), TTL: ttl, Owner: "taker"})
+					acancel()
+					if err == nil && r.Acquired {
+						if at, b := time.Now(), believed.Load(); at.UnixNano() < b {
+							mu.Lock()
+							run.overlaps = append(run.overlaps, fmt.Sprintf("round %d: %s taken %v before its holder's extension ran out", round, key, time.Unix(0, b).Sub(at)))
+							mu.Unlock()
+						}
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(3 * every)
+		if err := leader.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(paused)
+		if err := leader.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		close(stop)
+		wg.Wait()
+		_ = taker.Close()
+		_ = holder.Close()
+		_ = cl.Close()
+		run.early += early
+		t.Logf("round %d: %d holders found their lease gone early, %d overlaps so far", round, early, len(run.overlaps))
+		if run.early > 0 {
+			break
+		}
+	}
+	return run
+}
+
+// TestQuarantine_N5_PausedLeaderRevocationsOverlapNobody: with
+// ExpiryQuarantine, the live leases a resumed ex-leader revokes (the
+// server defect above) give no candidate the key while its holder still
+// believes it holds it: a key freed by a lease's end waits a lease. The
+// test stops the raft leader until a holder sees its lease end early (up
+// to ten rounds of about 13 s: the defect shows in one pause of a few),
+// and skips when the defect did not show. It runs with the tests of the
+// defect (HOSTLOOM_ETCD_KNOWN_DEFECTS=1); CI checks the same rule with an
+// explicit revocation (TestQuarantine_N5_RevokedLeaseWaitsALease).
+func TestQuarantine_N5_PausedLeaderRevocationsOverlapNobody(t *testing.T) {
+	if os.Getenv(knownDefectsEnv) != "1" {
+		t.Skipf("needs the etcd server's defect (revocations by a resumed ex-leader) to show, in up to ten pauses: set %s=1 to run it", knownDefectsEnv)
+	}
+	run := pausedLeaderOverlaps(t, true, 10)
+	if len(run.overlaps) > 0 {
+		n := min(len(run.overlaps), 5)
+		t.Fatalf("%d overlaps with ExpiryQuarantine (holders that found their lease gone early: %d); first %d:\n%s", len(run.overlaps), run.early, n, strings.Join(run.overlaps[:n], "\n"))
+	}
+	if run.early == 0 {
+		t.Skip("no lease was revoked early in ten pauses of the raft leader: nothing was checked")
+	}
+	t.Logf("%d holders found their lease gone early; no candidate took a key before its holder's extension ran out", run.early)
+}
+
+// TestServer_N4_PausedLeaderRevocationsOverlapWithoutQuarantine: without
+// ExpiryQuarantine, the same revocations let candidates take keys their
+// holders still believe they hold (a known defect of the server: run with
+// HOSTLOOM_ETCD_KNOWN_DEFECTS=1).
+func TestServer_N4_PausedLeaderRevocationsOverlapWithoutQuarantine(t *testing.T) {
+	if os.Getenv(knownDefectsEnv) != "1" {
+		t.Skipf("a defect of the etcd server (revocations by a resumed ex-leader): set %s=1 to run it", knownDefectsEnv)
+	}
+	run := pausedLeaderOverlaps(t, false, 10)
+	if len(run.overlaps) > 0 {
+		n := min(len(run.overlaps), 5)
+		t.Fatalf("%d overlaps without ExpiryQuarantine (holders that found their lease gone early: %d); first %d:\n%s", len(run.overlaps), run.early, n, strings.Join(run.overlaps[:n], "\n"))
 	}
 }

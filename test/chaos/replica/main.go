@@ -56,24 +56,25 @@ import (
 )
 
 type config struct {
-	replica     int
-	identity    string
-	addrs       string
-	cluster     bool
-	sentinel    string
-	roles       int
-	lease       time.Duration
-	renew       time.Duration
-	retry       time.Duration
-	slice       time.Duration
-	out         string
-	namespace   string
-	effects     string
-	verbose     bool
-	quarantine  bool
-	minReplicas int
-	postgres    bool
-	etcd        bool
+	replica              int
+	identity             string
+	addrs                string
+	cluster              bool
+	sentinel             string
+	roles                int
+	lease                time.Duration
+	renew                time.Duration
+	retry                time.Duration
+	slice                time.Duration
+	out                  string
+	namespace            string
+	effects              string
+	verbose              bool
+	quarantine           bool
+	minReplicas          int
+	postgres             bool
+	etcd                 bool
+	etcdExpiryQuarantine bool
 }
 
 func main() {
@@ -95,6 +96,7 @@ func main() {
 	flag.IntVar(&c.minReplicas, "min-replicas", 0, "replicas that must acknowledge an acquisition or renewal (redislock.Options.MinReplicas)")
 	flag.BoolVar(&c.postgres, "postgres", false, "-addrs is a PostgreSQL server (the proxy): elect over pglock")
 	flag.BoolVar(&c.etcd, "etcd", false, "-addrs are etcd client URLs (the proxies, one per member): elect over etcdlock")
+	flag.BoolVar(&c.etcdExpiryQuarantine, "etcd-expiry-quarantine", false, "with -etcd: a key freed by its lease's end waits a lease (etcdlock.Options.ExpiryQuarantine)")
 	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -272,7 +274,7 @@ func newProvider(c config, timeout time.Duration) (locking.Provider, func() erro
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := etcdlock.New(client, etcdlock.Options{})
+		p, err := etcdlock.New(client, etcdlock.Options{ExpiryQuarantine: c.etcdExpiryQuarantine})
 		if err != nil {
 			_ = client.Close()
 			return nil, nil, err

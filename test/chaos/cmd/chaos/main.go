@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&cfg.Dir, "dir", "", "keep histories and logs here (default: a new temporary directory)")
 	flag.IntVar(&cfg.MinReplicas, "min-replicas", 0, "run the replicas with locking.redis.min_replicas")
 	flag.BoolVar(&cfg.Quarantine, "quarantine", false, "run the replicas with locking.redis.quarantine")
+	flag.BoolVar(&cfg.EtcdExpiryQuarantine, "etcd-expiry-quarantine", false, "with -backend etcd: run the replicas with locking.etcd.expiry_quarantine")
 	backend := flag.String("backend", "redis", "redis (redis-server; -cluster and -sentinel choose the replicated ones), postgres (PostgreSQL through pglock, with its restarts and outage) or etcd (three etcd members through etcdlock, with member kills, pauses and partitions, leader kills and cluster restarts)")
 	faults := flag.String("faults", "", "comma-separated fault kinds to draw from (default: every kind of the backend), e.g. redis-restart")
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
