@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ func hostloomTakeover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 			a.close()
 			return nil, err
 		}
-		time.Sleep(300 * time.Millisecond) // b has tried and watches; a has renewed
+		time.Sleep(dieAfter()) // b has tried and watches; a has renewed
 		began := time.Now()
 		_ = a.cl.Close() // the leader's process dies
 		at, lerr := b.leads()
@@ -91,7 +92,7 @@ func electionTakeover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 			}
 			won <- time.Now()
 		}()
-		time.Sleep(300 * time.Millisecond) // b has put its key and waits
+		time.Sleep(dieAfter()) // b has put its key and waits
 		began := time.Now()
 		_ = a.cl.Close() // the leader's process dies
 		var at time.Time
@@ -107,6 +108,17 @@ func electionTakeover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		ds = append(ds, at.Sub(began))
 	}
 	return ds, nil
+}
+
+// dieAfter is how long a takeover's leader lives once its candidate
+// waits: 300 ms, plus a random part of up to a second (the lease), so the
+// leader dies at any point of its renewal cycle (every 250 ms for the
+// elector, every third of the TTL for the Election's session) and of the
+// server's expiry tick, on both sides alike. A fixed time would put every
+// death at the same point of those cycles, whose phase differs between
+// the two sides, and compare the phases instead of the takeovers.
+func dieAfter() time.Duration {
+	return 300*time.Millisecond + rand.N(time.Second)
 }
 
 // work is the server work of a steady state, per role per second.
