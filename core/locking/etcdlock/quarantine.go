@@ -34,10 +34,9 @@ import (
 
 // expiryState is what a provider last read of a key's records.
 type expiryState struct {
-	fence     int64     // the fence record's ModRevision (0: none: never held)
-	released  bool      // a release note newer than fence
-	freedAt   time.Time // when this provider first found the key free after an expiry at fence (zero: not seen so)
-	holderTTL time.Duration
+	fence     int64         // the fence record's ModRevision (0: none: never held)
+	freedAt   time.Time     // when this provider first found the key free after an expiry at fence (zero: not seen so)
+	holderTTL time.Duration // the longest granted TTL of a holder's lease this provider saw
 }
 
 // quarantines holds the expiryStates by provider key.
@@ -125,7 +124,7 @@ func (p *Provider) quarantine(key string, held bool, fence, note []*mvccpb.KeyVa
 	}
 	released := len(note) > 0 && note[0].ModRevision > f && string(note[0].Value) < "s"
 	prev, _ := p.quar.get(key)
-	s := expiryState{fence: f, released: released, holderTTL: prev.holderTTL}
+	s := expiryState{fence: f, holderTTL: prev.holderTTL}
 	switch {
 	case held:
 		p.quar.set(key, s)
