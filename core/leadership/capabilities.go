@@ -41,7 +41,7 @@ func resolveCapabilities(lock locking.Lock) capabilities {
 
 // providerKeyOf is the backend's key for key, or key when the lock does
 // not say.
-func (c capabilities) providerKeyOf(key string) string {
+func (c *capabilities) providerKeyOf(key string) string {
 	if c.providerKey != nil {
 		if k, err := c.providerKey.ProviderKey(key); err == nil {
 			return k

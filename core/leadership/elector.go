@@ -46,18 +46,16 @@ const (
 // (G3). OnChange and OnNewLeader subscribers are called on a separate
 // delivery goroutine, so a slow subscriber never delays the election.
 type Elector struct {
-	role        string
-	key         string
-	lock        locking.Lock
-	caps        capabilities
-	coordinated bool
-	capped      bool          // opts.Lease is the lock's cap, below askedLease (T2)
-	opts        Options       // effective options (lease capped by the lock)
-	askedLease  time.Duration // Options.Lease as given, before the lock's cap (T2)
-	margin      time.Duration
-	identity    string
-	log         *zap.Logger
-	tel         *electorTelemetry
+	role       string
+	key        string
+	lock       locking.Lock
+	caps       *capabilities // resolved once per lock: shared by a Process's electors
+	opts       Options       // effective options (lease capped by the lock)
+	askedLease time.Duration // Options.Lease as given, before the lock's cap (T2)
+	margin     time.Duration
+	identity   string
+	log        *zap.Logger
+	tel        *electorTelemetry
 
 	group *BalanceGroup // B1: nil unless Options.Balance
 	// procGate is the gate of the Process that created the elector: its
@@ -72,10 +70,23 @@ type Elector struct {
 	observed atomic.Pointer[observation]  // written by the loop only
 	notes    notifier
 
-	loop     *loop         // the state machine; Start and Stop are messages to it
-	running  atomic.Bool   // written by the loop only: started, and no Stop yet (CheckWithin)
-	stopDone chan struct{} // closed by the first Stop once it returns
+	loop        *loop       // the state machine; Start and Stop are messages to it
+	running     atomic.Bool // written by the loop only: started, and no Stop yet (CheckWithin)
+	coordinated bool
+	capped      bool // opts.Lease is the lock's cap, below askedLease (T2)
 }
+
+// notLeading is the Token of an elector that has not led yet: cancelled,
+// with ErrNotLeader as its cause. Every such elector shares it.
+var notLeading = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
+	return ctx
+}()
+
+// noObservation is what an elector has learned of who leads before it
+// learned anything; shared, and never written.
+var noObservation = &observation{}
 
 // loopProgress is the loop's latest promise: it acts again by at+wait.
 type loopProgress struct {
@@ -100,11 +111,12 @@ type lifeRequest struct {
 
 // lifeReply answers a lifeRequest. For Stop: idle when the elector never
 // started (it is now stopped, nothing to do), first for the Stop that
-// stops a running elector; any other Stop waits for the first.
+// stops a running elector; any other Stop waits for the first (done).
 type lifeReply struct {
 	err   error
 	idle  bool
 	first bool
+	done  chan struct{} // Stop, not idle: closed once the first Stop returned
 }
 
 type request struct {
@@ -129,7 +141,12 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		return nil, fmt.Errorf("leadership: role %q: nil lock", role)
 	}
 	opts = opts.withDefaults() // L10: zero fields are defaults
-	caps := resolveCapabilities(lock)
+	s := newSettings(o)
+	caps := s.caps
+	if caps == nil {
+		c := resolveCapabilities(lock)
+		caps = &c
+	}
 	if err := opts.ValidateFor(role, caps.maxKeyLength); err != nil {
 		return nil, err
 	}
@@ -141,7 +158,6 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if err != nil {
 		return nil, fmt.Errorf("leadership: role %q: %w", role, err)
 	}
-	s := newSettings(o)
 	if s.identity == "" {
 		s.identity = locking.DefaultOwner()
 	}
@@ -160,7 +176,6 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 		opts:        opts,
 		askedLease:  opts.Lease,
 		identity:    s.identity,
-		stopDone:    make(chan struct{}),
 		procGate:    s.gates,
 	}
 	if opts.Balance {
@@ -188,10 +203,8 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if e.tel, err = newElectorTelemetry(s, role, key, e.identity); err != nil {
 		return nil, fmt.Errorf("leadership: role %q: telemetry: %w", role, err)
 	}
-	done, cancel := context.WithCancelCause(context.Background())
-	cancel(ErrNotLeader)
-	e.state.Store(&termState{token: done, led: make(chan struct{})})
-	e.observed.Store(&observation{})
+	e.state.Store(&termState{token: notLeading})
+	e.observed.Store(noObservation)
 	e.tel.leader(false, 0)
 	e.loop = newLoop(e, s.clock, s.gates)
 	return e, nil
@@ -277,12 +290,25 @@ func (e *Elector) Token() context.Context { return e.state.Load().token }
 // WaitForLeadership implements Leadership: it returns nil at the next
 // acquisition (at once when leading) or ctx's error.
 func (e *Elector) WaitForLeadership(ctx context.Context) error {
-	s := e.state.Load()
-	if s.live(time.Now()) {
-		return nil
+	var led chan struct{}
+	for led == nil {
+		s := e.state.Load()
+		if s.live(time.Now()) {
+			return nil
+		}
+		led = s.led
+		if led == nil {
+			// The first waiter of this state makes the channel the next
+			// acquisition closes (see termState.led).
+			w := *s
+			w.led = make(chan struct{})
+			if e.state.CompareAndSwap(s, &w) {
+				led = w.led
+			}
+		}
 	}
 	select {
-	case <-s.led:
+	case <-led:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -393,10 +419,11 @@ type stopCall struct {
 	e     *Elector
 	ctx   context.Context
 	reply chan lifeReply
-	life  lifeRequest // Stop's first message
-	req   request     // the stop request, once sent
-	idle  bool        // the elector never started: it is stopped, nothing to wait for
-	other bool        // another Stop is the first: await waits for it
+	life  lifeRequest   // Stop's first message
+	req   request       // the stop request, once sent
+	idle  bool          // the elector never started: it is stopped, nothing to wait for
+	other bool          // another Stop is the first: await waits for it
+	done  chan struct{} // closed by the first Stop once it returns (stopping.done)
 }
 
 // beginStop posts Stop's first message.
@@ -420,15 +447,16 @@ func (e *Elector) beginStop(ctx context.Context) *stopCall {
 // request.
 func (s *stopCall) request() {
 	e := s.e
-	switch r := <-s.reply; {
+	r := <-s.reply
+	switch {
 	case r.idle:
-		close(e.stopDone)
 		s.idle = true
 		return
 	case !r.first:
-		s.other = true
+		s.other, s.done = true, r.done
 		return
 	}
+	s.done = r.done
 	if e.group != nil {
 		var target string
 		if e.IsLeader() {
@@ -449,7 +477,7 @@ func (s *stopCall) await() error {
 		return nil
 	case s.other:
 		select {
-		case <-e.stopDone:
+		case <-s.done:
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("leadership: stop role %q: %w", e.role, ctx.Err())
@@ -467,7 +495,7 @@ func (s *stopCall) await() error {
 	case <-ctx.Done():
 		err = errors.Join(err, fmt.Errorf("leadership: stop role %q: waiting for subscribers: %w", e.role, ctx.Err()))
 	}
-	close(e.stopDone)
+	close(s.done)
 	return err
 }
 

@@ -69,13 +69,17 @@ func (l *loop) stopAsked(r *lifeRequest) bool {
 		l.phase = phaseStopped
 		r.reply <- lifeReply{idle: true}
 		return false
-	case l.stopping != nil || l.phase == phaseStopping || l.phase == phaseStopped:
-		r.reply <- lifeReply{}
+	case l.stopping == nil && l.phase == phaseStopped:
+		// Stopped before it started: nothing to wait for.
+		r.reply <- lifeReply{idle: true}
+		return false
+	case l.stopping != nil:
+		r.reply <- lifeReply{done: l.stopping.done}
 		return false
 	}
-	l.stopping = &stopping{}
+	l.stopping = &stopping{done: make(chan struct{})}
 	l.e.running.Store(false)
-	r.reply <- lifeReply{first: true}
+	r.reply <- lifeReply{first: true, done: l.stopping.done}
 	return true
 }
 

@@ -84,6 +84,10 @@ type learned struct {
 type stopping struct {
 	req  *request // phaseStopping: the Stop waiting for the calls under way
 	errs []error  // what the release reported, for Stop's reply
+	// done is closed by the first Stop once it returns; every later Stop
+	// waits for it. Made with the first Stop, so an elector that is never
+	// stopped, or stopped before it started, has none.
+	done chan struct{}
 }
 
 // backoff is the machine's waits that grow with failures in a row: the

@@ -230,7 +230,9 @@ func (l *loop) renewed(o outcome) {
 			return
 		}
 		if d := c.sent.Add(o.granted - e.margin); d.After(s.deadline) {
-			e.state.Store(&termState{leader: true, term: s.term, fence: s.fence, deadline: d, token: s.token, led: s.led})
+			e.publish(func(s *termState) *termState {
+				return &termState{leader: true, term: s.term, fence: s.fence, deadline: d, token: s.token, led: s.led}
+			})
 			l.observe(e.identity, d)
 		}
 		l.due = c.sent.Add(e.opts.RenewInterval)
@@ -285,16 +287,17 @@ func (l *loop) renewed(o outcome) {
 // beginTerm makes this instance leader with lease until deadline (E2).
 func (l *loop) beginTerm(lease locking.Lease, fence uint64, deadline, now time.Time) {
 	e := l.e
-	old := e.state.Load()
-	term := old.term + 1
+	term := e.state.Load().term + 1
 	ctx, cancel := context.WithCancelCause(context.Background())
 	token := &termToken{Context: ctx, cancel: cancel, e: e, term: term, fence: fence}
-	e.state.Store(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token, led: make(chan struct{})})
+	old := e.state.Swap(&termState{leader: true, term: term, fence: fence, deadline: deadline, token: token})
 	l.phase = phaseLeading
 	// Leader() names this instance before WaitForLeadership returns;
 	// observe below announces it.
 	e.observed.Store(&observation{identity: e.identity, until: deadline})
-	close(old.led)
+	if old.led != nil {
+		close(old.led)
+	}
 	l.lease = lease
 	if e.group != nil && e.coordinated {
 		e.group.leading.Add(1) // B1: counted until endTerm
@@ -321,7 +324,7 @@ func (l *loop) endTerm(reason Reason, err error) locking.Lease {
 		return nil
 	}
 	s.token.(*termToken).cancel(endedCause(reason))
-	e.state.Store(&termState{term: s.term, token: s.token, led: s.led})
+	e.publish(func(s *termState) *termState { return &termState{term: s.term, token: s.token, led: s.led} })
 	lease := l.lease
 	l.lease, l.cand = nil, &candidate{}
 	if e.group != nil && e.coordinated {

@@ -226,6 +226,61 @@ func TestElector_E1_FallbackWithoutWatcher(t *testing.T) {
 	})
 }
 
+// TestElector_E2_EveryWaiterReturnsAtTheNextAcquisition: waiters that
+// come before Start, while a term runs and after it ended (each state's
+// channel is made by its first waiter) all return at the next
+// acquisition, and none returns while the elector does not lead.
+func TestElector_E2_EveryWaiterReturnsAtTheNextAcquisition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := mustElector(t, "billing", memLock(t), fastOpts())
+		const n = 16
+		wait := func() chan error {
+			done := make(chan error, n)
+			for range n {
+				go func() { done <- e.WaitForLeadership(bg) }()
+			}
+			return done
+		}
+		expect := func(done chan error, what string) {
+			t.Helper()
+			for range n {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+				case <-time.After(time.Second):
+					t.Fatalf("%s: a waiter still waits a second after the acquisition", what)
+				}
+			}
+		}
+		before := wait()
+		synctest.Wait()
+		if len(before) != 0 {
+			t.Fatal("a waiter returned before Start")
+		}
+		mustStart(t, e)
+		synctest.Wait()
+		expect(before, "waiters before Start")
+		expect(wait(), "waiters while leading")
+		if err := e.Resign(bg); err != nil {
+			t.Fatal(err)
+		}
+		after := wait()
+		synctest.Wait()
+		if len(after) != 0 || e.IsLeader() {
+			t.Fatalf("%d waiters returned while sitting out (leader %v)", len(after), e.IsLeader())
+		}
+		time.Sleep(fastOpts().RetryInterval + time.Millisecond)
+		synctest.Wait()
+		if !e.IsLeader() || e.Term() != 2 {
+			t.Fatalf("IsLeader = %v, Term = %d after the sit-out", e.IsLeader(), e.Term())
+		}
+		expect(after, "waiters after Resign")
+		mustStop(t, e)
+	})
+}
+
 func TestElector_E2_Acquisition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := mustElector(t, "billing", memLock(t), fastOpts())

@@ -27,6 +27,9 @@ type settings struct {
 	// Process.Elector); nil for an elector of its own.
 	gates *processGates
 	clock *clock
+	// caps is what the Process's lock can do, resolved once for all its
+	// electors; nil: the elector resolves it.
+	caps *capabilities
 }
 
 type optionFunc func(*settings)

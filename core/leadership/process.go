@@ -150,7 +150,8 @@ func NewProcess(lock locking.Lock, opts ProcessOptions) (*Process, error) {
 	p := &Process{lock: lock, identity: id, balance: opts.Balance, group: NewBalanceGroup(opts.Logger),
 		log: log, warn: warn, roles: map[string]*processRole{},
 		gates: newProcessGates(), clock: newClock()}
-	p.own = []Option{WithIdentity(p.identity), WithBalanceGroup(p.group), optionFunc(func(s *settings) { s.gates, s.clock = &p.gates, p.clock })}
+	caps := resolveCapabilities(lock)
+	p.own = []Option{WithIdentity(p.identity), WithBalanceGroup(p.group), optionFunc(func(s *settings) { s.gates, s.clock, s.caps = &p.gates, p.clock, &caps })}
 	return p, nil
 }
 

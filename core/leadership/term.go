@@ -54,8 +54,25 @@ type termState struct {
 	token    context.Context
 	// led is closed at the next acquisition. A leader's state carries the
 	// channel its follower state will have, so a reader that finds the
-	// term ended by the clock before the loop noticed can still wait.
+	// term ended by the clock before the loop noticed can still wait. It
+	// is made by the first WaitForLeadership that waits (nil until then:
+	// most electors are never waited for), which publishes a copy of the
+	// state with it; so the loop publishes every later state with
+	// publish, which keeps it.
 	led chan struct{}
+}
+
+// publish replaces the elector's state with next(cur), where cur is the
+// state published: a WaitForLeadership may have added the led channel
+// to it meanwhile, and next carries it over (only the loop changes the
+// other fields).
+func (e *Elector) publish(next func(cur *termState) *termState) {
+	for {
+		cur := e.state.Load()
+		if e.state.CompareAndSwap(cur, next(cur)) {
+			return
+		}
+	}
 }
 
 // live reports whether the state is a term that still runs at now (G3).
