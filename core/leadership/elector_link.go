@@ -19,16 +19,17 @@ import (
 // and a candidate tries no sooner than a head start later (back), so the
 // leader learns first whether the server lost the role.
 type link struct {
-	live          bool      // the subscription is live (P3)
-	subscriptions int       // EventSubscribed seen so far
-	droppedAt     time.Time // when the live subscription dropped; zero while live, or when the drop is not counted
-	deferred      bool      // an acquisition waits for the link
-	notBefore     time.Time // the link came back to a candidate: no acquisition before then (the head start)
-	unsure        bool      // a renewal of this term failed with an unknown outcome (it may still land)
+	live     bool // the subscription is live (P3)
+	deferred bool // an acquisition waits for the link
+	unsure   bool // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the link came back while a renewal was under way; that
 	// renewal may have been answered before the server lost its state,
 	// so another one follows at once.
 	verify bool
+
+	subscriptions int       // EventSubscribed seen so far
+	droppedAt     time.Time // when the live subscription dropped; zero while live, or when the drop is not counted
+	notBefore     time.Time // the link came back to a candidate: no acquisition before then (the head start)
 
 	stop     func()             // ends the subscription; nil when there is none
 	cancel   context.CancelFunc // ends a subscription attempt (and its retry wait)

@@ -32,10 +32,11 @@ type loop struct {
 	// The fields below belong to the inbox's consumer (handle).
 	timer   wakeTimer // runs the machine with msgTimer
 	phase   phase     // where the machine is; see phase
+	follows bool      // E9: the uncoordinated Follow policy: a candidate that never contends
+	health  health    // the provider's condition as logged (E7, O4, Q2)
 	due     time.Time // when the next acquisition or renewal is due (phaseCandidate unless follows, phaseLeading)
 	step    *call     // the acquisition or renewal under way, if any
 	pending int       // other calls under way (release, watch, deregister)
-	follows bool      // E9: the uncoordinated Follow policy: a candidate that never contends
 	// leave is set when msgLeave came: the process leaves; a candidate
 	// makes no new attempt, a leader no renewal, and the other lock calls
 	// run through the leave's gate. nil until then.
@@ -54,7 +55,6 @@ type loop struct {
 
 	link      link    // the notification link (Q1, P3); see link
 	backoff   backoff // the waits that grow with failures in a row
-	health    health  // the provider's condition as logged (E7, O4, Q2)
 	announced string  // the leader identity last announced (P2)
 }
 
@@ -130,7 +130,7 @@ type message struct {
 }
 
 // phase is where the machine is in the elector's life.
-type phase int
+type phase uint8
 
 const (
 	// phaseIdle: Start has not come yet.
