@@ -32,3 +32,22 @@ func QueuedMarks(p *Provider) int {
 	}
 	return len(p.marks.next.keys)
 }
+
+// HoldPubsub holds the SUBSCRIBE/UNSUBSCRIBE writes of p's subscription
+// (not on Cluster) until release is called: the channels asked meanwhile
+// wait, counted by WantedChannels.
+func HoldPubsub(p *Provider) (release func()) {
+	p.mu.Lock()
+	s := p.subs[-1]
+	p.mu.Unlock()
+	s.op.Lock()
+	return s.op.Unlock
+}
+
+// WantedChannels is how many channels of p's subscription (not on
+// Cluster) wait for their SUBSCRIBE or UNSUBSCRIBE to be written.
+func WantedChannels(p *Provider) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.subs[-1].wants)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -574,5 +575,124 @@ func TestProvider_L7_ConcurrentSubscriptionsShareMarkRoundTrips(t *testing.T) {
 	}
 	for stop := range stops {
 		stop()
+	}
+}
+
+// Many subscriptions made, or ended, while a SUBSCRIBE is being written
+// (a process starting or leaving its electors) go out together in one
+// SUBSCRIBE or UNSUBSCRIBE naming every channel, not a command each on
+// the subscription's one connection; each is written before its
+// Subscribe or stop returns, and the server then has exactly the
+// channels still subscribed.
+func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	p := redislock.New(c)
+	defer p.Close()
+	first, err := p.Subscribe("role-first", func(locking.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first()
+	const n = 300
+	var mu sync.Mutex
+	live := map[string]bool{}
+	calls := func(cmd string) int64 {
+		t.Helper()
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+				v, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				if err != nil {
+					t.Fatalf("commandstats %q: %v", line, err)
+				}
+				return v
+			}
+		}
+		return 0
+	}
+	waitWanted := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for redislock.WantedChannels(p) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d channels waiting after 10s, want %d", what, redislock.WantedChannels(p), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	numsub := func(want int64) {
+		t.Helper()
+		for i := range n {
+			ch := redislock.ChannelOf(p, fmt.Sprintf("role-%d", i))
+			got, err := c.PubSubNumSub(ctx, ch).Result()
+			if err != nil || got[ch] != want {
+				t.Fatalf("PUBSUB NUMSUB %s = %v, %v; want %d", ch, got, err, want)
+			}
+		}
+	}
+
+	release := redislock.HoldPubsub(p)
+	stops := make(chan func(), n)
+	var wg sync.WaitGroup
+	for i := range n {
+		key := fmt.Sprintf("role-%d", i)
+		wg.Go(func() {
+			stop, err := p.Subscribe(key, func(e locking.Event) {
+				if e.Kind == locking.EventSubscribed {
+					mu.Lock()
+					live[key] = true
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				t.Errorf("Subscribe %s: %v", key, err)
+				return
+			}
+			stops <- stop
+		})
+	}
+	waitWanted("subscribing")
+	subs := calls("subscribe")
+	release()
+	wg.Wait()
+	close(stops)
+	if got := calls("subscribe") - subs; got != 1 {
+		t.Fatalf("%d subscriptions asked while a SUBSCRIBE was written sent %d SUBSCRIBE commands, want 1", n, got)
+	}
+	numsub(1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		m := len(live)
+		mu.Unlock()
+		if m == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d subscribers heard EventSubscribed after 5s", m, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	release = redislock.HoldPubsub(p)
+	for stop := range stops {
+		wg.Go(stop)
+	}
+	waitWanted("unsubscribing")
+	unsubs := calls("unsubscribe")
+	release()
+	wg.Wait()
+	if got := calls("unsubscribe") - unsubs; got != 1 {
+		t.Fatalf("%d stops asked while an UNSUBSCRIBE was written sent %d UNSUBSCRIBE commands, want 1", n, got)
+	}
+	numsub(0)
+	ch := redislock.ChannelOf(p, "role-first")
+	if got, err := c.PubSubNumSub(ctx, ch).Result(); err != nil || got[ch] != 1 {
+		t.Fatalf("PUBSUB NUMSUB %s = %v, %v; want the first subscription kept", ch, got, err)
 	}
 }

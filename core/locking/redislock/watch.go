@@ -66,11 +66,14 @@ type subscription struct {
 	// refreshed is closed when refreshMarks has returned.
 	refreshed chan struct{}
 
-	// op serialises SUBSCRIBE/UNSUBSCRIBE with the channel set they
-	// follow, and retirement. It is never held by the receive loop.
+	// op serialises the SUBSCRIBE/UNSUBSCRIBE commands (flushPubsub) and
+	// retirement. It is never held by the receive loop.
 	op      sync.Mutex
 	started bool // receive loop running; guarded by op
 	gone    bool // retired; guarded by op
+	// wants holds the channels to subscribe (true) or unsubscribe that no
+	// command was written for yet; guarded by Provider.mu.
+	wants map[string]bool
 
 	// links holds the hub's link of each channel subscribed, by channel;
 	// guarded by Provider.mu (read by the loop).
@@ -136,52 +139,108 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 }
 
 // listen subscribes key's channel for the event hub, on the connection of
-// its slot, and returns the function that unsubscribes it.
+// its slot, and returns the function that unsubscribes it. It returns once
+// the SUBSCRIBE is written (see flushPubsub).
 func (p *Provider) listen(key string, l *eventhub.Link) func() {
 	name := p.channel(key) // Subscribe checked there is one
 	slot := -1
 	if p.cluster {
 		slot = keySlot(name)
 	}
-	var s *subscription
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return nil
-		}
-		s = p.subs[slot]
-		if s == nil {
-			s = p.newSubscription(slot)
-			p.subs[slot] = s
-		}
+	p.mu.Lock()
+	if p.closed {
 		p.mu.Unlock()
+		return nil
+	}
+	s := p.subs[slot]
+	if s == nil {
+		s = p.newSubscription(slot)
+		p.subs[slot] = s
+	}
+	// A subscription in p.subs is not retired: unlisten takes it out
+	// under p.mu before it retires it, and only once it has no link.
+	s.links[name] = l
+	s.ask(name, true)
+	p.mu.Unlock()
+	p.flushPubsub(s)
+	return func() { p.unlisten(s, name) }
+}
 
-		s.op.Lock()
-		if !s.gone {
-			break
-		}
-		s.op.Unlock() // retired meanwhile: look again
+// ask records that channel name should be subscribed (on) or not, for
+// the next flushPubsub; the latest wish for a channel wins. p.mu must be
+// held.
+func (s *subscription) ask(name string, on bool) {
+	if s.wants == nil {
+		s.wants = make(map[string]bool)
+	}
+	s.wants[name] = on
+}
+
+// pubsubBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE names.
+const pubsubBatch = 1000
+
+// flushPubsub writes the SUBSCRIBE and UNSUBSCRIBE commands the channels
+// of s wait for, under s.op. A caller asks for its channel (ask) before
+// it waits for s.op, so whoever holds s.op next writes it: while one
+// caller writes, those that ask meanwhile queue, and the next holder
+// writes them all in one command (a process starting or leaving 50,000
+// roles writes about 50 commands, not 50,000, on the one connection
+// they share). Each caller returns once its channel's command is
+// written, as when it wrote it itself.
+//
+// Within a flush a channel is in one command only (the latest wish), so
+// the SUBSCRIBE and UNSUBSCRIBE of one flush can go in any order;
+// successive flushes keep the order their wishes were asked in.
+func (p *Provider) flushPubsub(s *subscription) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	if s.gone {
+		return
 	}
 	p.mu.Lock()
-	s.links[name] = l
+	wants := s.wants
+	s.wants = nil
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-	if p.cluster {
-		_ = s.ps.SSubscribe(ctx, name)
-	} else {
-		_ = s.ps.Subscribe(ctx, name)
+	if len(wants) == 0 {
+		return // written by the holder before
 	}
-	cancel()
-	if !s.started {
-		// Started after the first SUBSCRIBE so that on Cluster the
-		// connection is made to the slot's node, not a random one.
-		s.started = true
-		go p.receive(s)
-		go p.refreshMarks(s)
+	var on, off []string
+	for name, w := range wants {
+		if w {
+			on = append(on, name)
+		} else {
+			off = append(off, name)
+		}
 	}
-	s.op.Unlock()
-	return func() { p.unlisten(s, name) }
+	for len(off) > 0 {
+		n := min(len(off), pubsubBatch)
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		if p.cluster {
+			_ = s.ps.SUnsubscribe(ctx, off[:n]...)
+		} else {
+			_ = s.ps.Unsubscribe(ctx, off[:n]...)
+		}
+		cancel()
+		off = off[n:]
+	}
+	for len(on) > 0 {
+		n := min(len(on), pubsubBatch)
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		if p.cluster {
+			_ = s.ps.SSubscribe(ctx, on[:n]...)
+		} else {
+			_ = s.ps.Subscribe(ctx, on[:n]...)
+		}
+		cancel()
+		on = on[n:]
+		if !s.started {
+			// Started after the first SUBSCRIBE so that on Cluster the
+			// connection is made to the slot's node, not a random one.
+			s.started = true
+			go p.receive(s)
+			go p.refreshMarks(s)
+		}
+	}
 }
 
 // newSubscription creates an idle subscription; p.mu must be held.
@@ -206,31 +265,28 @@ func (p *Provider) newSubscription(slot int) *subscription {
 }
 
 // unlisten unsubscribes channel name once its key has no subscriber left;
-// on Cluster the last channel of a slot retires its connection.
+// on Cluster the last channel of a slot retires its connection. It
+// returns once the UNSUBSCRIBE is written (see flushPubsub).
 func (p *Provider) unlisten(s *subscription, name string) {
-	s.op.Lock()
-	defer s.op.Unlock()
-	if s.gone {
-		return
-	}
 	p.mu.Lock()
 	delete(s.links, name)
 	retire := p.cluster && len(s.links) == 0
 	if retire && p.subs[s.slot] == s {
 		delete(p.subs, s.slot)
 	}
+	if !retire {
+		s.ask(name, false)
+	}
 	p.mu.Unlock()
-	if retire {
-		s.retire()
+	if !retire {
+		p.flushPubsub(s)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-	if p.cluster {
-		_ = s.ps.SUnsubscribe(ctx, name)
-	} else {
-		_ = s.ps.Unsubscribe(ctx, name)
+	s.op.Lock()
+	defer s.op.Unlock()
+	if !s.gone {
+		s.retire()
 	}
-	cancel()
 }
 
 // retire closes the connection and waits for the receive loop; s.op must
