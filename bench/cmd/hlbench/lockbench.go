@@ -23,6 +23,7 @@ type lockRun struct {
 	Allocs    float64 // heap allocations per op, whole process
 	Bytes     float64
 	Commands  float64 // Redis commands per op (INFO commandstats, script-internal included)
+	ServerUs  float64 // redis-server CPU per op, µs (INFO cpu: user + sys)
 	Failed    int     // round trips that returned an error (not in the latencies)
 }
 
@@ -36,6 +37,7 @@ type lockResult struct {
 	Allocs    float64
 	Bytes     float64
 	Commands  float64
+	ServerUs  float64
 	Failed    int // over all repeats
 	Attempts  int // over all repeats
 	// Spread of the repeats.
@@ -89,7 +91,7 @@ func runLocks(ctx context.Context, cfg config, addr string, admin *redis.Client)
 				}
 				res := results[fmt.Sprintf("%s/%d", n, conc)]
 				res.Runs = append(res.Runs, run)
-				logf("lock %-14s c=%-2d rep %d: p50 %s p99 %s %.0f ops/s %.1f allocs/op %.2f commands/op", n, conc, r+1, fmtDur(run.P50), fmtDur(run.P99), run.OpsPerSec, run.Allocs, run.Commands)
+				logf("lock %-14s c=%-2d rep %d: p50 %s p99 %s %.0f ops/s %.1f allocs/op %.2f commands/op %.1f Redis CPU µs/op", n, conc, r+1, fmtDur(run.P50), fmtDur(run.P99), run.OpsPerSec, run.Allocs, run.Commands, run.ServerUs)
 			}
 		}
 	}
@@ -98,7 +100,7 @@ func runLocks(ctx context.Context, cfg config, addr string, admin *redis.Client)
 		for _, n := range locks.Names {
 			res := results[fmt.Sprintf("%s/%d", n, conc)]
 			var p50, p99 []time.Duration
-			var ops, allocs, bytes, cmds []float64
+			var ops, allocs, bytes, cmds, cpu []float64
 			for _, r := range res.Runs {
 				p50 = append(p50, r.P50)
 				p99 = append(p99, r.P99)
@@ -106,10 +108,11 @@ func runLocks(ctx context.Context, cfg config, addr string, admin *redis.Client)
 				allocs = append(allocs, r.Allocs)
 				bytes = append(bytes, r.Bytes)
 				cmds = append(cmds, r.Commands)
+				cpu = append(cpu, r.ServerUs)
 				res.Failed += r.Failed
 				res.Attempts += r.Ops + r.Failed
 			}
-			res.Commands = median(cmds)
+			res.Commands, res.ServerUs = median(cmds), median(cpu)
 			res.P50, res.P99 = medianDur(p50), medianDur(p99)
 			res.P50Min, res.P50Max = slices.Min(p50), slices.Max(p50)
 			res.OpsMin, res.OpsMax = slices.Min(ops), slices.Max(ops)
@@ -134,6 +137,10 @@ func lockRunOnce(ctx context.Context, admin *redis.Client, l locks.Locker, conc 
 	errs := make([]error, conc) // first error of each goroutine
 	fails := make([]int, conc)
 	cmd0, err := redisproc.CommandStats(ctx, admin)
+	if err != nil {
+		return lockRun{}, err
+	}
+	cpu0, err := redisCPU(ctx, admin)
 	if err != nil {
 		return lockRun{}, err
 	}
@@ -173,6 +180,10 @@ func lockRunOnce(ctx context.Context, admin *redis.Client, l locks.Locker, conc 
 	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
+	cpu1, err := redisCPU(ctx, admin)
+	if err != nil {
+		return lockRun{}, err
+	}
 	cmd1, err := redisproc.CommandStats(ctx, admin)
 	if err != nil {
 		return lockRun{}, err
@@ -204,6 +215,7 @@ func lockRunOnce(ctx context.Context, admin *redis.Client, l locks.Locker, conc 
 		Allocs:    float64(ms1.Mallocs-ms0.Mallocs) / n,
 		Bytes:     float64(ms1.TotalAlloc-ms0.TotalAlloc) / n,
 		Commands:  float64(cmds) / n,
+		ServerUs:  (cpu1 - cpu0) * 1e6 / n,
 		Failed:    failed,
 	}, nil
 }

@@ -219,7 +219,7 @@ func (r *report) markdown() string {
 	if len(r.locks) > 0 || len(r.refused) > 0 {
 		p("## 1. Lock round trip (acquire + release)")
 		p("")
-		p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs. Every implementation makes two round trips (acquire, release); HostLoom's release script PUBLISHes the release only when someone may listen (an elector's lease, a handover, or a key a subscriber marked; L7), so an unwatched plain lock costs no PUBLISH. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies): rueidislock gives up an acquire after its TryNextAfter (20 ms by default) and reports a context deadline when the machine is busy. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
+		p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs; Redis CPU from `INFO cpu` (user + system) over the run, divided by round trips: the server's own time per acquire + release, reading and writing the connections included, which the client waits for at one goroutine. Every implementation makes two round trips (acquire, release); HostLoom's release script PUBLISHes the release only when someone may listen (an elector's lease, a handover, or a key a subscriber marked; L7), so an unwatched plain lock costs no PUBLISH. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies): rueidislock gives up an acquire after its TryNextAfter (20 ms by default) and reports a context deadline when the machine is busy. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
 		p("")
 		for _, conc := range []int{1, 64} {
 			fl := r.lock("floor", conc)
@@ -230,13 +230,13 @@ func (r *report) markdown() string {
 				p("### %d goroutines", conc)
 			}
 			p("")
-			p("| implementation | p50 | p50 range over repeats | p99 | round trips/s | range | failed | allocs/op | B/op | Redis commands/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
-			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+			p("| implementation | p50 | p50 range over repeats | p99 | round trips/s | range | failed | allocs/op | B/op | Redis commands/op | Redis CPU µs/op | p50 ÷ floor | throughput ÷ floor | HostLoom p50 ÷ this | HostLoom throughput ÷ this |")
+			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 			for _, l := range r.locks {
 				if l.Conc != conc {
 					continue
 				}
-				p("| %s | %s | %s–%s | %s | %.0f | %.0f–%.0f | %d of %d | %.1f | %.0f | %.2f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P50Min), fmtDur(l.P50Max), fmtDur(l.P99), l.OpsPerSec, l.OpsMin, l.OpsMax, l.Failed, l.Attempts, l.Allocs, l.Bytes, l.Commands,
+				p("| %s | %s | %s–%s | %s | %.0f | %.0f–%.0f | %d of %d | %.1f | %.0f | %.2f | %.1f | %s | %s | %s | %s |", l.Name, fmtDur(l.P50), fmtDur(l.P50Min), fmtDur(l.P50Max), fmtDur(l.P99), l.OpsPerSec, l.OpsMin, l.OpsMax, l.Failed, l.Attempts, l.Allocs, l.Bytes, l.Commands, l.ServerUs,
 					ratio(float64(l.P50), float64(fl.P50)), ratio(l.OpsPerSec, fl.OpsPerSec),
 					ratio(float64(hl.P50), float64(l.P50)), ratio(hl.OpsPerSec, l.OpsPerSec))
 			}
