@@ -212,33 +212,35 @@ func (p *Provider) flushPubsub(s *subscription) {
 			off = append(off, name)
 		}
 	}
-	for len(off) > 0 {
-		n := min(len(off), pubsubBatch)
-		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-		if p.cluster {
-			_ = s.ps.SUnsubscribe(ctx, off[:n]...)
-		} else {
-			_ = s.ps.Unsubscribe(ctx, off[:n]...)
-		}
-		cancel()
-		off = off[n:]
+	unsubscribe, subscribe := s.ps.Unsubscribe, s.ps.Subscribe
+	if p.cluster {
+		unsubscribe, subscribe = s.ps.SUnsubscribe, s.ps.SSubscribe
 	}
-	for len(on) > 0 {
-		n := min(len(on), pubsubBatch)
-		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
-		if p.cluster {
-			_ = s.ps.SSubscribe(ctx, on[:n]...)
-		} else {
-			_ = s.ps.Subscribe(ctx, on[:n]...)
-		}
-		cancel()
-		on = on[n:]
+	inBatches(off, unsubscribe, nil)
+	inBatches(on, subscribe, func() {
 		if !s.started {
 			// Started after the first SUBSCRIBE so that on Cluster the
 			// connection is made to the slot's node, not a random one.
 			s.started = true
 			go p.receive(s)
 			go p.refreshMarks(s)
+		}
+	})
+}
+
+// inBatches calls send with at most pubsubBatch of names at a time, each
+// call bounded by watchTimeout, and then after, when set. Errors are
+// ignored, as for every pub/sub command (best effort: the receive loop
+// subscribes again after a lost connection).
+func inBatches(names []string, send func(context.Context, ...string) error, after func()) {
+	for len(names) > 0 {
+		n := min(len(names), pubsubBatch)
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		_ = send(ctx, names[:n]...)
+		cancel()
+		names = names[n:]
+		if after != nil {
+			after()
 		}
 	}
 }
