@@ -625,13 +625,23 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// numsub waits until the server counts want subscribers on every
+	// channel (a command written is processed a moment later, in its
+	// connection's order, so INFO on another connection can come first).
 	numsub := func(want int64) {
 		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
 		for i := range n {
 			ch := redislock.ChannelOf(p, fmt.Sprintf("role-%d", i))
-			got, err := c.PubSubNumSub(ctx, ch).Result()
-			if err != nil || got[ch] != want {
-				t.Fatalf("PUBSUB NUMSUB %s = %v, %v; want %d", ch, got, err, want)
+			for {
+				got, err := c.PubSubNumSub(ctx, ch).Result()
+				if err == nil && got[ch] == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("PUBSUB NUMSUB %s = %v, %v after 5s; want %d", ch, got, err, want)
+				}
+				time.Sleep(time.Millisecond)
 			}
 		}
 	}
@@ -661,10 +671,10 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 	release()
 	wg.Wait()
 	close(stops)
+	numsub(1)
 	if got := calls("subscribe") - subs; got != 1 {
 		t.Fatalf("%d subscriptions asked while a SUBSCRIBE was written sent %d SUBSCRIBE commands, want 1", n, got)
 	}
-	numsub(1)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -687,10 +697,10 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 	unsubs := calls("unsubscribe")
 	release()
 	wg.Wait()
+	numsub(0)
 	if got := calls("unsubscribe") - unsubs; got != 1 {
 		t.Fatalf("%d stops asked while an UNSUBSCRIBE was written sent %d UNSUBSCRIBE commands, want 1", n, got)
 	}
-	numsub(0)
 	ch := redislock.ChannelOf(p, "role-first")
 	if got, err := c.PubSubNumSub(ctx, ch).Result(); err != nil || got[ch] != 1 {
 		t.Fatalf("PUBSUB NUMSUB %s = %v, %v; want the first subscription kept", ch, got, err)
