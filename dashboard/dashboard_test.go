@@ -55,11 +55,15 @@ func newFixture(t *testing.T, credential string) *fixture {
 	opts.Lease, opts.RenewInterval, opts.RetryInterval = 2*time.Second, 500*time.Millisecond, time.Second
 	ctx := context.Background()
 	f := &fixture{t: t, lock: lock}
-	f.alpha, err = leadership.NewElector("billing", lock, opts, leadership.WithIdentity("alpha"))
+	// What the electors log (Debug and up) is printed when a test fails:
+	// a failure of the election's timing is read there.
+	elected, electedLogs := observer.New(zap.DebugLevel)
+	electorLog := zap.New(elected)
+	f.alpha, err = leadership.NewElector("billing", lock, opts, leadership.WithIdentity("alpha"), leadership.WithLogger(electorLog.With(zap.String("elector", "alpha"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.beta, err = leadership.NewElector("billing", lock, opts, leadership.WithIdentity("beta"))
+	f.beta, err = leadership.NewElector("billing", lock, opts, leadership.WithIdentity("beta"), leadership.WithLogger(electorLog.With(zap.String("elector", "beta"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +85,19 @@ func newFixture(t *testing.T, credential string) *fixture {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("beta did not register as a participant within 30s: %v, %v", ps, err)
+		}
+	}
+	// A resign request reaches a leader over its subscription to the
+	// lock's events, which comes up a moment after Start (alpha may lead
+	// before it is live): a request sent before is not heard
+	// (ResignHandsTheRoleOn), so wait for both subscriptions.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		live := electedLogs.FilterMessage("LeadershipSubscriptionLive")
+		if live.FilterField(zap.String("elector", "alpha")).Len() > 0 && live.FilterField(zap.String("elector", "beta")).Len() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the electors' subscriptions were not live within 30s: %d live", live.Len())
 		}
 	}
 	f.sched, err = scheduling.New(f.alpha, scheduling.WithSlotStore(lock))
@@ -111,6 +128,14 @@ func newFixture(t *testing.T, credential string) *fixture {
 		_ = f.beta.Stop(ctx)
 		_ = f.alpha.Stop(ctx)
 		_ = lock.Close()
+	})
+	t.Cleanup(func() { // runs first: the electors still run
+		if !t.Failed() {
+			return
+		}
+		for _, e := range electedLogs.All() {
+			t.Logf("%s %s %s %v", e.Time.Format("15:04:05.000000"), e.Level, e.Message, e.ContextMap())
+		}
 	})
 	return f
 }
