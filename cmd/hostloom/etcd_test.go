@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/etcdlock"
 	"github.com/hostloom/hostloom/core/locking/etcdlock/etcdtest"
@@ -96,19 +95,7 @@ func startEtcdReplica(t *testing.T, endpoints []string, prefix, namespace, role,
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopReplica(t, e, identity)
-		_ = lock.Close()
-		_ = c.Close()
-	})
-	return &replica{lock: lock, elector: e, identity: identity}
+	return startElector(t, lock, role, identity, func() { _ = c.Close() })
 }
 
 // TestCLI_N1_StatusOverEtcd: with provider etcd, status shows the leader,

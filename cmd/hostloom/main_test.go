@@ -15,6 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -161,20 +163,35 @@ func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, iden
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity))
+	return startElector(t, lock, role, identity, func() { _ = c.Close() })
+}
+
+// startElector starts a replica's elector for role over lock; at the end
+// of the test it stops it, closes lock and calls closeClient. It returns
+// once the elector's subscription to the lock's events is live: resign
+// sends its request over that channel, and a leader whose subscription is
+// not up yet (it may lead a moment before) does not hear it.
+func startElector(t testing.TB, lock *locking.DistributedLock, role, identity string, closeClient func()) *replica {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity), leadership.WithLogger(zap.New(core)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{lock: lock, elector: e, identity: identity}
 	t.Cleanup(func() {
 		stopReplica(t, e, identity)
 		_ = lock.Close()
-		_ = c.Close()
+		closeClient()
 	})
-	return r
+	for deadline := time.Now().Add(30 * time.Second); logs.FilterMessage("LeadershipSubscriptionLive").Len() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the elector's subscription was not live within 30s", identity)
+		}
+	}
+	return &replica{lock: lock, elector: e, identity: identity}
 }
 
 // stopReplica stops a replica's elector at the end of a test. Its Stop

@@ -121,19 +121,7 @@ func startPgReplica(t *testing.T, dsn, namespace, role, identity string) *replic
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopReplica(t, e, identity)
-		_ = lock.Close()
-		pool.Close()
-	})
-	return &replica{lock: lock, elector: e, identity: identity}
+	return startElector(t, lock, role, identity, func() { pool.Close() })
 }
 
 func noPassword(t *testing.T, r result) {
