@@ -114,12 +114,23 @@ func (l *loop) stop(req *request) {
 		return
 	}
 	// The release is started last, so the scheduler runs its goroutine
-	// first, and alone: the deregistration follows its reply (Stop waits
-	// for both), so the successor, woken by the release, waits for
-	// nothing else this instance sends.
-	l.releaseTo(req.ctx, lease, req.target, func(err error) {
+	// first, and alone. It withdraws this participant from the role's
+	// participants in the same step where the lock can (H2): a balancing
+	// process elsewhere that reads them once it took the role must not
+	// count this instance, which takes no role any more. Otherwise the
+	// deregistration follows its reply (Stop waits for both), so the
+	// successor, woken by the release, waits for nothing else this
+	// instance sends.
+	var withdrawn bool
+	var w *bool
+	if l.e.registered() {
+		w = &withdrawn
+	}
+	l.releaseTo(req.ctx, lease, req.target, w, func(err error) {
 		l.collect(err)
-		deregister()
+		if !withdrawn {
+			deregister()
+		}
 	})
 }
 

@@ -398,7 +398,7 @@ func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{},
 	}
 	l.cand.sitOutUntil = time.Now().Add(sitOut)
 	l.due = l.cand.sitOutUntil
-	l.releaseTo(ctx, lease, target, func(err error) {
+	l.releaseTo(ctx, lease, target, nil, func(err error) {
 		if l.cand != nil { // not leading again already (a release that outlasted the sit-out)
 			l.cand.sitOutUntil = time.Now().Add(sitOut)
 			l.due = l.cand.sitOutUntil
@@ -409,12 +409,15 @@ func (l *loop) stepDown(ctx context.Context, target string, ended chan struct{},
 
 // release gives lease up, bounded by ctx, and calls done with the outcome.
 func (l *loop) release(ctx context.Context, lease locking.Lease, done func(error)) {
-	l.releaseTo(ctx, lease, "", done)
+	l.releaseTo(ctx, lease, "", nil, done)
 }
 
 // releaseTo is release whose notification names target as the participant
-// meant to take the role (B1), when the lease can say so.
-func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string, done func(error)) {
+// meant to take the role (B1), when the lease can say so. With withdrawn
+// set (a Stop), the release also withdraws this participant from the
+// role's participants when the lease can do both in one step, and
+// *withdrawn reports whether it did once done runs.
+func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string, withdrawn *bool, done func(error)) {
 	e := l.e
 	ctx, cancel := context.WithCancel(ctx)
 	// The notifications queued so far (the ended term's OnChange(false),
@@ -436,7 +439,9 @@ func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string
 			t.Stop()
 		}
 		var err error
-		if h, ok := lease.(locking.HandoverLease); ok && target != "" {
+		if w, ok := lease.(locking.WithdrawingLease); ok && withdrawn != nil {
+			*withdrawn, err = w.ReleaseWithdraw(ctx, target)
+		} else if h, ok := lease.(locking.HandoverLease); ok && target != "" {
 			err = h.ReleaseTo(ctx, target)
 		} else {
 			err = lease.Release(ctx)

@@ -26,6 +26,9 @@ type orderProvider struct {
 	// egate every renewal of a's, which then run whatever their context
 	// (as one already sent to a server).
 	gate, dgate, agate, egate chan struct{}
+	// dheld, when set, limits dgate to a's deregistrations of the roles
+	// it names.
+	dheld map[string]bool
 }
 
 func (p *orderProvider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
@@ -94,6 +97,9 @@ func (p *orderProvider) Deregister(ctx context.Context, key, owner string) error
 		p.record("deregister", key)
 		p.mu.Lock()
 		gate := p.dgate
+		if p.dheld != nil && !p.dheld[key[strings.LastIndex(key, ":")+1:]] {
+			gate = nil
+		}
 		p.mu.Unlock()
 		if gate != nil {
 			<-gate
@@ -588,5 +594,66 @@ func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 			}
 			mustStop(t, e)
 		}
+	})
+}
+
+// TestStopAll_H2_B1_StayersHandNothingToTheLeaver: three balancing
+// processes share 12 roles; a leaves with StopAll while any
+// deregistration of a's from the roles it led is slow (held). b and c
+// take a's roles, each in one move, and neither hands a role on during
+// the leave: a's release withdraws it from the role's participants in
+// the same step, so the balance rounds of b and c, reading the
+// participants of the roles they just took, neither count a (which made
+// the share too small) nor choose it as a taker (it takes no role any
+// more). With the deregistration a separate call after the release,
+// b and c made 8 more moves here.
+func TestStopAll_H2_B1_StayersHandNothingToTheLeaver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		o := balanceOpts()
+		const roles = 12
+		a := startProcess(t, lock, "a", roles, o)
+		synctest.Wait()
+		b := startProcess(t, lock, "b", roles, o)
+		c := startProcess(t, lock, "c", roles, o)
+		time.Sleep(10 * o.Lease) // the processes even out
+		synctest.Wait()
+		if a.leads() != 4 || b.leads() != 4 || c.leads() != 4 {
+			t.Fatalf("before the leave a, b, c lead %d, %d, %d; want 4 each", a.leads(), b.leads(), c.leads())
+		}
+		moves := &moveLog{freeAt: map[string]time.Time{}}
+		moves.watch(b)
+		moves.watch(c)
+		held := map[string]bool{}
+		for _, e := range a.electors {
+			if e.IsLeader() {
+				held[e.Role()] = true
+			}
+		}
+		gate := make(chan struct{})
+		p.mu.Lock()
+		p.dgate, p.dheld = gate, held
+		p.mu.Unlock()
+		left := make(chan error, 1)
+		go func() { left <- leadership.StopAll(context.Background(), a.electors...) }()
+		// Balance rounds of b and c run meanwhile.
+		time.Sleep(4 * o.RetryInterval)
+		synctest.Wait()
+		acquired, _ := moves.read()
+		if b.leads()+c.leads() != roles || acquired != 4 {
+			t.Errorf("during the leave b and c lead %d and %d after %d acquisitions; want all 12 after 4 (each of a's roles moved once)",
+				b.leads(), c.leads(), acquired)
+		}
+		close(gate)
+		if err := <-left; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * o.RetryInterval)
+		synctest.Wait()
+		if acquired, _ := moves.read(); b.leads()+c.leads() != roles || acquired != 4 {
+			t.Errorf("after the leave b and c lead %d and %d after %d acquisitions; want all 12 after 4", b.leads(), c.leads(), acquired)
+		}
+		b.stop(t)
+		c.stop(t)
 	})
 }

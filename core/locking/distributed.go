@@ -38,6 +38,7 @@ type DistributedLock struct {
 	events       Subscriber
 	resign       ResignRequester
 	participants ParticipantRegistry
+	withdraws    bool // Release honours ReleaseRequest.Withdraw (ReleaseWithdrawer, with participants)
 	inspector    Inspector
 	jobs         jobrecord.Jobs
 	closer       io.Closer
@@ -98,6 +99,9 @@ func New(p Provider, o Options) (*DistributedLock, error) {
 	}
 	l.events, _ = p.(Subscriber)
 	l.participants, _ = p.(ParticipantRegistry)
+	if w, ok := p.(ReleaseWithdrawer); ok && l.participants != nil {
+		l.withdraws = w.WithdrawsOnRelease()
+	}
 	l.inspector, _ = p.(Inspector)
 	l.jobs = findJobs(p)
 	if r, ok := p.(ResignRequester); ok && l.events != nil {
@@ -468,10 +472,15 @@ func (s *lease) Release(ctx context.Context) error {
 // ReleaseTo implements HandoverLease: Release whose notification names
 // target (B1), when the provider publishes events.
 func (s *lease) ReleaseTo(ctx context.Context, target string) error {
+	return s.release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Notify: s.register})
+}
+
+// release sends r to the provider.
+func (s *lease) release(ctx context.Context, r ReleaseRequest) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
-	ok, err := s.l.p.Release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Notify: s.register})
+	ok, err := s.l.p.Release(ctx, r)
 	if err != nil {
 		return fmt.Errorf("locking: release %q: %w", s.key, err)
 	}
@@ -479,6 +488,20 @@ func (s *lease) ReleaseTo(ctx context.Context, target string) error {
 		return fmt.Errorf("locking: release %q: %w", s.key, ErrLeaseLost)
 	}
 	return nil
+}
+
+// ReleaseWithdraw implements WithdrawingLease. A lease that does not
+// register its owner (a plain TryAcquire) has nothing to withdraw: it is
+// a plain release, withdrawn false, as over a provider that cannot
+// withdraw in the same step.
+func (s *lease) ReleaseWithdraw(ctx context.Context, target string) (withdrawn bool, err error) {
+	if !s.l.withdraws || !s.register {
+		return false, s.ReleaseTo(ctx, target)
+	}
+	err = s.release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Withdraw: s.owner, Notify: true})
+	// A refusal (the lease was lost) withdrew the owner all the same; on
+	// an error the call may not have reached the backend.
+	return err == nil || errors.Is(err, ErrLeaseLost), err
 }
 
 // fencedLease is a lease whose acquisition issued a fence (G1). Leases of
@@ -489,7 +512,10 @@ type fencedLease struct {
 	fence uint64
 }
 
-var _ Fenced = (*fencedLease)(nil)
+var (
+	_ Fenced           = (*fencedLease)(nil)
+	_ WithdrawingLease = (*lease)(nil)
+)
 
 // Fence is the fencing token issued with the acquisition; extensions keep
 // it.

@@ -180,6 +180,17 @@ type HandoverLease interface {
 	ReleaseTo(ctx context.Context, target string) error
 }
 
+// WithdrawingLease is implemented by *DistributedLock's leases (H2):
+// ReleaseWithdraw releases the lease, naming target as ReleaseTo does,
+// and withdraws its owner from the key's participants in the same step
+// when the provider can (ReleaseWithdrawer); withdrawn reports that it
+// did, whether the lease was released or already lost (ErrLeaseLost).
+// When withdrawn is false the owner may still be registered: a caller
+// that leaves deregisters it (Deregister).
+type WithdrawingLease interface {
+	ReleaseWithdraw(ctx context.Context, target string) (withdrawn bool, err error)
+}
+
 // Preemptible is implemented by leases of a PriorityLock: after a
 // successful Extend, Preempted reports whether a higher-priority
 // participant has been registered for at least a lease (B2).

@@ -159,6 +159,11 @@ type ReleaseRequest struct {
 	// (B1): the release notification names it. Providers without a
 	// Subscriber capability ignore it.
 	Target string
+	// Withdraw, when set, is an owner the release removes from the key's
+	// participants in the same step, as Deregister does, whether or not
+	// the key still stored Value (H2). Only providers that implement
+	// ReleaseWithdrawer honour it.
+	Withdraw string
 	// Notify asks a provider with a Subscriber capability to publish the
 	// release even when it knows of no subscriber (DistributedLock sets
 	// it for electors' leases, whose candidates listen). Without it
@@ -224,6 +229,21 @@ type ParticipantRegistry interface {
 	// Deregister removes owner from key's participants at once. It does
 	// not touch a lease owner holds.
 	Deregister(ctx context.Context, key, owner string) error
+}
+
+// ReleaseWithdrawer is an optional capability of a provider with a
+// ParticipantRegistry: its Release honours ReleaseRequest.Withdraw,
+// removing that owner from the key's participants in the same step as
+// the release (H2). An elector that stops while it leads releases this
+// way, so that no balancing process elsewhere, reading the participants
+// of the role it just took, counts the stopped instance and hands it
+// roles it no longer takes; and the stop costs one call instead of a
+// release and a deregistration. A provider without it ignores Withdraw:
+// the lock then leaves the deregistration to the caller.
+type ReleaseWithdrawer interface {
+	// WithdrawsOnRelease reports whether Release honours
+	// ReleaseRequest.Withdraw.
+	WithdrawsOnRelease() bool
 }
 
 // ParticipantProbe is an optional capability of a provider with a

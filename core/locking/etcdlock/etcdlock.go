@@ -98,6 +98,7 @@ var (
 	_ locking.Subscriber          = (*Provider)(nil)
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.Durable             = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
@@ -744,25 +745,40 @@ func (p *Provider) forget(value string) {
 // later acquisition. For a value this provider did not acquire (an
 // operator's release through the hostloom CLI) it reads the key and
 // revokes its lease while it stores r.Value, which ends the holder's
-// extensions too.
+// extensions too. r.Withdraw's participant record is deleted in the
+// transaction, in either branch (for another value: deleted first, then
+// the value released; locking.ReleaseWithdrawer).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := checkKey("release", r.Key); err != nil {
 		return false, err
 	}
-	ctx = leaderOnly(ctx)
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
+	if r.Withdraw != "" {
+		p.forgetRegistration(r.Key, r.Withdraw)
+	}
 	p.mu.Unlock()
 	if !ok || h.key != r.Key {
-		return p.releaseOther(ctx, r)
+		if r.Withdraw != "" {
+			if err := p.Deregister(ctx, r.Key, r.Withdraw); err != nil {
+				return false, err
+			}
+		}
+		return p.releaseOther(leaderOnly(ctx), r)
 	}
+	ctx = leaderOnly(ctx)
 	then, handovers := p.releaseOps(r, h, p.successors(r, h))
+	var otherwise []clientv3.Op
+	if r.Withdraw != "" {
+		gone := clientv3.OpDelete(p.participantPrefix(r.Key) + r.Withdraw)
+		then, otherwise = append(then, gone), []clientv3.Op{gone}
+	}
 	lk := p.recKey(r.Key, recLease)
 	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
 		return p.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.Value(lk), "=", h.stored(r.Value)),
 			clientv3.Compare(clientv3.LeaseValue(lk), "=", h.id),
-		).Then(then...).Commit()
+		).Then(then...).Else(otherwise...).Commit()
 	})
 	if err != nil {
 		return false, opError("release", r.Key, ctx, err)

@@ -269,15 +269,25 @@ func (p *Provider) heldShows(key, owner string) bool {
 	return false
 }
 
+// WithdrawsOnRelease implements locking.ReleaseWithdrawer: Release
+// honours ReleaseRequest.Withdraw.
+func (*Provider) WithdrawsOnRelease() bool { return true }
+
+// forgetRegistration drops owner's registration for key from the
+// sessions that keep it. p.mu must be held.
+func (p *Provider) forgetRegistration(key, owner string) {
+	for _, s := range p.sessions {
+		delete(s.regs, key+"\x00"+owner)
+	}
+}
+
 // Deregister implements locking.ParticipantRegistry with one delete.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := checkKey("deregister", key); err != nil {
 		return err
 	}
 	p.mu.Lock()
-	for _, s := range p.sessions {
-		delete(s.regs, key+"\x00"+owner)
-	}
+	p.forgetRegistration(key, owner)
 	p.mu.Unlock()
 	ctx = leaderOnly(ctx)
 	if _, err := noLeaderRetry(ctx, p, func() (*clientv3.DeleteResponse, error) {

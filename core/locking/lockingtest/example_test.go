@@ -37,6 +37,7 @@ func ExampleChecks() {
 	// P2_RefusalNamesHolder
 	// P2_EventsAcquiredReleasedResign
 	// P1_ParticipantsRegisteredAndExpire
+	// H2_ReleaseWithdrawsTheOwner
 	// O1_InspectAndKeys
 	// L9_CapabilitiesReported
 	// L9_ElectorTakeoverAfterStop

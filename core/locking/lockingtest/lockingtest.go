@@ -106,6 +106,7 @@ var checks = []check{
 	{"P2_RefusalNamesHolder", testHeldOwner, locking.Capabilities{}},
 	{"P2_EventsAcquiredReleasedResign", testEvents, needResign},
 	{"P1_ParticipantsRegisteredAndExpire", testParticipants, needParticipants},
+	{"H2_ReleaseWithdrawsTheOwner", testReleaseWithdraw, needParticipants},
 	{"O1_InspectAndKeys", testInspect, needInspect},
 	{"L9_CapabilitiesReported", testCapabilitiesReported, locking.Capabilities{}},
 	{"L9_ElectorTakeoverAfterStop", testElectorTakeoverAfterStop, locking.Capabilities{}},

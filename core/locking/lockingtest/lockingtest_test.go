@@ -71,6 +71,9 @@ func (m mutant) Subscribe(key string, fn func(locking.Event)) (func(), error) {
 }
 
 func (m mutant) Release(ctx context.Context, req locking.ReleaseRequest) (bool, error) {
+	if m.defect == "withdraw-keeps-participant" {
+		req.Withdraw = ""
+	}
 	if m.defect == "release-without-owner-check" {
 		_, _, _, _ = m.Provider.Get(ctx, req.Key)
 		return true, nil
@@ -136,6 +139,7 @@ func TestRun_FailsOnBrokenProviders(t *testing.T) {
 		"no-holder-owner":             {"P2_RefusalNamesHolder"},
 		"no-events":                   {"P2_EventsAcquiredReleasedResign"},
 		"no-participants":             {"P1_ParticipantsRegisteredAndExpire"},
+		"withdraw-keeps-participant":  {"H2_ReleaseWithdrawsTheOwner"},
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestMutantProvider$", "-test.v", "-test.count=1")

@@ -327,6 +327,62 @@ func testParticipants(t *testing.T, c Config, b Backend) {
 	}
 }
 
+// testReleaseWithdraw: a lease's ReleaseWithdraw (H2) releases the key,
+// so another participant takes it at once, and withdraws the owner from
+// the key's participants when it reports so (withdrawn), leaving the
+// others; a lease already lost still withdraws its owner. Without the
+// provider's ReleaseWithdrawer it is a plain release (withdrawn false)
+// and the owner stays registered.
+func testReleaseWithdraw(t *testing.T, _ Config, b Backend) {
+	ctx := context.Background()
+	a, other := b.NewLock(t, opts("withdraw")), b.NewLock(t, opts("withdraw"))
+	ls, err := a.TryAcquireAs(ctx, "job", time.Minute, "alice")
+	if err != nil {
+		t.Fatalf("TryAcquireAs(alice): %v", err)
+	}
+	if _, err := other.TryAcquireAs(ctx, "job", time.Minute, "bob"); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquireAs(bob) = %v, want ErrNotAcquired", err)
+	}
+	w, ok := ls.(locking.WithdrawingLease)
+	if !ok {
+		t.Fatalf("lease %T does not implement locking.WithdrawingLease", ls)
+	}
+	registered := func(withdrawn bool) []string {
+		if withdrawn {
+			return []string{"bob"}
+		}
+		return []string{"alice", "bob"}
+	}
+	withdrawn, err := w.ReleaseWithdraw(ctx, "bob")
+	if err != nil {
+		t.Fatalf("ReleaseWithdraw: %v", err)
+	}
+	if got, want := owners(participants(t, other, "job")), registered(withdrawn); !slices.Equal(got, want) {
+		t.Fatalf("participants after ReleaseWithdraw (withdrawn %t) = %v, want %v", withdrawn, got, want)
+	}
+	bob, err := other.TryAcquireAs(ctx, "job", time.Minute, "bob")
+	if err != nil {
+		t.Fatalf("TryAcquireAs(bob) after the release: %v", err)
+	}
+	// alice registers again (a refused attempt); her old lease is lost.
+	if _, err := a.TryAcquireAs(ctx, "job", time.Minute, "alice"); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquireAs(alice) = %v, want ErrNotAcquired", err)
+	}
+	withdrawn, err = w.ReleaseWithdraw(ctx, "")
+	if !errors.Is(err, locking.ErrLeaseLost) {
+		t.Fatalf("ReleaseWithdraw of a lost lease = %v, want ErrLeaseLost", err)
+	}
+	if got, want := owners(participants(t, other, "job")), registered(withdrawn); !slices.Equal(got, want) {
+		t.Fatalf("participants after ReleaseWithdraw of a lost lease (withdrawn %t) = %v, want %v", withdrawn, got, want)
+	}
+	if h, held, err := other.Holder(ctx, "job"); err == nil && (!held || h.Owner != "bob") {
+		t.Fatalf("holder after a lost lease's ReleaseWithdraw = %+v (held %t), want bob", h, held)
+	}
+	if err := bob.Release(ctx); err != nil {
+		t.Fatalf("Release(bob): %v", err)
+	}
+}
+
 func testInspect(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	l := b.NewLock(t, opts("insp"))

@@ -68,10 +68,15 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.deregister(key, owner)
+	return nil
+}
+
+// deregister removes owner from key's participants. p.mu must be held.
+func (p *Provider) deregister(key, owner string) {
 	if m := p.meta[key]; m != nil {
 		m.participants = slices.DeleteFunc(m.participants, func(pt participant) bool { return pt.owner == owner })
 	}
-	return nil
 }
 
 // Inspect implements locking.Inspector.

@@ -72,11 +72,15 @@ type entry struct {
 	expires time.Time
 }
 
+// WithdrawsOnRelease implements locking.ReleaseWithdrawer.
+func (*Provider) WithdrawsOnRelease() bool { return true }
+
 var (
 	_ locking.Provider            = (*Provider)(nil)
 	_ locking.Subscriber          = (*Provider)(nil)
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -228,7 +232,9 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 }
 
 // Release implements locking.Provider: the EventReleased it publishes
-// names r.Target as the participant meant to take the key (B1).
+// names r.Target as the participant meant to take the key (B1). It
+// withdraws r.Withdraw from the key's participants first, under the same
+// hold of the provider's mutex (locking.ReleaseWithdrawer).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -236,6 +242,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if r.Withdraw != "" {
+		p.deregister(r.Key, r.Withdraw)
+	}
 	e, ok := p.live(r.Key, now)
 	if !ok || e.value != r.Value {
 		return false, nil

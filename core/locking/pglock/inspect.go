@@ -15,6 +15,10 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 	return st.Participants, err
 }
 
+// WithdrawsOnRelease implements locking.ReleaseWithdrawer: Release
+// honours ReleaseRequest.Withdraw.
+func (*Provider) WithdrawsOnRelease() bool { return true }
+
 // Deregister implements locking.ParticipantRegistry with one DELETE.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.begin(ctx, "deregister"); err != nil {

@@ -68,7 +68,7 @@ type Provider struct {
 
 // statements are the provider's SQL with its table names filled in.
 type statements struct {
-	schema, probe, acquire, extend, release, advance, state, resign,
+	schema, probe, acquire, extend, release, releaseWithdraw, advance, state, resign,
 	inspect, deregister, keys, checkTerm string
 	recordLoad, recordSwap, recordHistory, jobKeys string
 }
@@ -78,6 +78,7 @@ var (
 	_ locking.Subscriber          = (*Provider)(nil)
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -102,18 +103,19 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 	o = o.withDefaults()
 	t := newTables(o.Schema, o.Table)
 	p := &Provider{pool: pool, o: o, t: t, sql: statements{
-		schema:     t.expand(schemaSQL),
-		probe:      t.expand(probeSQL),
-		acquire:    t.expand(acquireSQL),
-		extend:     t.expand(extendSQL),
-		release:    t.expand(releaseSQL),
-		advance:    t.expand(advanceSQL),
-		state:      t.expand(stateSQL),
-		resign:     t.expand(resignSQL),
-		inspect:    t.expand(inspectSQL),
-		deregister: t.expand(deregisterSQL),
-		keys:       t.expand(keysSQL),
-		checkTerm:  t.expand(checkTermSQL),
+		schema:          t.expand(schemaSQL),
+		probe:           t.expand(probeSQL),
+		acquire:         t.expand(acquireSQL),
+		extend:          t.expand(extendSQL),
+		release:         t.expand(releaseSQL),
+		releaseWithdraw: t.expand(releaseWithdrawSQL),
+		advance:         t.expand(advanceSQL),
+		state:           t.expand(stateSQL),
+		resign:          t.expand(resignSQL),
+		inspect:         t.expand(inspectSQL),
+		deregister:      t.expand(deregisterSQL),
+		keys:            t.expand(keysSQL),
+		checkTerm:       t.expand(checkTermSQL),
 
 		recordLoad:    t.expand(recordLoadSQL),
 		recordSwap:    t.expand(recordSwapSQL),
@@ -455,7 +457,8 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 // Release implements locking.Provider: the row is freed (its fence kept)
 // when it still stores the value, and the release is published, naming
 // r.Target as the participant meant to take the key (B1) when set, in one
-// statement.
+// statement, which also deletes r.Withdraw's participant row when set
+// (locking.ReleaseWithdrawer).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	key, value, target := r.Key, r.Value, r.Target
 	if err := p.begin(ctx, "release"); err != nil {
@@ -463,8 +466,12 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	}
 	var ok bool
 	var n int64
-	err := p.pool.QueryRow(ctx, p.sql.release, p.mode,
-		key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified).Scan(&ok, &n)
+	args := []any{p.mode, key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified}
+	query := p.sql.release
+	if r.Withdraw != "" {
+		query, args = p.sql.releaseWithdraw, append(args, r.Withdraw)
+	}
+	err := p.pool.QueryRow(ctx, query, args...).Scan(&ok, &n)
 	if err != nil {
 		return false, p.opError("release", ctx, err)
 	}

@@ -193,7 +193,16 @@ FROM others`
 // expired, keeping the row (and its fence), and with $5 publishes
 // "released" naming target $4 ("" for anyone) on channel $3. Columns:
 // released, a count that only makes the notification run.
-const releaseSQL = `WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+const releaseSQL = `WITH ` + releaseBody
+
+// releaseWithdrawSQL is releaseSQL that also removes participant $7 of
+// key $1, whether or not the key is released: a stopping participant
+// withdraws in the same statement (H2).
+const releaseWithdrawSQL = `WITH gone AS (DELETE FROM {P} WHERE key = $1 AND owner = $7),
+` + releaseBody
+
+// releaseBody is releaseSQL after its WITH.
+const releaseBody = `now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 up AS (
     UPDATE {L} l SET value = NULL, expires_at = NULL
     FROM now WHERE l.key = $1 AND l.value = $2 AND l.expires_at > now.t

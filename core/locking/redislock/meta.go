@@ -138,6 +138,10 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 	return st.Participants, err
 }
 
+// WithdrawsOnRelease implements locking.ReleaseWithdrawer: Release
+// honours ReleaseRequest.Withdraw.
+func (*Provider) WithdrawsOnRelease() bool { return true }
+
 // Deregister implements locking.ParticipantRegistry with one HDEL, in a
 // script so that deregistrations made at once share pipelined round
 // trips.

@@ -324,6 +324,7 @@ var (
 	_ locking.Subscriber          = (*Provider)(nil)
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
+	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -561,8 +562,8 @@ type takeCall struct {
 }
 
 type releaseCall struct {
-	args                     [10]any
-	key, wait, value, target string
+	args                                  [12]any
+	key, wait, meta, value, target, field string
 }
 
 // replyInt returns element i of a script reply as an integer.
@@ -757,7 +758,9 @@ func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, a
 // set, or the key's waiter mark exists (Subscribe sets it); a plain
 // release nobody waits for costs three commands. The notification names
 // r.Target as the participant meant to take the key (B1):
-// "released:TARGET".
+// "released:TARGET". With r.Withdraw the script first drops that
+// participant's record from the key's meta hash (one HDEL more, in the
+// same script; locking.ReleaseWithdrawer).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
@@ -766,11 +769,19 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 		return false, opError("release", ctx, err)
 	}
 	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
-	c.args = [...]any{nil, nil, "2", &c.key, &c.wait, &c.value, p.channelMode(r.Key), p.publish, &c.target, notifyArg(r.Notify)}
+	mode, notify := p.channelMode(r.Key), notifyArg(r.Notify)
+	args := c.args[:10]
+	if r.Withdraw == "" {
+		c.args = [12]any{nil, nil, "2", &c.key, &c.wait, &c.value, mode, p.publish, &c.target, notify}
+	} else {
+		c.meta, c.field = p.metaKeys.Get(r.Key, metaKey), participantField+r.Withdraw
+		c.args = [...]any{nil, nil, "3", &c.key, &c.wait, &c.meta, &c.value, mode, p.publish, &c.target, notify, &c.field}
+		args = c.args[:]
+	}
 	// Releases made at once (a process stopping many electors) share
 	// pipelined round trips; a lone release goes out at once as before,
 	// whatever else is on the wire.
-	n, err := p.runOn(p.releases, ctx, p.s.release, c.args[:]).Int64()
+	n, err := p.runOn(p.releases, ctx, p.s.release, args).Int64()
 	if err != nil {
 		return false, opError("release", ctx, err)
 	}

@@ -7,7 +7,13 @@
 -- handover, ARGV[5] '1' (an elector's lease: its candidates listen), or
 -- the waiter mark KEYS[2] (same Cluster slot) exists, which subscribers
 -- set; the mark is read with the lease in one MGET. Participants and the
--- fence are kept. Returns 1 when released, 0 otherwise.
+-- fence are kept, but with KEYS[3] (the meta hash, same Cluster slot)
+-- the participant ARGV[6] ('p:'..OWNER) is dropped from it first, whether
+-- or not the key is released: a stopping participant withdraws in the
+-- same step (H2). Returns 1 when released, 0 otherwise.
+if KEYS[3] then
+  redis.call('HDEL', KEYS[3], ARGV[6])
+end
 local v = redis.call('MGET', KEYS[1], KEYS[2])
 if v[1] ~= ARGV[1] then
   return 0
