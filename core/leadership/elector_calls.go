@@ -283,7 +283,9 @@ func (l *loop) finishStopping(o outcome) {
 	case opAcquire:
 		l.step = nil
 		if o.err == nil {
-			l.release(l.stopping.req.ctx, o.lease, l.collect)
+			// The attempt registered this participant again: the release
+			// withdraws it (H2).
+			l.releaseAndWithdraw(l.stopping.req, o.lease, "")
 		} else {
 			l.withdrawAgain(l.stopping.req.ctx, o)
 		}

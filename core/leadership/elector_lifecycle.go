@@ -86,8 +86,9 @@ func (l *loop) stopAsked(r *lifeRequest) bool {
 // stop ends the term, releases its lease, deregisters and ends the
 // subscription (E8, E11, P1); handle then waits through finishStop for
 // every call under way before it replies. A lease an acquisition under way
-// still brings is released too; a refusal it brings is followed by another
-// deregistration (see withdrawAgain).
+// still brings is released too, withdrawing the registration the attempt
+// made; a refusal it brings is followed by another deregistration (see
+// withdrawAgain).
 func (l *loop) stop(req *request) {
 	l.timer.Stop()
 	lease := l.endTerm(Released, nil)
@@ -96,42 +97,49 @@ func (l *loop) stop(req *request) {
 	if l.step != nil {
 		l.step.cancel()
 	}
-	deregister := func() {
-		// Deregistration only speeds up what expiry does anyway (the
-		// registration lapses within two leases, P1): a failure, for
-		// example during an outage, is logged and does not fail Stop, and
-		// a lock that has no registry to deregister from is not an error.
-		ctx, cancel := context.WithCancel(req.ctx)
-		l.deregister(ctx, cancel)
-	}
 	if l.link.cancel != nil {
 		l.link.cancel()
 	}
 	l.unwatch(l.link.stop)
 	l.link.stop = nil
 	if lease == nil {
-		deregister()
+		l.deregisterFor(req)
 		return
 	}
 	// The release is started last, so the scheduler runs its goroutine
-	// first, and alone. It withdraws this participant from the role's
-	// participants in the same step where the lock can (H2): a balancing
-	// process elsewhere that reads them once it took the role must not
-	// count this instance, which takes no role any more. Otherwise the
-	// deregistration follows its reply (Stop waits for both), so the
-	// successor, woken by the release, waits for nothing else this
-	// instance sends.
+	// first, and alone.
+	l.releaseAndWithdraw(req, lease, req.target)
+}
+
+// releaseAndWithdraw releases lease for the Stop req, naming target, and
+// withdraws this participant from the role's participants in the same
+// step where the lease can (H2): a balancing process elsewhere that reads
+// them once it took the role must not count this instance, which takes no
+// role any more. Otherwise the deregistration follows the release's reply
+// (Stop waits for both), so the successor, woken by the release, waits
+// for nothing else this instance sends. Errors go to Stop's reply.
+func (l *loop) releaseAndWithdraw(req *request, lease locking.Lease, target string) {
 	var withdrawn bool
 	var w *bool
 	if l.e.registered() {
 		w = &withdrawn
 	}
-	l.releaseTo(req.ctx, lease, req.target, w, func(err error) {
+	l.releaseTo(req.ctx, lease, target, w, func(err error) {
 		l.collect(err)
 		if !withdrawn {
-			deregister()
+			l.deregisterFor(req)
 		}
 	})
+}
+
+// deregisterFor deregisters this participant for the Stop req.
+// Deregistration only speeds up what expiry does anyway (the registration
+// lapses within two leases, P1): a failure, for example during an outage,
+// is logged and does not fail Stop, and a lock that has no registry to
+// deregister from is not an error.
+func (l *loop) deregisterFor(req *request) {
+	ctx, cancel := context.WithCancel(req.ctx)
+	l.deregister(ctx, cancel)
 }
 
 // deregister withdraws this participant from its role's participants

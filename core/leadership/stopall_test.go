@@ -436,6 +436,47 @@ func TestStop_E8_P1_AnAttemptUnderWayIsWithdrawnAgain(t *testing.T) {
 	})
 }
 
+// TestStop_E8_P1_AnAttemptThatWinsDuringStopIsWithdrawn: an attempt
+// under way when Stop began that comes back with the role registered the
+// instance again; Stop gives the lease back and withdraws that
+// registration with it, so the stopped instance is no participant once
+// Stop returned and the role is free.
+func TestStop_E8_P1_AnAttemptThatWinsDuringStopIsWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		gate := make(chan struct{})
+		p.mu.Lock()
+		p.agate = gate
+		p.mu.Unlock()
+		a := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a)
+		synctest.Wait() // a's first attempt is held before it reached the lock
+		p.mu.Lock()
+		p.agate = nil
+		p.mu.Unlock()
+		stopped := make(chan error, 1)
+		go func() { stopped <- a.Stop(context.Background()) }()
+		synctest.Wait()
+		close(gate) // the attempt reaches the lock after Stop deregistered: it wins the free role
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		b := mustElector(t, "r", lock, fastOpts(), leadership.WithIdentity("b"))
+		if participates(t, b, "a") {
+			t.Fatalf("calls %v: a is a participant of r after its Stop returned", p.log())
+		}
+		if calls := p.log(); !slices.Contains(calls, "release r") {
+			t.Fatalf("calls %v: want the lease the attempt won released", calls)
+		}
+		mustStart(t, b)
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("b does not lead the role a's Stop gave back")
+		}
+		mustStop(t, b)
+	})
+}
+
 // TestBalance_B1_ARoleHandedToAnotherIsLeftToIt: a candidate that learns
 // its role was handed by name to another participant makes no attempt for
 // a RetryInterval, even one it had due sooner (a quiet candidate's attempt
