@@ -698,3 +698,55 @@ func TestStopAll_H2_B1_StayersHandNothingToTheLeaver(t *testing.T) {
 		c.stop(t)
 	})
 }
+
+// TestStopAll_H2_B1_ARenewalLandingAfterTheLeaveRegistersNobody: as
+// above, but a's renewals are on their way when it leaves and reach the
+// lock only after its releases withdrew it. b and c still take each of
+// a's roles in one move: a renewal that no longer extends a lease does
+// not make its sender a participant again.
+func TestStopAll_H2_B1_ARenewalLandingAfterTheLeaveRegistersNobody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		o := balanceOpts()
+		const roles = 12
+		a := startProcess(t, lock, "a", roles, o)
+		synctest.Wait()
+		b := startProcess(t, lock, "b", roles, o)
+		c := startProcess(t, lock, "c", roles, o)
+		time.Sleep(10 * o.Lease) // the processes even out
+		synctest.Wait()
+		if a.leads() != 4 || b.leads() != 4 || c.leads() != 4 {
+			t.Fatalf("before the leave a, b, c lead %d, %d, %d; want 4 each", a.leads(), b.leads(), c.leads())
+		}
+		moves := &moveLog{freeAt: map[string]time.Time{}}
+		moves.watch(b)
+		moves.watch(c)
+		hold := make(chan struct{})
+		p.mu.Lock()
+		p.egate, p.calls = hold, nil
+		p.mu.Unlock()
+		time.Sleep(o.RenewInterval) // a's renewals are on their way
+		synctest.Wait()
+		p.mu.Lock()
+		p.egate = nil
+		p.mu.Unlock()
+		if n := p.count("extend"); n == 0 {
+			t.Fatal("no renewal of a's under way when it leaves")
+		}
+		left := make(chan error, 1)
+		go func() { left <- leadership.StopAll(context.Background(), a.electors...) }()
+		synctest.Wait()
+		close(hold) // the renewals land after the releases
+		if err := <-left; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * o.RetryInterval)
+		synctest.Wait()
+		if acquired, _ := moves.read(); b.leads()+c.leads() != roles || acquired != 4 {
+			t.Errorf("after the leave b and c lead %d and %d after %d acquisitions; want all 12 after 4 (each of a's roles moved once)",
+				b.leads(), c.leads(), acquired)
+		}
+		b.stop(t)
+		c.stop(t)
+	})
+}

@@ -72,10 +72,12 @@
 //   - Resign requests (ResignRequester, O1): RequestResign asks a holder to
 //     step down; it needs events, through which the holder hears it.
 //   - Participants (ParticipantRegistry, P1): every TryAcquireAs and every
-//     Extend registers its owner as a participant of the key, inside the
-//     same round trip, for two leases after that request; Since is the
-//     first registration and survives refreshes. Release keeps the
-//     registration; Deregister removes it at once. A stored record that
+//     Extend that extends the lease registers its owner as a participant
+//     of the key, inside the same round trip, for two leases after that
+//     request; Since is the first registration and survives refreshes. A
+//     renewal that finds the lease released or taken registers nobody
+//     (H2). Release keeps the registration unless it withdraws
+//     (ReleaseWithdrawer); Deregister removes it at once. A stored record that
 //     does not parse is skipped: the others are returned with an error
 //     matching ErrBadRecord (*RecordError names the key and the record).
 //   - Inspection (Inspector, L7, O1): Holder, and Inspect (holder, TTL,

@@ -130,8 +130,12 @@ type ExtendRequest struct {
 	Key, Value string
 	TTL        time.Duration
 	// Owner, ParticipantTTL and Priority refresh Owner's registration as
-	// in AcquireRequest, whatever the outcome, on providers that implement
-	// ParticipantRegistry.
+	// in AcquireRequest, on providers that implement ParticipantRegistry,
+	// when the lease is extended, and only then: a renewal that finds the
+	// lease released or taken since registers nobody. It may have been on
+	// its way while its sender stopped and withdrew (H2); registering it
+	// would make a stopped instance a participant again for
+	// ParticipantTTL, and balancing processes would count it.
 	Owner          string
 	ParticipantTTL time.Duration
 	Priority       int
@@ -212,9 +216,9 @@ type ResignRequester interface {
 
 // ParticipantRegistry is the participants capability (P1): a provider
 // that implements it registers AcquireRequest.Owner and
-// ExtendRequest.Owner as participants of the key, in the same step, for
-// ParticipantTTL after the latest request, and honours Priority and Yield
-// (B2). It is implemented by providers (provider keys) and by
+// ExtendRequest.Owner (when it extends the lease) as participants of the
+// key, in the same step, for ParticipantTTL after the latest request, and
+// honours Priority and Yield (B2). It is implemented by providers (provider keys) and by
 // *DistributedLock (consumer keys; ErrNotSupported when its provider
 // lacks it).
 //

@@ -617,14 +617,12 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if r.ParticipantTTL > 0 {
 		wg.Go(func() {
 			reg, pErr = p.registration(ctx, r.Key, r.Owner, r.ParticipantTTL, r.Priority)
+			var written bool
 			if pErr == nil && reg.put != nil {
-				_, pErr = noLeaderRetry(ctx, p, func() (clientv3.OpResponse, error) { return p.cli.Do(ctx, *reg.put) })
-				if pErr != nil {
-					p.registrationFailed(reg)
-				}
+				written, pErr = p.registerWhileHeld(ctx, r.Key, h.stored(r.Value), reg)
 			}
 			reg.refresh(ctx)
-			if pErr != nil {
+			if pErr != nil || (reg.put != nil && !written) {
 				return
 			}
 			if reg.put == nil && !h.parts.at.IsZero() && time.Since(h.parts.at) < r.TTL {
@@ -658,6 +656,24 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 		res.Preempt = extended && preempt
 	}
 	return res, nil
+}
+
+// registerWhileHeld writes reg's participant record of key while the
+// key's lease record still stores stored, in one transaction: a renewal
+// that finds the key released or taken since registers nobody (H2; it may
+// have been on its way while the holder stopped and withdrew). written is
+// false when the record was not written; the registration is then
+// forgotten, so a later request writes it again.
+func (p *Provider) registerWhileHeld(ctx context.Context, key, stored string, reg registration) (written bool, err error) {
+	resp, err := noLeaderRetry(ctx, p, func() (*clientv3.TxnResponse, error) {
+		return p.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(p.recKey(key, recLease)), "=", stored)).
+			Then(*reg.put).Commit()
+	})
+	if err != nil || !resp.Succeeded {
+		p.registrationFailed(reg)
+		return false, err
+	}
+	return true, nil
 }
 
 // extendLease refreshes h's lease, or moves the key to a longer one.

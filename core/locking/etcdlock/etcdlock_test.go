@@ -302,3 +302,48 @@ func TestProvider_N1_ConcurrentAcquisitionsOneWinnerEach(t *testing.T) {
 		}
 	}
 }
+
+// TestExtend_H2_ARenewalPastItsCheckRegistersNobody: a renewal that
+// passed Extend's check that this provider holds the lease, and then
+// finds it released with a withdrawal (its holder stopped meanwhile),
+// writes no participant record; while the lease is held it does.
+func TestExtend_H2_ARenewalPastItsCheckRegistersNobody(t *testing.T) {
+	cl := newClient(t)
+	prefix := prefixOf(t)
+	p := newProvider(t, cl, prefix)
+	ctx := context.Background()
+	owners := func() []string {
+		t.Helper()
+		ps, err := p.Participants(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o []string
+		for _, pt := range ps {
+			o = append(o, pt.Owner)
+		}
+		return o
+	}
+	r, err := p.Acquire(ctx, locking.AcquireRequest{Key: "job", Value: "alice-1", TTL: time.Minute, Owner: "alice", ParticipantTTL: time.Minute})
+	if err != nil || !r.Acquired {
+		t.Fatalf("Acquire = %+v, %v", r, err)
+	}
+	if err := p.Deregister(ctx, "job", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if written, err := p.RegisterWhileHeld(ctx, "job", "alice", "alice-1", time.Minute); err != nil || !written {
+		t.Fatalf("registration while the lease is held: written %t, %v; want written", written, err)
+	}
+	if got := owners(); len(got) != 1 || got[0] != "alice" {
+		t.Fatalf("participants while alice holds the lease = %v, want [alice]", got)
+	}
+	if ok, err := p.Release(ctx, locking.ReleaseRequest{Key: "job", Value: "alice-1", Withdraw: "alice"}); err != nil || !ok {
+		t.Fatalf("Release = %t, %v", ok, err)
+	}
+	if written, err := p.RegisterWhileHeld(ctx, "job", "alice", "alice-1", time.Minute); err != nil || written {
+		t.Fatalf("registration after the release: written %t, %v; want not written", written, err)
+	}
+	if got := owners(); len(got) != 0 {
+		t.Fatalf("participants after a renewal that came after the release = %v, want none", got)
+	}
+}

@@ -38,6 +38,7 @@ func ExampleChecks() {
 	// P2_EventsAcquiredReleasedResign
 	// P1_ParticipantsRegisteredAndExpire
 	// H2_ReleaseWithdrawsTheOwner
+	// H2_ALateRenewalRegistersNobody
 	// O1_InspectAndKeys
 	// L9_CapabilitiesReported
 	// L9_ElectorTakeoverAfterStop

@@ -107,6 +107,7 @@ var checks = []check{
 	{"P2_EventsAcquiredReleasedResign", testEvents, needResign},
 	{"P1_ParticipantsRegisteredAndExpire", testParticipants, needParticipants},
 	{"H2_ReleaseWithdrawsTheOwner", testReleaseWithdraw, needParticipants},
+	{"H2_ALateRenewalRegistersNobody", testLateRenewal, needParticipants},
 	{"O1_InspectAndKeys", testInspect, needInspect},
 	{"L9_CapabilitiesReported", testCapabilitiesReported, locking.Capabilities{}},
 	{"L9_ElectorTakeoverAfterStop", testElectorTakeoverAfterStop, locking.Capabilities{}},

@@ -53,7 +53,17 @@ func (m mutant) Extend(ctx context.Context, req locking.ExtendRequest) (locking.
 	if m.defect == "extend-without-owner-check" {
 		return locking.ExtendResult{Extended: true}, nil
 	}
-	return m.Provider.Extend(ctx, req)
+	r, err := m.Provider.Extend(ctx, req)
+	if m.defect == "late-renewal-registers" && err == nil && !r.Extended && req.ParticipantTTL > 0 {
+		// Registers the owner whatever the outcome: an acquisition
+		// (which registers) given back at once when it took the key.
+		a, err := m.Provider.Acquire(ctx, locking.AcquireRequest{Key: req.Key, Value: req.Value, TTL: req.TTL,
+			Owner: req.Owner, ParticipantTTL: req.ParticipantTTL, Priority: req.Priority})
+		if err == nil && a.Acquired {
+			_, _ = m.Provider.Release(ctx, locking.ReleaseRequest{Key: req.Key, Value: req.Value})
+		}
+	}
+	return r, err
 }
 
 func (m mutant) Subscribe(key string, fn func(locking.Event)) (func(), error) {
@@ -106,6 +116,12 @@ func (b backend) Exists(t *testing.T, key string) bool {
 
 func (b backend) Size(*testing.T) int { return b.mem.Len() }
 
+// providerBackend is a backend that hands out its provider, so the checks
+// that call a provider directly run too.
+type providerBackend struct{ backend }
+
+func (b providerBackend) NewProvider(*testing.T) locking.Provider { return b.p }
+
 // TestMutantProvider runs the suite over the mutant named by mutantEnv; it
 // is a helper process of TestRun_FailsOnBrokenProviders.
 func TestMutantProvider(t *testing.T) {
@@ -117,7 +133,7 @@ func TestMutantProvider(t *testing.T) {
 		Synctest: true,
 		New: func(*testing.T) lockingtest.Backend {
 			mem := memlock.New()
-			return backend{mem: mem, p: mutant{mem, defect}}
+			return providerBackend{backend{mem: mem, p: mutant{mem, defect}}}
 		},
 	})
 }
@@ -140,6 +156,7 @@ func TestRun_FailsOnBrokenProviders(t *testing.T) {
 		"no-events":                   {"P2_EventsAcquiredReleasedResign"},
 		"no-participants":             {"P1_ParticipantsRegisteredAndExpire"},
 		"withdraw-keeps-participant":  {"H2_ReleaseWithdrawsTheOwner"},
+		"late-renewal-registers":      {"H2_ALateRenewalRegistersNobody"},
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestMutantProvider$", "-test.v", "-test.count=1")

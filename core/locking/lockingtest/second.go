@@ -383,6 +383,94 @@ func testReleaseWithdraw(t *testing.T, _ Config, b Backend) {
 	}
 }
 
+// testLateRenewal: a renewal that reaches the provider after the lease
+// was released (one on its way when its holder stopped) does not make the
+// holder a participant again, nor does a renewal of a lease another
+// holder took since (H2). Only a ProviderBackend can send one: a lock's
+// released lease renews nothing.
+func testLateRenewal(t *testing.T, _ Config, b Backend) {
+	pb, ok := b.(ProviderBackend)
+	if !ok {
+		t.Skip("the backend does not implement ProviderBackend")
+	}
+	p := pb.NewProvider(t)
+	l, err := locking.New(p, opts("late"))
+	if err != nil {
+		t.Fatalf("locking.New: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	reg, ok := p.(locking.ParticipantRegistry)
+	if !ok {
+		t.Skip("the provider has no locking.ParticipantRegistry")
+	}
+	ctx := context.Background()
+	const key = "lockingtest-late-renewal"
+	registered := func(when string) []string {
+		t.Helper()
+		ps, err := reg.Participants(ctx, key)
+		if err != nil {
+			t.Fatalf("Participants %s: %v", when, err)
+		}
+		return owners(ps)
+	}
+	take := func(owner, value string) {
+		t.Helper()
+		r, err := p.Acquire(ctx, locking.AcquireRequest{Key: key, Value: value, TTL: time.Minute, Owner: owner, ParticipantTTL: time.Minute})
+		if err != nil || !r.Acquired {
+			t.Fatalf("Acquire(%s) = %+v, %v; want acquired", owner, r, err)
+		}
+	}
+	renew := func(owner, value string) locking.ExtendResult {
+		t.Helper()
+		r, err := p.Extend(ctx, locking.ExtendRequest{Key: key, Value: value, TTL: time.Minute, Owner: owner, ParticipantTTL: time.Minute})
+		if err != nil {
+			t.Fatalf("Extend(%s): %v", owner, err)
+		}
+		return r
+	}
+	take("alice", "alice-1")
+	if r := renew("alice", "alice-1"); !r.Extended {
+		t.Fatalf("Extend of a held lease = %+v, want extended", r)
+	}
+	withdraws := false
+	if w, ok := p.(locking.ReleaseWithdrawer); ok {
+		withdraws = w.WithdrawsOnRelease()
+	}
+	released, err := p.Release(ctx, locking.ReleaseRequest{Key: key, Value: "alice-1", Withdraw: "alice"})
+	if err != nil || !released {
+		t.Fatalf("Release = %t, %v; want released", released, err)
+	}
+	if !withdraws {
+		if err := reg.Deregister(ctx, key, "alice"); err != nil {
+			t.Fatalf("Deregister: %v", err)
+		}
+	}
+	if got := registered("after the release"); len(got) != 0 {
+		t.Fatalf("participants after alice withdrew = %v, want none", got)
+	}
+	if r := renew("alice", "alice-1"); r.Extended {
+		t.Fatalf("Extend after the release = %+v, want not extended", r)
+	}
+	if got := registered("after a renewal that came late"); len(got) != 0 {
+		t.Fatalf("participants after a renewal that reached the provider after the release = %v, want none", got)
+	}
+	take("bob", "bob-1")
+	if r := renew("alice", "alice-1"); r.Extended {
+		t.Fatalf("Extend of a lease bob took since = %+v, want not extended", r)
+	}
+	if got := registered("after a renewal of a lease taken since"); !slices.Equal(got, []string{"bob"}) {
+		t.Fatalf("participants after alice renewed a lease bob took since = %v, want [bob]", got)
+	}
+	if released, err := p.Release(ctx, locking.ReleaseRequest{Key: key, Value: "bob-1", Withdraw: "bob"}); err != nil || !released {
+		t.Fatalf("Release(bob) = %t, %v; want released", released, err)
+	}
+	if !withdraws {
+		if err := reg.Deregister(ctx, key, "bob"); err != nil {
+			t.Fatalf("Deregister(bob): %v", err)
+		}
+	}
+}
+
 func testInspect(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	l := b.NewLock(t, opts("insp"))

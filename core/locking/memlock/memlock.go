@@ -210,7 +210,8 @@ func (p *Provider) register(key, owner string, ttl time.Duration, priority int, 
 
 // Extend implements locking.Provider. Preempt is set when a
 // participant with a higher priority than r.Priority has been registered
-// for at least r.TTL (B2).
+// for at least r.TTL (B2). Only an extension refreshes the registration:
+// a renewal that finds the lease released registers nobody (H2).
 func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking.ExtendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.ExtendResult{}, err
@@ -218,11 +219,11 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
 	e, ok := p.live(r.Key, now)
 	if !ok || e.value != r.Value {
-		return locking.ExtendResult{}, nil
+		return locking.ExtendResult{}, nil // registers nobody (H2)
 	}
+	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	res := locking.ExtendResult{Extended: true}
 	if r.ParticipantTTL > 0 {

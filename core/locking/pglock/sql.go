@@ -76,7 +76,20 @@ FROM {L} l, {P} p, {S} s, {J} j, {H} h WHERE false`
 // while its record is live (P1).
 const registerCTE = `reg AS (
     INSERT INTO {P} AS p (key, owner, since, expires_at, priority)
-    SELECT $1, $4, now.t, now.t + $5::bigint * interval '1 microsecond', $6::int FROM now WHERE $5::bigint > 0
+    SELECT $1, $4, now.t, now.t + $5::bigint * interval '1 microsecond', $6::int FROM now WHERE $5::bigint > 0` + registerUpsert
+
+// registerHeldCTE is registerCTE for extendSQL: it registers only when
+// the statement's CTE "up" extended the lease. A renewal that finds the
+// key released or taken since registers nobody: it may have been on its
+// way while its sender stopped and withdrew (H2). "up" waits for the
+// key row's lock, so a release that committed first is seen.
+const registerHeldCTE = `reg AS (
+    INSERT INTO {P} AS p (key, owner, since, expires_at, priority)
+    SELECT $1, $4, now.t, now.t + $5::bigint * interval '1 microsecond', $6::int FROM now
+    WHERE $5::bigint > 0 AND EXISTS (SELECT 1 FROM up)` + registerUpsert
+
+// registerUpsert ends registerCTE and registerHeldCTE.
+const registerUpsert = `
     ON CONFLICT (key, owner) DO UPDATE SET
         since = CASE WHEN p.expires_at > EXCLUDED.since THEN p.since ELSE EXCLUDED.since END,
         expires_at = EXCLUDED.expires_at,
@@ -158,33 +171,35 @@ SELECT res.acquired,
 FROM res`
 
 // extendSQL resets key $1's expiry to now + $3 µs when it still stores
-// value $2 and has not expired, registers the participant as acquireSQL
-// does, and looks for a live participant with a priority above $6
-// registered for at least $3 µs (B2). The fence is kept. With $8 it
-// publishes "extended" with owner $4 and the new remaining time $3 µs on
-// channel $7 (table $9), so candidates that listen sleep on until the
-// extended lease runs out instead of trying when the old one would have.
-// Columns: extended, live participants (the caller included; 0 when it
-// registers none), preempt, a count that only makes the notification run.
+// value $2 and has not expired, then (only then: see registerHeldCTE)
+// registers the participant as acquireSQL does, and looks for a live
+// participant with a priority above $6 registered for at least $3 µs
+// (B2). The fence is kept. With $8 it publishes "extended" with owner $4
+// and the new remaining time $3 µs on channel $7 (table $9), so
+// candidates that listen sleep on until the extended lease runs out
+// instead of trying when the old one would have. Columns: extended, live
+// participants (the caller included; 0 when it registers none or the
+// lease was not extended), preempt, a count that only makes the
+// notification run.
 const extendSQL = `WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
-` + registerCTE + `,
+up AS (
+    UPDATE {L} l SET expires_at = now.t + $3::bigint * interval '1 microsecond'
+    FROM now WHERE l.key = $1 AND l.value = $2 AND l.expires_at > now.t
+    RETURNING l.key
+),
+` + registerHeldCTE + `,
 others AS (
     SELECT count(*) AS live,
         coalesce(bool_or(p.priority > $6::int AND p.since + $3::bigint * interval '1 microsecond' <= now.t), false) AS preempt
     FROM {P} p, now
     WHERE $5::bigint > 0 AND p.key = $1 AND p.owner <> $4 AND p.expires_at > now.t
 ),
-up AS (
-    UPDATE {L} l SET expires_at = now.t + $3::bigint * interval '1 microsecond'
-    FROM now WHERE l.key = $1 AND l.value = $2 AND l.expires_at > now.t
-    RETURNING l.key
-),
 note AS (
     SELECT pg_notify($7, json_build_object('t', $9::text, 'e', 'extended', 'k', up.key, 'o', $4::text, 'r', $3::bigint)::text)
     FROM up WHERE $8::bool AND octet_length(up.key) + octet_length($4::text) < 7000
 )
 SELECT EXISTS (SELECT 1 FROM up),
-    CASE WHEN $5::bigint > 0 THEN others.live + 1 ELSE 0 END,
+    CASE WHEN $5::bigint > 0 AND EXISTS (SELECT 1 FROM up) THEN others.live + 1 ELSE 0 END,
     others.preempt AND EXISTS (SELECT 1 FROM up),
     (SELECT count(*) FROM note)
 FROM others`

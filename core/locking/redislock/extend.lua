@@ -1,13 +1,16 @@
 -- extend: reset KEYS[1]'s time to live to ARGV[2] milliseconds when it
--- still stores ARGV[1]. Whatever the outcome, register ARGV[3] as a
--- participant in the meta hash KEYS[2] for ARGV[4] milliseconds (none when
--- '0'), keeping its first registration time; a hash that did not exist
--- gets a time to live of ARGV[5] milliseconds (see acquire.lua), with priority ARGV[6]. The fence
--- is not touched. Returns {code, live}: code 0 when not extended, 1 when
--- extended, 2 when extended and another live participant with a priority
--- above ARGV[6] registered at least ARGV[2] milliseconds ago (B2: the
--- holder should hand over); live the number of live participants, the
--- caller included (0 when it registers none).
+-- still stores ARGV[1], and then register ARGV[3] as a participant in the
+-- meta hash KEYS[2] for ARGV[4] milliseconds (none when '0'), keeping its
+-- first registration time; a hash that did not exist gets a time to live
+-- of ARGV[5] milliseconds (see acquire.lua), with priority ARGV[6]. A
+-- renewal that finds the key released or taken since registers nobody: it
+-- may have been on its way while its sender stopped and withdrew (H2).
+-- The fence is not touched. Returns {code, live}: code 0 when not
+-- extended, 1 when extended, 2 when extended and another live participant
+-- with a priority above ARGV[6] registered at least ARGV[2] milliseconds
+-- ago (B2: the holder should hand over); live the number of live
+-- participants, the caller included (0 when it registers none or the
+-- lease was not extended).
 --
 -- Quarantine (Q3, see acquire.lua): ARGV[7] '0' off, '1' on, '2' on and
 -- the caller saw the meta hash before; ARGV[8] the run id it last saw. A
@@ -39,6 +42,9 @@ local function reply(code, live)
   end
   return {code, live, rid}
 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return reply(0, 0)
+end
 if ARGV[4] ~= '0' then
   local t = redis.call('TIME')
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -69,16 +75,10 @@ if ARGV[4] ~= '0' then
     -- existing hash keeps the one acquisitions and candidates refresh.
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-    return reply(0, live)
-  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if preempt then
     return reply(2, live)
   end
   return reply(1, live)
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return reply(redis.call('PEXPIRE', KEYS[1], ARGV[2]), 0)
-end
-return reply(0, 0)
+return reply(redis.call('PEXPIRE', KEYS[1], ARGV[2]), 0)
