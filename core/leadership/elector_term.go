@@ -439,7 +439,15 @@ func (l *loop) releaseTo(ctx context.Context, lease locking.Lease, target string
 			t.Stop()
 		}
 		var err error
-		if w, ok := lease.(locking.WithdrawingLease); ok && withdrawn != nil {
+		if r, ok := lease.(locking.ReleasingLease); ok {
+			// A handover keeps the role for its successor as long as the
+			// other candidates hold back, where the lock can (B1, H4).
+			var w bool
+			w, err = r.ReleaseWith(ctx, locking.ReleaseOptions{Target: target, Hold: e.opts.RetryInterval, Withdraw: withdrawn != nil})
+			if withdrawn != nil {
+				*withdrawn = w
+			}
+		} else if w, ok := lease.(locking.WithdrawingLease); ok && withdrawn != nil {
 			*withdrawn, err = w.ReleaseWithdraw(ctx, target)
 		} else if h, ok := lease.(locking.HandoverLease); ok && target != "" {
 			err = h.ReleaseTo(ctx, target)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/memlock"
 )
 
 // handOverTrio starts a, b and c for role "billing" over one memlock,
@@ -262,4 +264,105 @@ func TestElector_H4_ProbeMissIsConfirmedByTheFullRead(t *testing.T) {
 			mustStop(t, e)
 		}
 	})
+}
+
+// pollingProvider is a provider without events (its lock polls) that
+// keeps participants: an elector over it never hears a release.
+type pollingProvider struct {
+	locking.Provider
+	locking.ParticipantRegistry
+}
+
+// slowTaker is a provider whose acquisitions by owner are held until
+// gate, when set, is closed (a successor slow to take what it is handed).
+type slowTaker struct {
+	locking.Provider
+	locking.Subscriber
+	locking.ParticipantRegistry
+	owner string
+	gate  chan struct{}
+}
+
+func (p *slowTaker) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	if g := p.gate; g != nil && r.Owner == p.owner {
+		<-g
+	}
+	return p.Provider.Acquire(ctx, r)
+}
+
+// TestElector_H4_B1_AHandedRoleIsKeptForItsSuccessor: a hands the role to
+// c, whose attempt takes almost a RetryInterval to reach the lock; b, a
+// candidate that never hears the release (its lock polls), tries in the
+// meantime and is refused: the lock keeps the role for c for the
+// RetryInterval the other candidates hold back. c leads, and the role
+// moved once. Without the hold b took the role, and it moved again.
+func TestElector_H4_B1_AHandedRoleIsKeptForItsSuccessor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memlock.New()
+		counted := &countingAcquires{Provider: mem, owner: "b"}
+		slow := &slowTaker{Provider: mem, Subscriber: mem, ParticipantRegistry: mem, owner: "c"}
+		newLock := func(p locking.Provider) *locking.DistributedLock {
+			l, err := locking.New(p, locking.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		o := fastOpts()
+		a := mustElector(t, "billing", newLock(mem), o, leadership.WithIdentity("a"))
+		b := mustElector(t, "billing", newLock(pollingProvider{counted, mem}), o, leadership.WithIdentity("b"))
+		c := mustElector(t, "billing", newLock(slow), o, leadership.WithIdentity("c"))
+		mustStart(t, a)
+		synctest.Wait()
+		mustStart(t, b)
+		mustStart(t, c)
+		time.Sleep(o.Lease)
+		synctest.Wait()
+		if !a.IsLeader() {
+			t.Fatal("a does not lead")
+		}
+		moves := 0
+		for _, e := range []*leadership.Elector{b, c} {
+			e.OnChange(func(ch leadership.Change) {
+				if ch.IsLeader {
+					moves++
+				}
+			})
+		}
+		gate := make(chan struct{})
+		slow.gate = gate
+		if err := a.HandOver(context.Background(), "c"); err != nil {
+			t.Fatalf("HandOver: %v", err)
+		}
+		before := counted.n.Load()
+		time.Sleep(o.RetryInterval * 9 / 10) // b polls meanwhile; c's attempt is on its way
+		synctest.Wait()
+		tried := counted.n.Load() - before
+		slow.gate = nil
+		close(gate)
+		synctest.Wait()
+		if tried == 0 {
+			t.Fatal("b made no attempt while c's was on its way")
+		}
+		if !c.IsLeader() || b.IsLeader() || moves != 1 {
+			t.Errorf("after the handover c leads %t, b leads %t, %d moves (b tried %d times meanwhile); want c after one move", c.IsLeader(), b.IsLeader(), moves, tried)
+		}
+		for _, e := range []*leadership.Elector{a, b, c} {
+			mustStop(t, e)
+		}
+	})
+}
+
+// countingAcquires counts the acquisitions owner makes.
+type countingAcquires struct {
+	locking.Provider
+	owner string
+	n     atomic.Int64
+}
+
+func (p *countingAcquires) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
+	if r.Owner == p.owner {
+		p.n.Add(1)
+	}
+	return p.Provider.Acquire(ctx, r)
 }

@@ -472,7 +472,32 @@ func (s *lease) Release(ctx context.Context) error {
 // ReleaseTo implements HandoverLease: Release whose notification names
 // target (B1), when the provider publishes events.
 func (s *lease) ReleaseTo(ctx context.Context, target string) error {
-	return s.release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Notify: s.register})
+	_, err := s.ReleaseWith(ctx, ReleaseOptions{Target: target})
+	return err
+}
+
+// ReleaseWithdraw implements WithdrawingLease.
+func (s *lease) ReleaseWithdraw(ctx context.Context, target string) (withdrawn bool, err error) {
+	return s.ReleaseWith(ctx, ReleaseOptions{Target: target, Withdraw: true})
+}
+
+// ReleaseWith implements ReleasingLease. A lease that does not register
+// its owner (a plain TryAcquire) has nothing to withdraw: it is a plain
+// release, withdrawn false, as over a provider that cannot withdraw in
+// the same step.
+func (s *lease) ReleaseWith(ctx context.Context, o ReleaseOptions) (withdrawn bool, err error) {
+	r := ReleaseRequest{Key: s.pkey, Value: s.value, Target: o.Target, Notify: s.register}
+	if o.Target != "" && o.Hold > 0 {
+		r.Hold = o.Hold
+	}
+	if !o.Withdraw || !s.l.withdraws || !s.register {
+		return false, s.release(ctx, r)
+	}
+	r.Withdraw, r.Notify = s.owner, true
+	err = s.release(ctx, r)
+	// A refusal (the lease was lost) withdrew the owner all the same; on
+	// an error the call may not have reached the backend.
+	return err == nil || errors.Is(err, ErrLeaseLost), err
 }
 
 // release sends r to the provider.
@@ -488,20 +513,6 @@ func (s *lease) release(ctx context.Context, r ReleaseRequest) error {
 		return fmt.Errorf("locking: release %q: %w", s.key, ErrLeaseLost)
 	}
 	return nil
-}
-
-// ReleaseWithdraw implements WithdrawingLease. A lease that does not
-// register its owner (a plain TryAcquire) has nothing to withdraw: it is
-// a plain release, withdrawn false, as over a provider that cannot
-// withdraw in the same step.
-func (s *lease) ReleaseWithdraw(ctx context.Context, target string) (withdrawn bool, err error) {
-	if !s.l.withdraws || !s.register {
-		return false, s.ReleaseTo(ctx, target)
-	}
-	err = s.release(ctx, ReleaseRequest{Key: s.pkey, Value: s.value, Target: target, Withdraw: s.owner, Notify: true})
-	// A refusal (the lease was lost) withdrew the owner all the same; on
-	// an error the call may not have reached the backend.
-	return err == nil || errors.Is(err, ErrLeaseLost), err
 }
 
 // fencedLease is a lease whose acquisition issued a fence (G1). Leases of

@@ -191,6 +191,30 @@ type WithdrawingLease interface {
 	ReleaseWithdraw(ctx context.Context, target string) (withdrawn bool, err error)
 }
 
+// ReleaseOptions say how ReleasingLease.ReleaseWith gives a lease up.
+type ReleaseOptions struct {
+	// Target names the participant the key is handed to (B1), as
+	// ReleaseTo does.
+	Target string
+	// Hold, with Target, keeps the key Target's to take for that long
+	// where the provider can (ReleaseReserver): another owner's attempt
+	// is refused meanwhile, also one already on its way (see
+	// ReleaseRequest.Hold). An elector holds a handover for its
+	// RetryInterval, the time its other candidates hold back.
+	Hold time.Duration
+	// Withdraw also withdraws the lease's owner from the key's
+	// participants in the same step, as ReleaseWithdraw does (H2).
+	Withdraw bool
+}
+
+// ReleasingLease is implemented by *DistributedLock's leases: the one
+// release that ReleaseTo and ReleaseWithdraw are forms of. withdrawn
+// reports, with o.Withdraw, that the owner was withdrawn in the same
+// step (see WithdrawingLease).
+type ReleasingLease interface {
+	ReleaseWith(ctx context.Context, o ReleaseOptions) (withdrawn bool, err error)
+}
+
 // Preemptible is implemented by leases of a PriorityLock: after a
 // successful Extend, Preempted reports whether a higher-priority
 // participant has been registered for at least a lease (B2).

@@ -163,6 +163,16 @@ type ReleaseRequest struct {
 	// (B1): the release notification names it. Providers without a
 	// Subscriber capability ignore it.
 	Target string
+	// Hold, with Target, is how long the key stays Target's to take: a
+	// provider that implements ReleaseReserver refuses other owners'
+	// acquisitions of the released key meanwhile, as if it were held (no
+	// holder value, the hold's remaining time as Remaining), and Target's
+	// own acquisition, or the hold's end, lifts it. Candidates that hear
+	// the release hold back as long on their own (B1); the reservation
+	// also stops an attempt that was already on its way, or that did not
+	// hear the release, from taking the key before its successor (which
+	// would move the key twice). 0 reserves nothing.
+	Hold time.Duration
 	// Withdraw, when set, is an owner the release removes from the key's
 	// participants in the same step, as Deregister does, whether or not
 	// the key still stored Value (H2). Only providers that implement
@@ -248,6 +258,17 @@ type ReleaseWithdrawer interface {
 	// WithdrawsOnRelease reports whether Release honours
 	// ReleaseRequest.Withdraw.
 	WithdrawsOnRelease() bool
+}
+
+// ReleaseReserver is an optional capability: the provider's Release
+// honours ReleaseRequest.Hold, keeping a key handed to a named successor
+// for it (B1, H4). A provider without it ignores Hold: candidates then
+// hold back on their own, which an attempt already on its way when the
+// release is announced does not.
+type ReleaseReserver interface {
+	// ReservesOnRelease reports whether Release honours
+	// ReleaseRequest.Hold.
+	ReservesOnRelease() bool
 }
 
 // ParticipantProbe is an optional capability of a provider with a

@@ -99,6 +99,7 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
+	_ locking.ReleaseReserver     = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.Durable             = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)

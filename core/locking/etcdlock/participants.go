@@ -273,6 +273,14 @@ func (p *Provider) heldShows(key, owner string) bool {
 // honours ReleaseRequest.Withdraw.
 func (*Provider) WithdrawsOnRelease() bool { return true }
 
+// ReservesOnRelease implements locking.ReleaseReserver. A release naming
+// a successor whose participant record exists hands the key over (see
+// handoff.go): it is the successor's from then on, refused to everyone
+// else until the successor takes it or the lease runs out, which is at
+// least ReleaseRequest.Hold for an elector (its lease is longer than its
+// RetryInterval).
+func (*Provider) ReservesOnRelease() bool { return true }
+
 // forgetRegistration drops owner's registration for key from the
 // sessions that keep it. p.mu must be held.
 func (p *Provider) forgetRegistration(key, owner string) {

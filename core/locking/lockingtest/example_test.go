@@ -39,6 +39,7 @@ func ExampleChecks() {
 	// P1_ParticipantsRegisteredAndExpire
 	// H2_ReleaseWithdrawsTheOwner
 	// H2_ALateRenewalRegistersNobody
+	// B1_HandoverHoldsTheKeyForItsSuccessor
 	// O1_InspectAndKeys
 	// L9_CapabilitiesReported
 	// L9_ElectorTakeoverAfterStop

@@ -108,6 +108,7 @@ var checks = []check{
 	{"P1_ParticipantsRegisteredAndExpire", testParticipants, needParticipants},
 	{"H2_ReleaseWithdrawsTheOwner", testReleaseWithdraw, needParticipants},
 	{"H2_ALateRenewalRegistersNobody", testLateRenewal, needParticipants},
+	{"B1_HandoverHoldsTheKeyForItsSuccessor", testHandoverHold, needParticipants},
 	{"O1_InspectAndKeys", testInspect, needInspect},
 	{"L9_CapabilitiesReported", testCapabilitiesReported, locking.Capabilities{}},
 	{"L9_ElectorTakeoverAfterStop", testElectorTakeoverAfterStop, locking.Capabilities{}},

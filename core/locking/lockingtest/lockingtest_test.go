@@ -84,6 +84,9 @@ func (m mutant) Release(ctx context.Context, req locking.ReleaseRequest) (bool, 
 	if m.defect == "withdraw-keeps-participant" {
 		req.Withdraw = ""
 	}
+	if m.defect == "handover-not-held" {
+		req.Hold = 0
+	}
 	if m.defect == "release-without-owner-check" {
 		_, _, _, _ = m.Provider.Get(ctx, req.Key)
 		return true, nil
@@ -157,6 +160,7 @@ func TestRun_FailsOnBrokenProviders(t *testing.T) {
 		"no-participants":             {"P1_ParticipantsRegisteredAndExpire"},
 		"withdraw-keeps-participant":  {"H2_ReleaseWithdrawsTheOwner"},
 		"late-renewal-registers":      {"H2_ALateRenewalRegistersNobody"},
+		"handover-not-held":           {"B1_HandoverHoldsTheKeyForItsSuccessor"},
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestMutantProvider$", "-test.v", "-test.count=1")

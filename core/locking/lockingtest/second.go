@@ -471,6 +471,56 @@ func testLateRenewal(t *testing.T, _ Config, b Backend) {
 	}
 }
 
+// testHandoverHold: a lease released to a named successor with a hold
+// stays the successor's to take: another participant's attempt is
+// refused, also one that never heard the release (B1, H4), and the
+// successor takes it. Checked over a ProviderBackend whose provider
+// declares locking.ReleaseReserver.
+func testHandoverHold(t *testing.T, _ Config, b Backend) {
+	pb, ok := b.(ProviderBackend)
+	if !ok {
+		t.Skip("the backend does not implement ProviderBackend")
+	}
+	if r, ok := pb.NewProvider(t).(locking.ReleaseReserver); !ok || !r.ReservesOnRelease() {
+		t.Skip("the provider does not declare locking.ReleaseReserver")
+	}
+	ctx := context.Background()
+	a, other := b.NewLock(t, opts("hold")), b.NewLock(t, opts("hold"))
+	ls, err := a.TryAcquireAs(ctx, "job", time.Minute, "alice")
+	if err != nil {
+		t.Fatalf("TryAcquireAs(alice): %v", err)
+	}
+	for _, who := range []string{"bob", "carol"} {
+		if _, err := other.TryAcquireAs(ctx, "job", time.Minute, who); !errors.Is(err, locking.ErrNotAcquired) {
+			t.Fatalf("TryAcquireAs(%s) = %v, want ErrNotAcquired", who, err)
+		}
+	}
+	r, ok := ls.(locking.ReleasingLease)
+	if !ok {
+		t.Fatalf("lease %T does not implement locking.ReleasingLease", ls)
+	}
+	if _, err := r.ReleaseWith(ctx, locking.ReleaseOptions{Target: "bob", Hold: time.Minute}); err != nil {
+		t.Fatalf("ReleaseWith(bob): %v", err)
+	}
+	if _, err := other.TryAcquireAs(ctx, "job", time.Minute, "carol"); !errors.Is(err, locking.ErrNotAcquired) {
+		t.Fatalf("TryAcquireAs(carol) while the key is held for bob = %v, want ErrNotAcquired", err)
+	}
+	bob, err := other.TryAcquireAs(ctx, "job", time.Minute, "bob")
+	if err != nil {
+		t.Fatalf("TryAcquireAs(bob), the named successor: %v", err)
+	}
+	if err := bob.Release(ctx); err != nil {
+		t.Fatalf("Release(bob): %v", err)
+	}
+	carol, err := other.TryAcquireAs(ctx, "job", time.Minute, "carol")
+	if err != nil {
+		t.Fatalf("TryAcquireAs(carol) after bob took the key and released it: %v", err)
+	}
+	if err := carol.Release(ctx); err != nil {
+		t.Fatalf("Release(carol): %v", err)
+	}
+}
+
 func testInspect(t *testing.T, _ Config, b Backend) {
 	ctx := context.Background()
 	l := b.NewLock(t, opts("insp"))

@@ -33,9 +33,18 @@ type Provider struct {
 	state   map[string]int64
 	events  *eventhub.Hub // always live: in process, a subscription never drops
 	yields  participants.Yields
-	writes  int
+	// reserved holds the keys released to a named successor with a hold
+	// (locking.ReleaseRequest.Hold), until it takes them or the hold ends.
+	reserved map[string]reservation
+	writes   int
 	// versions numbers the job records' writes (RecordStore).
 	versions int64
+}
+
+// reservation keeps a released key for the owner it was handed to.
+type reservation struct {
+	owner string
+	until time.Time
 }
 
 // meta is what the provider keeps about a key beyond its lease: the last
@@ -75,12 +84,16 @@ type entry struct {
 // WithdrawsOnRelease implements locking.ReleaseWithdrawer.
 func (*Provider) WithdrawsOnRelease() bool { return true }
 
+// ReservesOnRelease implements locking.ReleaseReserver.
+func (*Provider) ReservesOnRelease() bool { return true }
+
 var (
 	_ locking.Provider            = (*Provider)(nil)
 	_ locking.Subscriber          = (*Provider)(nil)
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
+	_ locking.ReleaseReserver     = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -90,10 +103,11 @@ var (
 // New returns an empty provider.
 func New() *Provider {
 	p := &Provider{
-		entries: make(map[string]entry),
-		meta:    make(map[string]*meta),
-		state:   make(map[string]int64),
-		events:  eventhub.New(eventhub.Options{}),
+		entries:  make(map[string]entry),
+		meta:     make(map[string]*meta),
+		state:    make(map[string]int64),
+		reserved: make(map[string]reservation),
+		events:   eventhub.New(eventhub.Options{}),
 	}
 	p.events.Up()
 	return p
@@ -149,6 +163,17 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		top := participants.Top(p.meta[r.Key].live(now), r.Owner, r.Priority, r.ParticipantTTL > 0)
 		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value, TopPriority: top}, nil
 	}
+	if res, ok := p.reserved[r.Key]; ok {
+		switch {
+		case !now.Before(res.until):
+			delete(p.reserved, r.Key)
+		case res.owner != r.Owner:
+			// B1: handed to another participant, whose key it stays
+			// until it takes it or the hold ends.
+			top := participants.Top(p.meta[r.Key].live(now), r.Owner, r.Priority, r.ParticipantTTL > 0)
+			return locking.AcquireResult{Remaining: res.until.Sub(now), TopPriority: top}, nil
+		}
+	}
 	m := p.metaOf(r.Key)
 	if r.Yield > 0 && r.ParticipantTTL > 0 {
 		// B2: a higher-priority live participant gets the first chance.
@@ -159,6 +184,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		}
 	}
 	p.yields.Reset(r.Key)
+	delete(p.reserved, r.Key)
 	m.fence = max(m.fence+1, uint64(max(now.UnixMicro(), 0)))
 	p.entries[r.Key] = entry{value: r.Value, expires: now.Add(r.TTL)}
 	p.wrote(now)
@@ -233,7 +259,8 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 }
 
 // Release implements locking.Provider: the EventReleased it publishes
-// names r.Target as the participant meant to take the key (B1). It
+// names r.Target as the participant meant to take the key (B1), and with
+// r.Hold the key stays r.Target's for that long (locking.ReleaseReserver). It
 // withdraws r.Withdraw from the key's participants first, under the same
 // hold of the provider's mutex (locking.ReleaseWithdrawer).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
@@ -251,6 +278,9 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 		return false, nil
 	}
 	delete(p.entries, r.Key)
+	if r.Target != "" && r.Hold > 0 {
+		p.reserved[r.Key] = reservation{owner: r.Target, until: now.Add(r.Hold)}
+	}
 	p.publish(r.Key, locking.Event{Kind: locking.EventReleased, Owner: r.Target})
 	return true, nil
 }

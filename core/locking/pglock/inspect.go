@@ -19,6 +19,11 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 // honours ReleaseRequest.Withdraw.
 func (*Provider) WithdrawsOnRelease() bool { return true }
 
+// ReservesOnRelease implements locking.ReleaseReserver: Release honours
+// ReleaseRequest.Hold (the lease table's held_for and held_until), and
+// every acquisition respects the hold.
+func (*Provider) ReservesOnRelease() bool { return true }
+
 // Deregister implements locking.ParticipantRegistry with one DELETE.
 func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.begin(ctx, "deregister"); err != nil {

@@ -79,6 +79,7 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
+	_ locking.ReleaseReserver     = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -424,7 +425,7 @@ func (p *Provider) cleanup(ctx context.Context, key, value string) {
 	defer cancel()
 	var ok bool
 	var n int64
-	_ = p.queryRow(ctx, p.sql.release, []any{key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified}, &ok, &n)
+	_ = p.queryRow(ctx, p.sql.release, []any{key, value, p.t.name, "", !p.o.DisableNotifications, p.t.qualified, int64(0)}, &ok, &n)
 }
 
 // Extend implements locking.Provider: the new expiry when the key still
@@ -466,7 +467,11 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	}
 	var ok bool
 	var n int64
-	args := []any{p.mode, key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified}
+	var hold int64
+	if target != "" && r.Hold > 0 {
+		hold = max(micros(r.Hold), 1)
+	}
+	args := []any{p.mode, key, value, p.t.name, target, !p.o.DisableNotifications, p.t.qualified, hold}
 	query := p.sql.release
 	if r.Withdraw != "" {
 		query, args = p.sql.releaseWithdraw, append(args, r.Withdraw)

@@ -16,11 +16,17 @@ import (
 // schemaSQL creates the tables. The advisory lock (scoped to the
 // transaction the simple protocol runs the statements in) serialises
 // concurrent first uses, which CREATE TABLE IF NOT EXISTS alone does not.
+// An ALTER TABLE locks its table even when the column exists: each comes
+// right after its table's CREATE, so the tables are locked in the order
+// probeSQL and the statements read them ({L} first), and a probe running
+// meanwhile waits instead of deadlocking.
 //
 // {L}: one row per key, kept after a release (value and expires_at NULL)
 // so the last fence survives: fence is the last fence issued, free_since
 // when a lower-priority caller first found the key free while a
-// higher-priority participant was live (B2). {P}: live and expired
+// higher-priority participant was live (B2), held_for and held_until the
+// participant a release handed the key to and until when it stays that
+// participant's to take (B1; added in v0.3.0 by ALTER TABLE). {P}: live and expired
 // participant registrations. {S}: the monotonic state values (L8); prev
 // is the value before the last write, so one statement reports whether
 // it advanced.
@@ -32,6 +38,7 @@ CREATE TABLE IF NOT EXISTS {L} (
     fence      bigint NOT NULL DEFAULT 0,
     free_since timestamptz
 );
+ALTER TABLE {L} ADD COLUMN IF NOT EXISTS held_for text, ADD COLUMN IF NOT EXISTS held_until timestamptz;
 CREATE TABLE IF NOT EXISTS {P} (
     key        text        NOT NULL,
     owner      text        NOT NULL,
@@ -67,7 +74,7 @@ CREATE TABLE IF NOT EXISTS {H} (
 
 // probeSQL selects every column the statements use, from no row: it fails
 // when a table or a column is missing or the role may not read them.
-const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev,
+const probeSQL = `SELECT l.key, l.value, l.expires_at, l.fence, l.free_since, l.held_for, l.held_until, p.owner, p.since, p.expires_at, p.priority, s.value, s.prev,
     j.slot, j.open, j.run, j.att, j.term, j.until_ms, j.paused, j.seq, j.expires_at, j.extra, h.idx, h.record
 FROM {L} l, {P} p, {S} s, {J} j, {H} h WHERE false`
 
@@ -105,8 +112,10 @@ const registerUpsert = `
 // it is. With $5 > 0 it registers the participant (and drops the key's
 // expired participants); with $7 > 0 a free key first waits $7 µs for a
 // live participant of higher priority than $6 (B2), measured from
-// free_since. An acquisition with $9 publishes "acquired" with owner $4
-// on channel $8.
+// free_since. A key released to a named successor with a hold (held_for,
+// held_until) is refused to other owners until the hold ends, with the
+// hold's remaining time (B1). An acquisition with $9 publishes
+// "acquired" with owner $4 on channel $8.
 //
 // A key whose row does not exist yet (its very first acquisition) is taken
 // without waiting for a higher priority: no participant can have
@@ -136,21 +145,25 @@ up AS (
     INSERT INTO {L} AS l (key, value, expires_at, fence, free_since)
     SELECT $1, $2, cand.t + $3::bigint * interval '1 microsecond', ` + `(extract(epoch FROM cand.t) * 1000000)::bigint` + `, NULL
     FROM cand
-    ON CONFLICT (key) DO UPDATE SET (value, expires_at, fence, free_since) = (
+    ON CONFLICT (key) DO UPDATE SET (value, expires_at, fence, free_since, held_for, held_until) = (
         SELECT
             CASE WHEN d.take THEN $2 ELSE l.value END,
             CASE WHEN d.take THEN c.t + $3::bigint * interval '1 microsecond' ELSE l.expires_at END,
             CASE WHEN d.take THEN greatest(l.fence + 1, (extract(epoch FROM c.t) * 1000000)::bigint) ELSE l.fence END,
-            CASE WHEN d.take THEN NULL WHEN d.free AND c.yielding THEN coalesce(l.free_since, c.t) ELSE l.free_since END
+            CASE WHEN d.take THEN NULL WHEN d.free AND c.yielding THEN coalesce(l.free_since, c.t) ELSE l.free_since END,
+            CASE WHEN d.take THEN NULL ELSE l.held_for END,
+            CASE WHEN d.take THEN NULL ELSE l.held_until END
         FROM cand c, LATERAL (
-            SELECT f.free AND NOT (c.yielding AND c.t < coalesce(l.free_since, c.t) + $7::bigint * interval '1 microsecond') AS take, f.free
-            FROM (SELECT l.value IS NULL OR l.expires_at IS NULL OR l.expires_at <= c.t AS free) f
+            SELECT f.free AND NOT f.kept AND NOT (c.yielding AND c.t < coalesce(l.free_since, c.t) + $7::bigint * interval '1 microsecond') AS take, f.free
+            FROM (SELECT l.value IS NULL OR l.expires_at IS NULL OR l.expires_at <= c.t AS free,
+                coalesce(l.held_until > c.t AND l.held_for <> $4, false) AS kept) f
         ) d
     )
-    RETURNING l.key, l.value, l.expires_at, l.fence, l.free_since
+    RETURNING l.key, l.value, l.expires_at, l.fence, l.free_since,
+        CASE WHEN l.held_for <> $4 THEN l.held_until END AS held_until
 ),
 res AS MATERIALIZED (
-    SELECT coalesce(up.value = $2, false) AS acquired, up.key, up.value, up.expires_at, up.fence, up.free_since, c.t, c.top
+    SELECT coalesce(up.value = $2, false) AS acquired, up.key, up.value, up.expires_at, up.fence, up.free_since, up.held_until, c.t, c.top
     FROM up, cand c
 ),
 note AS (
@@ -162,6 +175,7 @@ SELECT res.acquired,
     CASE
         WHEN res.acquired THEN 0
         WHEN res.value IS NOT NULL AND res.expires_at > res.t THEN ceil(extract(epoch FROM res.expires_at - res.t) * 1000000)::bigint
+        WHEN res.held_until > res.t THEN ceil(extract(epoch FROM res.held_until - res.t) * 1000000)::bigint
         WHEN res.free_since IS NOT NULL THEN greatest(1, ceil(extract(epoch FROM res.free_since + $7::bigint * interval '1 microsecond' - res.t) * 1000000)::bigint)
         ELSE 0
     END,
@@ -206,20 +220,24 @@ FROM others`
 
 // releaseSQL frees key $1 when it still stores value $2 and has not
 // expired, keeping the row (and its fence), and with $5 publishes
-// "released" naming target $4 ("" for anyone) on channel $3. Columns:
-// released, a count that only makes the notification run.
+// "released" naming target $4 ("" for anyone) on channel $3. With a
+// target and $7 > 0 the key stays the target's for $7 µs (held_for,
+// held_until; B1). Columns: released, a count that only makes the
+// notification run.
 const releaseSQL = `WITH ` + releaseBody
 
-// releaseWithdrawSQL is releaseSQL that also removes participant $7 of
+// releaseWithdrawSQL is releaseSQL that also removes participant $8 of
 // key $1, whether or not the key is released: a stopping participant
 // withdraws in the same statement (H2).
-const releaseWithdrawSQL = `WITH gone AS (DELETE FROM {P} WHERE key = $1 AND owner = $7),
+const releaseWithdrawSQL = `WITH gone AS (DELETE FROM {P} WHERE key = $1 AND owner = $8),
 ` + releaseBody
 
 // releaseBody is releaseSQL after its WITH.
 const releaseBody = `now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 up AS (
-    UPDATE {L} l SET value = NULL, expires_at = NULL
+    UPDATE {L} l SET value = NULL, expires_at = NULL,
+        held_for = CASE WHEN $4::text <> '' AND $7::bigint > 0 THEN $4::text END,
+        held_until = CASE WHEN $4::text <> '' AND $7::bigint > 0 THEN now.t + $7::bigint * interval '1 microsecond' END
     FROM now WHERE l.key = $1 AND l.value = $2 AND l.expires_at > now.t
     RETURNING l.key
 ),

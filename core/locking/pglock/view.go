@@ -30,7 +30,15 @@ var (
 	_ locking.RecordStore         = polling{}
 	_ jobrecord.State             = polling{}
 	_ io.Closer                   = polling{}
+	_ locking.ReleaseWithdrawer   = polling{}
+	_ locking.ReleaseReserver     = polling{}
 )
+
+// WithdrawsOnRelease implements locking.ReleaseWithdrawer.
+func (polling) WithdrawsOnRelease() bool { return true }
+
+// ReservesOnRelease implements locking.ReleaseReserver.
+func (polling) ReservesOnRelease() bool { return true }
 
 func (v polling) Acquire(ctx context.Context, r locking.AcquireRequest) (locking.AcquireResult, error) {
 	return v.p.Acquire(ctx, r)

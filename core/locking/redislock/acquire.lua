@@ -10,7 +10,8 @@
 -- how long (ms) a free key waits for a higher-priority live participant
 -- before a lower-priority caller may take it (B2; '0': no wait). The
 -- meta field 'free' records since when a lower-priority caller found it
--- free; an acquisition clears it.
+-- free; an acquisition clears it, and the field 'n' (a hold for a named
+-- successor, see release.lua) with it.
 --
 -- Returns {1, fence} when taken; {0, wait, holder value, top priority}
 -- when held: wait is the microseconds from the server's TIME until the
@@ -153,6 +154,19 @@ if quarantine ~= '0' then
   end
 end
 
+-- B1: a key released to a named successor with a hold (release.lua's
+-- meta field 'n' = 'UNTIL_MS:OWNER') stays the successor's until it takes
+-- it or the hold ends: another caller that registers is refused as while
+-- held, with the hold's remaining time and no holder.
+if registering and meta['n'] then
+  local until_ms, owner = string.match(meta['n'], '^(%d+):(.*)$')
+  until_ms = tonumber(until_ms)
+  if until_ms and ms < until_ms and owner ~= ARGV[3] then
+    redis.call('HSET', KEYS[2], self, record)
+    return reply({0, until_ms * 1000 - us, '', top or 0})
+  end
+end
+
 -- B2: a higher-priority live participant gets the first chance at a free
 -- key, for ARGV[9] ms.
 local wait = tonumber(ARGV[9] or '0')
@@ -192,8 +206,8 @@ if registering then
 else
   redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
 end
-if meta['free'] then
-  redis.call('HDEL', KEYS[2], 'free')
+if meta['free'] or meta['n'] then
+  redis.call('HDEL', KEYS[2], 'free', 'n')
 end
 if #all == 0 then
   -- A new hash gets its time to live; an existing one keeps it, so the

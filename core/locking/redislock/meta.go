@@ -142,6 +142,12 @@ func (p *Provider) Participants(ctx context.Context, key string) ([]locking.Part
 // honours ReleaseRequest.Withdraw.
 func (*Provider) WithdrawsOnRelease() bool { return true }
 
+// ReservesOnRelease implements locking.ReleaseReserver: Release honours
+// ReleaseRequest.Hold (see release.lua), and elector acquisitions
+// (acquire.lua) respect the hold; plain TryAcquire (take.lua) does not
+// read it.
+func (*Provider) ReservesOnRelease() bool { return true }
+
 // Deregister implements locking.ParticipantRegistry with one HDEL, in a
 // script so that deregistrations made at once share pipelined round
 // trips.

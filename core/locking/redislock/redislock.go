@@ -325,6 +325,7 @@ var (
 	_ locking.ResignRequester     = (*Provider)(nil)
 	_ locking.ParticipantRegistry = (*Provider)(nil)
 	_ locking.ReleaseWithdrawer   = (*Provider)(nil)
+	_ locking.ReleaseReserver     = (*Provider)(nil)
 	_ locking.Inspector           = (*Provider)(nil)
 	_ locking.RecordStore         = (*Provider)(nil)
 	_ jobrecord.State             = (*Provider)(nil)
@@ -562,7 +563,7 @@ type takeCall struct {
 }
 
 type releaseCall struct {
-	args                                  [12]any
+	args                                  [13]any
 	key, wait, meta, value, target, field string
 }
 
@@ -760,7 +761,10 @@ func (p *Provider) extendChecked(ctx context.Context, r locking.ExtendRequest, a
 // r.Target as the participant meant to take the key (B1):
 // "released:TARGET". With r.Withdraw the script first drops that
 // participant's record from the key's meta hash (one HDEL more, in the
-// same script; locking.ReleaseWithdrawer).
+// same script; locking.ReleaseWithdrawer). With r.Target and r.Hold the
+// key stays the target's for the hold: the meta field 'n', which elector
+// acquisitions of other owners respect (TIME, HSET and PTTL more, in the
+// same script; locking.ReleaseReserver).
 func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool, error) {
 	if err := p.ready(); err != nil {
 		return false, err
@@ -771,11 +775,19 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
 	mode, notify := p.channelMode(r.Key), notifyArg(r.Notify)
 	args := c.args[:10]
-	if r.Withdraw == "" {
-		c.args = [12]any{nil, nil, "2", &c.key, &c.wait, &c.value, mode, p.publish, &c.target, notify}
+	hold := r.Target != "" && r.Hold > 0
+	if r.Withdraw == "" && !hold {
+		c.args = [13]any{nil, nil, "2", &c.key, &c.wait, &c.value, mode, p.publish, &c.target, notify}
 	} else {
-		c.meta, c.field = p.metaKeys.Get(r.Key, metaKey), participantField+r.Withdraw
-		c.args = [...]any{nil, nil, "3", &c.key, &c.wait, &c.meta, &c.value, mode, p.publish, &c.target, notify, &c.field}
+		c.meta = p.metaKeys.Get(r.Key, metaKey)
+		if r.Withdraw != "" {
+			c.field = participantField + r.Withdraw
+		}
+		var holdMS any = "0"
+		if hold {
+			holdMS = max(r.Hold.Milliseconds(), 1)
+		}
+		c.args = [...]any{nil, nil, "3", &c.key, &c.wait, &c.meta, &c.value, mode, p.publish, &c.target, notify, &c.field, holdMS}
 		args = c.args[:]
 	}
 	// Releases made at once (a process stopping many electors) share
