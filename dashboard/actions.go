@@ -188,7 +188,7 @@ func (d *Dashboard) resign(ctx context.Context, r *http.Request, role string) (s
 		if err := d.resigner.RequestResign(ctx, ref.Key, st.Holder.Owner); err != nil {
 			return "", fmt.Errorf("resign role %q: %w", role, err)
 		}
-		return fmt.Sprintf("Asked %s to step down from role %s (fence %d). Another participant takes the role; the page shows who.", st.Holder.Owner, role, st.Fence), nil
+		return fmt.Sprintf("Asked %s to step down from role %s (fence %d). Another participant takes the role; the page shows who. The request is not stored: a leader that does not hear it (its link to the lock down, or an older version) keeps the role, and the page then shows it still leading.", st.Holder.Owner, role, st.Fence), nil
 	}
 	for _, e := range local {
 		if e.Identity() == st.Holder.Owner {
@@ -255,7 +255,7 @@ func (d *Dashboard) handOverTo(ctx context.Context, r *http.Request, role, targe
 	if err := d.handOver(ctx, ref.Key, st.Holder.Owner, target); err != nil {
 		return "", fmt.Errorf("hand over role %q: %w", role, err)
 	}
-	return fmt.Sprintf("Asked %s to hand role %s over to %s (fence %d). The page shows when %s leads.", st.Holder.Owner, role, target, st.Fence, target), nil
+	return fmt.Sprintf("Asked %s to hand role %s over to %s (fence %d). The page shows when %s leads. The request is not stored: a leader that does not hear it (its link to the lock down, or an older version) keeps the role.", st.Holder.Owner, role, target, st.Fence, target), nil
 }
 
 // listOrNone joins names, or says there are none.

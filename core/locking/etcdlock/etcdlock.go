@@ -771,12 +771,14 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	}
 	p.mu.Lock()
 	h, ok := p.held[r.Value]
-	if r.Withdraw != "" {
+	mine := ok && h.key == r.Key
+	if mine && r.Withdraw != "" {
 		p.forgetRegistration(r.Key, r.Withdraw)
 	}
 	p.mu.Unlock()
-	if !ok || h.key != r.Key {
+	if !mine {
 		if r.Withdraw != "" {
+			// Deregister forgets the registration too.
 			if err := p.Deregister(ctx, r.Key, r.Withdraw); err != nil {
 				return false, err
 			}
