@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ import (
 	hlredis "github.com/hostloom/hostloom/core/locking/redislock"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // replicaCmd is the hidden subcommand that turns hlbench into a replica.
@@ -175,10 +177,18 @@ func serveReplica(name, addr, ns string, roles int, withFx bool, o leadership.Op
 	var logger *zap.Logger
 	if o.Balance && os.Getenv("HLBENCH_BALANCE_LOG") != "" {
 		// For diagnosing a run by hand: the balance group's decisions
-		// (handovers, takers gone) on stderr, at Debug.
+		// (handovers, takers gone) on stderr, at Debug. Only those, or
+		// the messages whose names begin with one of the comma-separated
+		// prefixes the variable gives instead of "1": the electors' own
+		// lines (a million refusals in a 50,000-role run) slowed the
+		// replicas enough to change what they measured.
+		prefixes := []string{"LeadershipBalance"}
+		if v := os.Getenv("HLBENCH_BALANCE_LOG"); v != "1" {
+			prefixes = strings.Split(v, ",")
+		}
 		c := zap.NewDevelopmentConfig()
 		c.OutputPaths = []string{"stderr"}
-		if l, err := c.Build(); err == nil {
+		if l, err := c.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return messagesOnly{c, prefixes} })); err == nil {
 			logger = l
 		}
 	}
@@ -305,4 +315,24 @@ func servePprof(dir, name string) error {
 	}
 	go func() { _ = http.Serve(ln, nil) }()
 	return nil
+}
+
+// messagesOnly passes on the log lines whose message begins with one of
+// prefixes and drops every other.
+type messagesOnly struct {
+	zapcore.Core
+	prefixes []string
+}
+
+func (c messagesOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	for _, p := range c.prefixes {
+		if strings.HasPrefix(e.Message, p) {
+			return c.Core.Check(e, ce)
+		}
+	}
+	return ce
+}
+
+func (c messagesOnly) With(fields []zapcore.Field) zapcore.Core {
+	return messagesOnly{c.Core.With(fields), c.prefixes}
 }
