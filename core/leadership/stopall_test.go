@@ -653,18 +653,7 @@ func TestStopAll_H2_B1_StayersHandNothingToTheLeaver(t *testing.T) {
 		p, lock := newOrderLock(t)
 		o := balanceOpts()
 		const roles = 12
-		a := startProcess(t, lock, "a", roles, o)
-		synctest.Wait()
-		b := startProcess(t, lock, "b", roles, o)
-		c := startProcess(t, lock, "c", roles, o)
-		time.Sleep(10 * o.Lease) // the processes even out
-		synctest.Wait()
-		if a.leads() != 4 || b.leads() != 4 || c.leads() != 4 {
-			t.Fatalf("before the leave a, b, c lead %d, %d, %d; want 4 each", a.leads(), b.leads(), c.leads())
-		}
-		moves := &moveLog{freeAt: map[string]time.Time{}}
-		moves.watch(b)
-		moves.watch(c)
+		a, b, c, moves := evenTrio(t, lock, o, roles)
 		held := map[string]bool{}
 		for _, e := range a.electors {
 			if e.IsLeader() {
@@ -709,18 +698,7 @@ func TestStopAll_H2_B1_ARenewalLandingAfterTheLeaveRegistersNobody(t *testing.T)
 		p, lock := newOrderLock(t)
 		o := balanceOpts()
 		const roles = 12
-		a := startProcess(t, lock, "a", roles, o)
-		synctest.Wait()
-		b := startProcess(t, lock, "b", roles, o)
-		c := startProcess(t, lock, "c", roles, o)
-		time.Sleep(10 * o.Lease) // the processes even out
-		synctest.Wait()
-		if a.leads() != 4 || b.leads() != 4 || c.leads() != 4 {
-			t.Fatalf("before the leave a, b, c lead %d, %d, %d; want 4 each", a.leads(), b.leads(), c.leads())
-		}
-		moves := &moveLog{freeAt: map[string]time.Time{}}
-		moves.watch(b)
-		moves.watch(c)
+		a, b, c, moves := evenTrio(t, lock, o, roles)
 		hold := make(chan struct{})
 		p.mu.Lock()
 		p.egate, p.calls = hold, nil
@@ -749,4 +727,24 @@ func TestStopAll_H2_B1_ARenewalLandingAfterTheLeaveRegistersNobody(t *testing.T)
 		b.stop(t)
 		c.stop(t)
 	})
+}
+
+// evenTrio starts balancing processes a, then b and c, over lock, each
+// running roles roles, waits until they lead a third each, and returns
+// them with a log of b's and c's moves from then on.
+func evenTrio(t *testing.T, lock locking.Lock, o leadership.Options, roles int) (a, b, c *process, moves *moveLog) {
+	t.Helper()
+	a = startProcess(t, lock, "a", roles, o)
+	synctest.Wait()
+	b = startProcess(t, lock, "b", roles, o)
+	c = startProcess(t, lock, "c", roles, o)
+	time.Sleep(10 * o.Lease) // the processes even out
+	synctest.Wait()
+	if n := roles / 3; a.leads() != n || b.leads() != n || c.leads() != n {
+		t.Fatalf("before the leave a, b, c lead %d, %d, %d; want %d each", a.leads(), b.leads(), c.leads(), n)
+	}
+	moves = &moveLog{freeAt: map[string]time.Time{}}
+	moves.watch(b)
+	moves.watch(c)
+	return a, b, c, moves
 }
