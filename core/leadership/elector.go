@@ -72,8 +72,31 @@ type Elector struct {
 
 	loop        *loop       // the state machine; Start and Stop are messages to it
 	running     atomic.Bool // written by the loop only: started, and no Stop yet (CheckWithin)
+	regs        regCalls
 	coordinated bool
 	capped      bool // opts.Lease is the lock's cap, below askedLease (T2)
+}
+
+// regCalls counts the calls that may register an elector as a participant
+// of its role (P1): its acquisition attempts and renewals, begun (by the
+// loop, before the call is sent) and answered (by the call's goroutine,
+// once the lock returned). A leave's withdrawal made while every begun
+// call was answered removes the last registration for good when no call
+// begins after it (a leaving elector begins none): its Stop then has
+// nothing to deregister (see Elector.withdraw).
+type regCalls struct {
+	begun, answered atomic.Uint32
+	// withdrawnAt is begun+1 as it was when a withdrawal with no call
+	// under way succeeded; 0 when none did.
+	withdrawnAt atomic.Uint32
+}
+
+// withdrawnForGood reports whether a withdrawal succeeded after the last
+// call that may have registered the elector, so that deregistering again
+// would remove nothing.
+func (r *regCalls) withdrawnForGood() bool {
+	w := r.withdrawnAt.Load()
+	return w != 0 && w-1 == r.begun.Load()
 }
 
 // notLeading is the Token of an elector that has not led yet: cancelled,

@@ -84,6 +84,7 @@ func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn
 	c.cancel = cancel
 	if c.op == opAcquire || c.op == opRenew {
 		l.step = c
+		l.e.regs.begun.Add(1)
 	} else {
 		l.pending++
 	}
@@ -177,6 +178,9 @@ func (l *loop) run(c *call, ctx context.Context, fn func(context.Context, *outco
 	o := &outcome{c: c}
 	spanCtx, sp := l.e.tel.beginCall(ctx, c.op)
 	o.err = guard(c.op, func() error { return fn(spanCtx, o) })
+	if c.op == opAcquire || c.op == opRenew {
+		l.e.regs.answered.Add(1)
+	}
 	l.report(sp, o)
 }
 

@@ -98,14 +98,27 @@ func stopEach(ctx context.Context, electors []*Elector, is []int, out []error) {
 func (e *Elector) leave(g *callGate) { e.loop.inbox.queueOnly(message{kind: msgLeave, gate: g}) }
 
 // withdraw deregisters a started elector from its role's participants
-// ahead of its Stop (which deregisters again: a try made meanwhile
-// registers it anew). A failure is logged at Debug: Stop deregisters, and
+// ahead of its Stop. The Stop deregisters again only when a call that may
+// have registered it anew (an attempt, a renewal) was under way during
+// the withdrawal or began after it: it may have reached the lock after
+// the deregistration. A failure is logged at Debug: Stop deregisters, and
 // the registration lapses on its own (P1).
 func (e *Elector) withdraw(ctx context.Context) {
 	if !e.registered() || !e.running.Load() {
 		return
 	}
-	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); deregisterFailed(err) {
-		e.log.Debug("LeadershipWithdrawFailed", zap.Error(err))
+	// begun is read before answered: a call that begins in between makes
+	// them differ, and the withdrawal counts as made with a call under
+	// way.
+	begun := e.regs.begun.Load()
+	quiet := e.regs.answered.Load() == begun
+	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil {
+		if deregisterFailed(err) {
+			e.log.Debug("LeadershipWithdrawFailed", zap.Error(err))
+		}
+		return
+	}
+	if quiet {
+		e.regs.withdrawnAt.Store(begun + 1)
 	}
 }

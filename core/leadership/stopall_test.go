@@ -178,24 +178,18 @@ func TestStopAll_E8_B1_LeadersReleaseBeforeTheOthersStop(t *testing.T) {
 		if err := leadership.StopAll(context.Background(), a["r3"], nil, a["r4"], a["r1"], a["r2"]); err != nil {
 			t.Fatal(err)
 		}
-		// The candidates withdraw before the first release, and stop
-		// (deregistering again) after the last.
+		// The candidates withdraw before the first release; with no
+		// attempt under way then or since, their Stops deregister
+		// nothing more (TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce).
 		calls := p.log()
 		rel1, rel2 := slices.Index(calls, "release r1"), slices.Index(calls, "release r2")
 		if rel1 < 0 || rel2 < 0 {
 			t.Fatalf("calls %v: want both leases released", calls)
 		}
-		firstRelease, lastRelease := min(rel1, rel2), max(rel1, rel2)
+		firstRelease := min(rel1, rel2)
 		for _, r := range []string{"r3", "r4"} {
-			first := slices.Index(calls, "deregister "+r)
-			last := -1
-			for i, c := range calls {
-				if c == "deregister "+r {
-					last = i
-				}
-			}
-			if first < 0 || first > firstRelease || last < lastRelease {
-				t.Fatalf("calls %v: want the candidate of %s to withdraw before the releases and stop after them", calls, r)
+			if first := slices.Index(calls, "deregister "+r); first < 0 || first > firstRelease {
+				t.Fatalf("calls %v: want the candidate of %s to withdraw before the releases", calls, r)
 			}
 		}
 		for _, r := range roles {
@@ -344,6 +338,42 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 		}
 		mustStop(t, b3)
 		mustStop(t, c3)
+	})
+}
+
+// TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce: a leave withdraws
+// its candidates before the releases; a candidate with no attempt under
+// way then, and none since (a leaving candidate makes none), is not
+// deregistered again by its Stop: a 50,000-role leave sent a second
+// deregistration for each of its 33,000 candidates, to the server that
+// also takes the releases and the acquisitions that end the leave. One
+// whose attempt was under way still is
+// (TestStopAll_E8_B1_AnAttemptUnderWayIsWithdrawnAgain).
+func TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		b1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("b"))
+		mustStart(t, b1)
+		synctest.Wait()
+		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a1)
+		synctest.Wait()
+		if a1.IsLeader() || !participates(t, b1, "a") {
+			t.Fatalf("before the leave: a leads %v, is a participant %v; want a registered candidate", a1.IsLeader(), participates(t, b1, "a"))
+		}
+		p.mu.Lock()
+		p.calls = nil
+		p.mu.Unlock()
+		if err := leadership.StopAll(context.Background(), a1); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.count("deregister"); n != 1 {
+			t.Errorf("calls %v: %d deregistrations, want 1 (the withdrawal)", p.log(), n)
+		}
+		if participates(t, b1, "a") {
+			t.Error("a is still a participant of r1 after its leave")
+		}
+		mustStop(t, b1)
 	})
 }
 
@@ -625,9 +655,10 @@ func TestStopAll_H2_LeaveBoundsItsWithdrawals(t *testing.T) {
 		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
-		// Each candidate withdraws, then deregisters once more as it stops.
-		if got := p.count("deregister"); got != 2*n {
-			t.Fatalf("%d deregistrations after the leave; want %d", got, 2*n)
+		// Each candidate withdraws once; its Stop has nothing more to
+		// deregister (TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce).
+		if got := p.count("deregister"); got != n {
+			t.Fatalf("%d deregistrations after the leave; want %d", got, n)
 		}
 		for _, e := range bs {
 			if !e.IsLeader() {
