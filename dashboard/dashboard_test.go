@@ -92,12 +92,12 @@ func newFixture(t *testing.T, credential string) *fixture {
 	// before it is live): a request sent before is not heard
 	// (ResignHandsTheRoleOn), so wait for both subscriptions.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		live := electedLogs.FilterMessage("LeadershipSubscriptionLive")
-		if live.FilterField(zap.String("elector", "alpha")).Len() > 0 && live.FilterField(zap.String("elector", "beta")).Len() > 0 {
+		a, b := leadership.Describe(f.alpha).Subscribed, leadership.Describe(f.beta).Subscribed
+		if a && b {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the electors' subscriptions were not live within 30s: %d live", live.Len())
+			t.Fatalf("the electors' subscriptions were not live within 30s: alpha %v, beta %v", a, b)
 		}
 	}
 	f.sched, err = scheduling.New(f.alpha, scheduling.WithSlotStore(lock))

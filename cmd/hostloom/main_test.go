@@ -15,8 +15,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
@@ -173,8 +171,7 @@ func startReplicaOn(t testing.TB, c redis.UniversalClient, namespace, role, iden
 // not up yet (it may lead a moment before) does not hear it.
 func startElector(t testing.TB, lock *locking.DistributedLock, role, identity string, closeClient func()) *replica {
 	t.Helper()
-	core, logs := observer.New(zap.DebugLevel)
-	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity), leadership.WithLogger(zap.New(core)))
+	e, err := leadership.NewElector(role, lock, testOptions(), leadership.WithIdentity(identity))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +183,7 @@ func startElector(t testing.TB, lock *locking.DistributedLock, role, identity st
 		_ = lock.Close()
 		closeClient()
 	})
-	for deadline := time.Now().Add(30 * time.Second); logs.FilterMessage("LeadershipSubscriptionLive").Len() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !leadership.Describe(e).Subscribed; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: the elector's subscription was not live within 30s", identity)
 		}

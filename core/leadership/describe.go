@@ -51,6 +51,13 @@ type Description struct {
 	// Leader is the leader's identity as this instance learned it, "" when
 	// unknown (P2).
 	Leader string
+	// Subscribed reports that the elector's subscription to its role's
+	// events is live: a release or a hand-over wakes it at once (P3), and
+	// a leader hears a resign or hand-over request sent through the lock
+	// (H4). False before the subscription first comes up (a moment after
+	// Start), while it is down (Q1), after Stop, and over a lock without
+	// events.
+	Subscribed bool
 }
 
 // Describe reports e's composition and its current state without any I/O.
@@ -75,5 +82,6 @@ func Describe(e *Elector) Description {
 		Term:              e.Term(),
 		Fence:             e.Fence(),
 		Leader:            leader,
+		Subscribed:        e.subscribed.Load(),
 	}
 }

@@ -747,3 +747,38 @@ func TestElector_Q1_CandidateGivesAnExpiredHolderAHeadStart(t *testing.T) {
 		}
 	})
 }
+
+// TestDescribe_Q1_SubscribedFollowsTheLink: Describe reports whether the
+// elector's subscription to its role's events is live: not before Start,
+// once it came up, not while a restarted server's subscription is down,
+// again once it is back, and not after Stop. Tests and tools that must
+// not send a request through the lock before the leader can hear it (a
+// resign, a hand-over) wait for it.
+func TestDescribe_Q1_SubscribedFollowsTheLink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLockServer(t)
+		e := mustElector(t, "r", srv.view(time.Second), fastOpts())
+		if leadership.Describe(e).Subscribed {
+			t.Fatal("Subscribed before Start")
+		}
+		mustStart(t, e)
+		synctest.Wait()
+		if !leadership.Describe(e).Subscribed {
+			t.Fatal("not Subscribed once started")
+		}
+		srv.restart() // the subscription comes back a second later
+		synctest.Wait()
+		if leadership.Describe(e).Subscribed {
+			t.Fatal("Subscribed while the restarted server's subscription is down")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !leadership.Describe(e).Subscribed {
+			t.Fatal("not Subscribed once the subscription came back")
+		}
+		mustStop(t, e)
+		if leadership.Describe(e).Subscribed {
+			t.Fatal("Subscribed after Stop")
+		}
+	})
+}

@@ -149,6 +149,7 @@ func (l *loop) event(ev locking.Event) {
 		}
 	case locking.EventSubscribed:
 		first := l.link.up()
+		e.subscribed.Store(true)
 		if first {
 			l.e.log.Debug("LeadershipSubscriptionLive")
 		}
@@ -178,6 +179,7 @@ func (l *loop) event(ev locking.Event) {
 		// once (above), gets the first chance to learn it lost the role
 		// before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
+		e.subscribed.Store(false)
 		if l.link.down(now, e.caps.durable) {
 			if l.lease == nil && l.step != nil && l.step.op == opAcquire {
 				// Q1: an attempt still under way (waiting for a

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/testing/redistest"
 )
@@ -23,13 +21,10 @@ func TestElector_H4_HandOverOverRedis(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	es := map[string]*leadership.Elector{}
 	var op *redisNode
-	logs := map[string]*observer.ObservedLogs{}
 	for _, n := range names {
 		node := newRedisNode(t, srv)
 		op = node
-		log, observed := observed()
-		logs[n] = observed
-		e := mustElector(t, "billing", node.lock, o, leadership.WithIdentity(n), leadership.WithLogger(log))
+		e := mustElector(t, "billing", node.lock, o, leadership.WithIdentity(n))
 		es[n] = e
 		t.Cleanup(func() { _ = e.Stop(context.Background()) })
 	}
@@ -62,7 +57,7 @@ func TestElector_H4_HandOverOverRedis(t *testing.T) {
 	// knowing the name, so b could take the role before c (seen once in
 	// CI, on a busy machine).
 	for _, n := range []string{"b", "c"} {
-		for logs[n].FilterMessage("LeadershipSubscriptionLive").Len() == 0 {
+		for !leadership.Describe(es[n]).Subscribed {
 			select {
 			case <-ctx.Done():
 				t.Fatalf("%s's subscription never came up", n)
