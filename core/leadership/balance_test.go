@@ -2,6 +2,7 @@ package leadership_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -54,6 +55,7 @@ type moveLog struct {
 	acquired int
 	freeAt   map[string]time.Time
 	longest  time.Duration
+	losses   []string // "role: reason at", for a failure's message
 }
 
 func (h *moveLog) watch(p *process) {
@@ -64,6 +66,7 @@ func (h *moveLog) watch(p *process) {
 			defer h.mu.Unlock()
 			if !c.IsLeader {
 				h.freeAt[role] = c.At
+				h.losses = append(h.losses, fmt.Sprintf("%s: %v at %s", role, c.Reason, c.At.Format("15:04:05.000")))
 				return
 			}
 			h.acquired++
@@ -73,6 +76,20 @@ func (h *moveLog) watch(p *process) {
 			}
 		})
 	}
+}
+
+// lossesSince returns the losses recorded after the first n.
+func (h *moveLog) lossesSince(n int) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.losses[min(n, len(h.losses)):])
+}
+
+// lossCount returns how many losses were recorded.
+func (h *moveLog) lossCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.losses)
 }
 
 func (h *moveLog) read() (int, time.Duration) {
@@ -197,9 +214,10 @@ func TestBalance_B1_Redis(t *testing.T) {
 		t.Errorf("a moving role was leaderless for %v", longest)
 	}
 	before, _ := h.read()
+	lostBefore := h.lossCount()
 	time.Sleep(5 * time.Second)
 	if after, _ := h.read(); after != before {
-		t.Fatalf("%d handovers over 5 quiet seconds; want 0", after-before)
+		t.Fatalf("%d handovers over 5 quiet seconds; want 0 (roles lost meanwhile: %v)", after-before, h.lossesSince(lostBefore))
 	}
 	left := time.Now()
 	c.stop(t)
