@@ -79,13 +79,7 @@ func pausedLeaderRound(t *testing.T, ctx context.Context, c *etcdtest.Cluster, w
 	if err != nil {
 		t.Fatal(err)
 	}
-	var healthy []string
-	for _, m := range c.Members() {
-		if m != leader {
-			healthy = append(healthy, m.Endpoint())
-		}
-	}
-	cl, err := etcdtest.NewClient(healthy...)
+	cl, err := c.ClientBut(leader)
 	if err != nil {
 		t.Fatal(err)
 	}

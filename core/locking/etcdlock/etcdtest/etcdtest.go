@@ -264,6 +264,20 @@ func (c *Cluster) Client() (*clientv3.Client, error) {
 	return NewClient(c.Endpoints()...)
 }
 
+// ClientBut returns a new client of every member but m (quiet, as
+// Client): a client that keeps working while m is paused, killed or cut
+// off, as one of an application whose own links stay healthy. The caller
+// closes it.
+func (c *Cluster) ClientBut(m *Member) (*clientv3.Client, error) {
+	var eps []string
+	for _, o := range c.members {
+		if o != m {
+			eps = append(eps, o.clientURL)
+		}
+	}
+	return NewClient(eps...)
+}
+
 // RootPassword is the password EnableAuth gives the root user.
 const RootPassword = "root-pw"
 

@@ -105,13 +105,7 @@ func TestCluster_N5_IsolatedMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var others []string
-	for _, m := range c.Members() {
-		if m != leader {
-			others = append(others, m.Endpoint())
-		}
-	}
-	cl, err := etcdtest.NewClient(others...)
+	cl, err := c.ClientBut(leader)
 	if err != nil {
 		t.Fatal(err)
 	}
