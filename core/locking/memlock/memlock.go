@@ -159,9 +159,14 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.register(r.Key, r.Owner, r.ParticipantTTL, r.Priority, now)
-	if e, ok := p.live(r.Key, now); ok {
+	// refused answers as while held, for remaining, with the top priority
+	// among the live participants (B2).
+	refused := func(remaining time.Duration, holder string) (locking.AcquireResult, error) {
 		top := participants.Top(p.meta[r.Key].live(now), r.Owner, r.Priority, r.ParticipantTTL > 0)
-		return locking.AcquireResult{Remaining: e.expires.Sub(now), HolderValue: e.value, TopPriority: top}, nil
+		return locking.AcquireResult{Remaining: remaining, HolderValue: holder, TopPriority: top}, nil
+	}
+	if e, ok := p.live(r.Key, now); ok {
+		return refused(e.expires.Sub(now), e.value)
 	}
 	if res, ok := p.reserved[r.Key]; ok {
 		switch {
@@ -170,8 +175,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		case res.owner != r.Owner:
 			// B1: handed to another participant, whose key it stays
 			// until it takes it or the hold ends.
-			top := participants.Top(p.meta[r.Key].live(now), r.Owner, r.Priority, r.ParticipantTTL > 0)
-			return locking.AcquireResult{Remaining: res.until.Sub(now), TopPriority: top}, nil
+			return refused(res.until.Sub(now), "")
 		}
 	}
 	m := p.metaOf(r.Key)
