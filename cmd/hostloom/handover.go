@@ -24,8 +24,9 @@ func newHandOver(g *globals, sio stdio) *cobra.Command {
 		Long: `handover asks the current leader of ROLE to step down and hand the role
 to IDENTITY, one of the role's participants (see hostloom status), through
 the lock's notification channel: the leader's elector ends its term,
-releases the lease naming IDENTITY, and IDENTITY takes the role at once;
-the other participants hold back for one retry interval. Nothing is
+releases the lease naming IDENTITY, and IDENTITY takes the role at once.
+For one retry interval the lock keeps the role for IDENTITY: the other
+participants' attempts are refused, even one already on its way. Nothing is
 deleted: a leader that does not hear the request (an older version, no
 subscription) keeps the role, and handover says so after --wait.
 
