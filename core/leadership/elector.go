@@ -81,10 +81,13 @@ type Elector struct {
 // regCalls counts the calls that may register an elector as a participant
 // of its role (P1): its acquisition attempts and renewals, begun (by the
 // loop, before the call is sent) and answered (by the call's goroutine,
-// once the lock returned). A leave's withdrawal made while every begun
-// call was answered removes the last registration for good when no call
-// begins after it (a leaving elector begins none): its Stop then has
-// nothing to deregister (see Elector.withdraw).
+// once the lock answered it or it was never sent; see settled). A leave's
+// withdrawal made while every begun call was answered removes the last
+// registration for good when no call begins after it (a leaving elector
+// begins none): its Stop then has nothing to deregister (see
+// Elector.withdraw). A call that failed without an answer is never
+// counted answered, so every later withdrawal of that elector is followed
+// by Stop's deregistration, as before.
 type regCalls struct {
 	begun, answered atomic.Uint32
 	// withdrawnAt is begun+1 as it was when a withdrawal with no call

@@ -178,7 +178,7 @@ func (l *loop) run(c *call, ctx context.Context, fn func(context.Context, *outco
 	o := &outcome{c: c}
 	spanCtx, sp := l.e.tel.beginCall(ctx, c.op)
 	o.err = guard(c.op, func() error { return fn(spanCtx, o) })
-	if c.op == opAcquire || c.op == opRenew {
+	if (c.op == opAcquire || c.op == opRenew) && settled(c.op, o.err) {
 		l.e.regs.answered.Add(1)
 	}
 	l.report(sp, o)
@@ -254,6 +254,20 @@ func classify(op opKind, err error) string {
 	default:
 		return outcomeError
 	}
+}
+
+// settled reports whether an attempt or a renewal that returned err left
+// nothing that can still reach the lock: the lock answered (whatever it
+// registered is in place), or the call was never sent. One that failed
+// otherwise (a timeout, a connection lost with the call on the wire) may
+// yet register its sender, so a leave's withdrawal after it is not the
+// last word (see regCalls).
+func settled(op opKind, err error) bool {
+	switch classify(op, err) {
+	case outcomeError, outcomeFault:
+		return errors.Is(err, locking.ErrNotSent)
+	}
+	return true
 }
 
 // finish takes a call's outcome while the machine contends or leads.

@@ -107,9 +107,9 @@ func (e *Elector) withdraw(ctx context.Context) {
 	if !e.registered() || !e.running.Load() {
 		return
 	}
-	// begun is read before answered: a call that begins in between makes
-	// them differ, and the withdrawal counts as made with a call under
-	// way.
+	// begun is read before answered: a call that begins after begun was
+	// read leaves the count at Stop different from this one, and Stop
+	// deregisters again.
 	begun := e.regs.begun.Load()
 	quiet := e.regs.answered.Load() == begun
 	if err := e.caps.participants.Deregister(ctx, e.key, e.identity); err != nil {

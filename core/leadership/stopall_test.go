@@ -2,6 +2,7 @@ package leadership_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ type orderProvider struct {
 	*memlock.Provider
 	mu    sync.Mutex
 	calls []string
+	// afail, when set, is returned by a's acquisitions after the lock
+	// ran them: the reply lost on the wire.
+	afail error
 	// gate, when set, holds every release until it is closed; dgate
 	// every deregistration of a's; agate every acquisition of a's and
 	// egate every renewal of a's, which then run whatever their context
@@ -46,6 +50,13 @@ func (p *orderProvider) Acquire(ctx context.Context, r locking.AcquireRequest) (
 		}
 		p.record("acquire", r.Key)
 		ctx = p.holdAt(ctx, &p.agate)
+		p.mu.Lock()
+		fail := p.afail
+		p.mu.Unlock()
+		if fail != nil {
+			_, _ = p.Provider.Acquire(ctx, r)
+			return locking.AcquireResult{}, fail
+		}
 	}
 	return p.Provider.Acquire(ctx, r)
 }
@@ -369,6 +380,39 @@ func TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce(t *testing.T) {
 		}
 		if n := p.count("deregister"); n != 1 {
 			t.Errorf("calls %v: %d deregistrations, want 1 (the withdrawal)", p.log(), n)
+		}
+		if participates(t, b1, "a") {
+			t.Error("a is still a participant of r1 after its leave")
+		}
+		mustStop(t, b1)
+	})
+}
+
+// TestStopAll_H2_AnUnansweredAttemptKeepsTheSecondDeregistration: a
+// candidate whose last attempt failed without the lock's answer (a reply
+// lost on the wire) may still be registered by it after any withdrawal,
+// so its Stop deregisters again, as every Stop did before
+// TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce.
+func TestStopAll_H2_AnUnansweredAttemptKeepsTheSecondDeregistration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		b1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("b"))
+		mustStart(t, b1)
+		synctest.Wait()
+		p.mu.Lock()
+		p.afail = errors.New("read tcp: connection reset by peer")
+		p.mu.Unlock()
+		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
+		mustStart(t, a1)
+		synctest.Wait()
+		p.mu.Lock()
+		p.afail, p.calls = nil, nil
+		p.mu.Unlock()
+		if err := leadership.StopAll(context.Background(), a1); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.count("deregister"); n != 2 {
+			t.Errorf("calls %v: %d deregistrations, want 2 (the withdrawal, then Stop's)", p.log(), n)
 		}
 		if participates(t, b1, "a") {
 			t.Error("a is still a participant of r1 after its leave")
