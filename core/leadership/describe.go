@@ -82,6 +82,6 @@ func Describe(e *Elector) Description {
 		Term:              e.Term(),
 		Fence:             e.Fence(),
 		Leader:            leader,
-		Subscribed:        e.subscribed.Load(),
+		Subscribed:        e.loop.link.live.Load(),
 	}
 }

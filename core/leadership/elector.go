@@ -72,7 +72,6 @@ type Elector struct {
 
 	loop        *loop       // the state machine; Start and Stop are messages to it
 	running     atomic.Bool // written by the loop only: started, and no Stop yet (CheckWithin)
-	subscribed  atomic.Bool // written by the loop only: the subscription to the role's events is live (Describe)
 	regs        regCalls
 	coordinated bool
 	capped      bool // opts.Lease is the lock's cap, below askedLease (T2)

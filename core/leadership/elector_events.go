@@ -149,7 +149,6 @@ func (l *loop) event(ev locking.Event) {
 		}
 	case locking.EventSubscribed:
 		first := l.link.up()
-		e.subscribed.Store(true)
 		if first {
 			l.e.log.Debug("LeadershipSubscriptionLive")
 		}
@@ -179,7 +178,6 @@ func (l *loop) event(ev locking.Event) {
 		// once (above), gets the first chance to learn it lost the role
 		// before a candidate takes the role it still works for (Q1).
 	case locking.EventUnsubscribed:
-		e.subscribed.Store(false)
 		if l.link.down(now, e.caps.durable) {
 			if l.lease == nil && l.step != nil && l.step.op == opAcquire {
 				// Q1: an attempt still under way (waiting for a
@@ -316,7 +314,7 @@ func (l *loop) deferTo(at time.Time) {
 // came back, with the candidate asleep and missing from the participants.
 func (l *loop) postpone(now time.Time, remaining time.Duration) {
 	e := l.e
-	if !l.link.live || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
+	if !l.link.live.Load() || l.lease != nil || l.phase != phaseCandidate || l.follows || l.step != nil ||
 		!l.cand.wokeDuring.IsZero() || !l.learned.tried {
 		return
 	}

@@ -102,7 +102,7 @@ func (l *loop) stop(req *request) {
 	}
 	l.unwatch(l.link.stop)
 	l.link.stop = nil
-	l.e.subscribed.Store(false)
+	l.link.ended()
 	if lease == nil {
 		if l.step == nil && l.e.regs.withdrawnForGood() {
 			// Withdrawn by its process's leave after its last attempt

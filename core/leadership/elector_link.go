@@ -2,6 +2,7 @@ package leadership
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,9 +20,9 @@ import (
 // and a candidate tries no sooner than a head start later (back), so the
 // leader learns first whether the server lost the role.
 type link struct {
-	live     bool // the subscription is live (P3)
-	deferred bool // an acquisition waits for the link
-	unsure   bool // a renewal of this term failed with an unknown outcome (it may still land)
+	live     atomic.Bool // the subscription is live (P3); Describe reads it from any goroutine
+	deferred bool        // an acquisition waits for the link
+	unsure   bool        // a renewal of this term failed with an unknown outcome (it may still land)
 	// verify: the link came back while a renewal was under way; that
 	// renewal may have been answered before the server lost its state,
 	// so another one follows at once.
@@ -39,7 +40,7 @@ type link struct {
 // up takes EventSubscribed: the link is live. It reports whether this is
 // the first subscription (first) or a return after the link dropped.
 func (k *link) up() (first bool) {
-	k.live = true
+	k.live.Store(true)
 	k.subscriptions++
 	return k.subscriptions == 1
 }
@@ -48,13 +49,16 @@ func (k *link) up() (first bool) {
 // was live, no drop is counted yet and the server may lose its state
 // (durable false, Q1). It reports whether it counted one.
 func (k *link) down(now time.Time, durable bool) bool {
-	counted := k.live && k.droppedAt.IsZero() && !durable
+	counted := k.live.Load() && k.droppedAt.IsZero() && !durable
 	if counted {
 		k.droppedAt = now
 	}
-	k.live = false
+	k.live.Store(false)
 	return counted
 }
+
+// ended takes the end of the subscription by Stop: the link is not live.
+func (k *link) ended() { k.live.Store(false) }
 
 // holds reports whether a candidate's acquisition due at now waits for
 // the link, and until when: the drop was counted less than lease ago and
@@ -64,13 +68,13 @@ func (k *link) down(now time.Time, durable bool) bool {
 // and a link that cannot come back must not keep a candidate from a role
 // whose leader is gone.
 func (k *link) holds(now time.Time, lease time.Duration) (until time.Time, ok bool) {
-	if k.live && now.Before(k.notBefore) {
+	if k.live.Load() && now.Before(k.notBefore) {
 		// Whatever made the attempt due (the outcome of one abandoned at
 		// the drop and answered only now, a wake): the leader gets its
 		// head start.
 		return k.notBefore, true
 	}
-	if k.live || k.droppedAt.IsZero() {
+	if k.live.Load() || k.droppedAt.IsZero() {
 		return time.Time{}, false
 	}
 	until = k.droppedAt.Add(lease)
@@ -103,7 +107,7 @@ func (k *link) back(now time.Time, head time.Duration, leading bool) (at time.Ti
 // that came back has had the role held and given up, so nobody holds it
 // there and the head start is over.
 func (k *link) released() {
-	if k.live {
+	if k.live.Load() {
 		k.notBefore = time.Time{}
 	}
 }

@@ -23,7 +23,7 @@ func TestLink_Q1_DropCountedOnlyWhenLiveAndNotDurable(t *testing.T) {
 	if k.down(linkT0, true) {
 		t.Fatal("a drop of a link to a durable server was counted")
 	}
-	if k.live {
+	if k.live.Load() {
 		t.Fatal("the link is live after a drop")
 	}
 	if k.up() {

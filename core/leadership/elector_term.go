@@ -93,7 +93,7 @@ func (l *loop) acquired(o outcome) {
 					wait = held.Remaining + finalWait
 				}
 			}
-			if l.link.live {
+			if l.link.live.Load() {
 				// P3: a live subscription wakes this candidate on a release;
 				// otherwise the lease runs out, so sleep until then.
 				next = min(wait, MaxWait)
