@@ -27,6 +27,11 @@ const (
 	opDeregister
 )
 
+// registers reports whether a call of kind k may register its elector as
+// a participant (P1): an acquisition attempt or a renewal. The machine
+// has at most one under way (loop.step).
+func (k opKind) registers() bool { return k == opAcquire || k == opRenew }
+
 func (k opKind) String() string {
 	switch k {
 	case opAcquire:
@@ -82,7 +87,7 @@ func (l *loop) send(o *outcome) { l.inbox.run(message{kind: msgOutcome, o: o}) }
 // holds only its own goroutine.
 func (l *loop) start(c *call, ctx context.Context, cancel context.CancelFunc, fn func(context.Context, *outcome) error) {
 	c.cancel = cancel
-	if c.op == opAcquire || c.op == opRenew {
+	if c.op.registers() {
 		l.step = c
 		l.e.regs.begun.Add(1)
 	} else {
@@ -178,9 +183,6 @@ func (l *loop) run(c *call, ctx context.Context, fn func(context.Context, *outco
 	o := &outcome{c: c}
 	spanCtx, sp := l.e.tel.beginCall(ctx, c.op)
 	o.err = guard(c.op, func() error { return fn(spanCtx, o) })
-	if (c.op == opAcquire || c.op == opRenew) && settled(c.op, o.err) {
-		l.e.regs.answered.Add(1)
-	}
 	l.report(sp, o)
 }
 
@@ -191,12 +193,17 @@ func (t *electorTelemetry) beginCall(ctx context.Context, op opKind) (context.Co
 	return t.span(ctx, spanName(op))
 }
 
-// report ends a call's span and context and sends its outcome to the
-// machine (kept out of run's frame).
+// report ends a call's span and context, counts an attempt or renewal
+// the lock answered (regCalls), and sends the outcome to the machine
+// (kept out of run's frame; the outcome is classified once, for both).
 //
 //go:noinline
 func (l *loop) report(sp trace.Span, o *outcome) {
-	endSpan(sp, classify(o.c.op, o.err), o.err)
+	kind := classify(o.c.op, o.err)
+	if o.c.op.registers() && settled(kind, o.err) {
+		l.e.regs.answered.Add(1)
+	}
+	endSpan(sp, kind, o.err)
 	o.c.cancel()
 	l.send(o)
 }
@@ -256,14 +263,14 @@ func classify(op opKind, err error) string {
 	}
 }
 
-// settled reports whether an attempt or a renewal that returned err left
-// nothing that can still reach the lock: the lock answered (whatever it
-// registered is in place), or the call was never sent. One that failed
-// otherwise (a timeout, a connection lost with the call on the wire) may
-// yet register its sender, so a leave's withdrawal after it is not the
-// last word (see regCalls).
-func settled(op opKind, err error) bool {
-	switch classify(op, err) {
+// settled reports whether an attempt or a renewal whose outcome is kind
+// (see classify) and error err left nothing that can still reach the
+// lock: the lock answered (whatever it registered is in place), or the
+// call was never sent. One that failed otherwise (a timeout, a connection
+// lost with the call on the wire) may yet register its sender, so a
+// leave's withdrawal after it is not the last word (see regCalls).
+func settled(kind string, err error) bool {
+	switch kind {
 	case outcomeError, outcomeFault:
 		return errors.Is(err, locking.ErrNotSent)
 	}
