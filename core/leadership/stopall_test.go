@@ -362,29 +362,9 @@ func TestStopAll_E8_B1_LeavingCandidateTakesARoleHandedToIt(t *testing.T) {
 // (TestStopAll_E8_B1_AnAttemptUnderWayIsWithdrawnAgain).
 func TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, lock := newOrderLock(t)
-		b1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("b"))
-		mustStart(t, b1)
-		synctest.Wait()
-		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
-		mustStart(t, a1)
-		synctest.Wait()
-		if a1.IsLeader() || !participates(t, b1, "a") {
-			t.Fatalf("before the leave: a leads %v, is a participant %v; want a registered candidate", a1.IsLeader(), participates(t, b1, "a"))
+		if n := candidateLeaves(t, nil); n != 1 {
+			t.Errorf("%d deregistrations, want 1 (the withdrawal)", n)
 		}
-		p.mu.Lock()
-		p.calls = nil
-		p.mu.Unlock()
-		if err := leadership.StopAll(context.Background(), a1); err != nil {
-			t.Fatal(err)
-		}
-		if n := p.count("deregister"); n != 1 {
-			t.Errorf("calls %v: %d deregistrations, want 1 (the withdrawal)", p.log(), n)
-		}
-		if participates(t, b1, "a") {
-			t.Error("a is still a participant of r1 after its leave")
-		}
-		mustStop(t, b1)
 	})
 }
 
@@ -395,30 +375,45 @@ func TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce(t *testing.T) {
 // TestStopAll_H2_AWithdrawnCandidateIsDeregisteredOnce.
 func TestStopAll_H2_AnUnansweredAttemptKeepsTheSecondDeregistration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, lock := newOrderLock(t)
-		b1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("b"))
-		mustStart(t, b1)
-		synctest.Wait()
-		p.mu.Lock()
-		p.afail = errors.New("read tcp: connection reset by peer")
-		p.mu.Unlock()
-		a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
-		mustStart(t, a1)
-		synctest.Wait()
-		p.mu.Lock()
-		p.afail, p.calls = nil, nil
-		p.mu.Unlock()
-		if err := leadership.StopAll(context.Background(), a1); err != nil {
-			t.Fatal(err)
+		if n := candidateLeaves(t, errors.New("read tcp: connection reset by peer")); n != 2 {
+			t.Errorf("%d deregistrations, want 2 (the withdrawal, then Stop's)", n)
 		}
-		if n := p.count("deregister"); n != 2 {
-			t.Errorf("calls %v: %d deregistrations, want 2 (the withdrawal, then Stop's)", p.log(), n)
-		}
-		if participates(t, b1, "a") {
-			t.Error("a is still a participant of r1 after its leave")
-		}
-		mustStop(t, b1)
 	})
+}
+
+// candidateLeaves starts b, leading r1, and a's candidate of r1, whose
+// attempt returns attemptErr after the lock ran it (a reply lost on the
+// wire; nil: the lock's own answer). Once a is a registered candidate,
+// a's process leaves (StopAll); a must then be no participant of r1. It
+// returns how many deregistrations of a the leave sent, logging the
+// calls.
+func candidateLeaves(t *testing.T, attemptErr error) int {
+	t.Helper()
+	p, lock := newOrderLock(t)
+	b1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("b"))
+	mustStart(t, b1)
+	synctest.Wait()
+	p.mu.Lock()
+	p.afail = attemptErr
+	p.mu.Unlock()
+	a1 := mustElector(t, "r1", lock, fastOpts(), leadership.WithIdentity("a"))
+	mustStart(t, a1)
+	synctest.Wait()
+	if a1.IsLeader() || !participates(t, b1, "a") {
+		t.Fatalf("before the leave: a leads %v, is a participant %v; want a registered candidate", a1.IsLeader(), participates(t, b1, "a"))
+	}
+	p.mu.Lock()
+	p.afail, p.calls = nil, nil
+	p.mu.Unlock()
+	if err := leadership.StopAll(context.Background(), a1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the leave's calls: %v", p.log())
+	if participates(t, b1, "a") {
+		t.Error("a is still a participant of r1 after its leave")
+	}
+	mustStop(t, b1)
+	return p.count("deregister")
 }
 
 // participates reports whether id is among the participants of e's role.
