@@ -219,7 +219,7 @@ func (r *report) markdown() string {
 	if len(r.locks) > 0 || len(r.refused) > 0 {
 		p("## 1. Lock round trip (acquire + release)")
 		p("")
-		p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs; Redis CPU from `INFO cpu` (user + system) over the run, divided by round trips: the server's own time per acquire + release, reading and writing the connections included, which the client waits for at one goroutine. Every implementation makes two round trips (acquire, release); HostLoom's release script PUBLISHes the release only when someone may listen (an elector's lease, a handover, or a key a subscriber marked; L7), so an unwatched plain lock costs no PUBLISH. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies): rueidislock gives up an acquire after its TryNextAfter (20 ms by default) and reports a context deadline when the machine is busy. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
+		p("Each goroutine acquires and releases its own key (uncontended), %s per run, lease %s. Latency per round trip; allocations are the whole process's heap allocations divided by round trips (as `go test -benchmem` counts them); Redis commands from `INFO commandstats`, counting those a script runs; Redis CPU from `INFO cpu` (user + system) over the run, divided by round trips: the server's own time per acquire + release, reading and writing the connections included, which the client waits for at one goroutine. Every implementation makes two round trips (acquire, release); HostLoom's release script PUBLISHes the release only when someone may listen (an elector's lease, a handover, or a key a subscriber marked; L7), so an unwatched plain lock costs no PUBLISH. \"failed\" counts round trips that returned an error (over all repeats; not in the latencies). rueidislock's TryNextAfter, with one key the acquisition's timeout, is set to the lease: with its default (20 ms) it gave up every acquisition of a run when the machine was busy, while the others wait for Redis's answer. The ranges show how much repeats differ on this shared machine: differences smaller than the ranges are noise, and a target decided by such a difference can flip from run to run.", r.cfg.lockTime, "5s")
 		p("")
 		for _, conc := range []int{1, 64} {
 			fl := r.lock("floor", conc)
@@ -315,7 +315,7 @@ func (r *report) markdown() string {
 				float64(m.total())/float64(m.Roles), m.Goroutines, float64(m.Goroutines)/float64(m.Roles), fmtDur(m.TimeToAllLead))
 		}
 		p("")
-		p("Heap = HeapAlloc after two GCs minus before; stacks = StackInuse delta; one Redis client shared by the process's electors.")
+		p("Each library is measured in a fresh hlbench process that does nothing else. Heap = HeapAlloc after two GCs minus before; stacks = StackInuse delta; one Redis client shared by the process's electors.")
 		p("")
 	}
 	if len(r.channel) > 0 {
