@@ -162,8 +162,7 @@ func lockRunOnce(ctx context.Context, admin *redis.Client, l locks.Locker, conc 
 					break
 				}
 				if err := l.RoundTrip(ctx, key); err != nil {
-					// A library may give up under load (rueidislock's
-					// acquire has a 20 ms timeout): count it, go on.
+					// A library may give up under load: count it, go on.
 					if errs[g] == nil {
 						errs[g] = err
 					}

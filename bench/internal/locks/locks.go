@@ -86,6 +86,11 @@ func New(name, addr string, writes *atomic.Int64) (Locker, error) {
 			KeyMajority:    1,    // one Redis instance, as the README says
 			NoLoopTracking: true, // Redis >= 7.0.5, as the README says
 			KeyValidity:    TTL,
+			// With one key TryNextAfter is only the acquisition's timeout
+			// (20 ms by default). The other implementations wait for
+			// Redis's answer; with the default, a busy machine made
+			// rueidislock give up every acquisition of a run.
+			TryNextAfter: TTL,
 		})
 		if err != nil {
 			return nil, err
