@@ -124,6 +124,9 @@ type Provider struct {
 	mu     sync.Mutex
 	subs   map[int]*subscription // by slot on Cluster, one entry (-1) otherwise
 	closed bool
+	// flushers counts the goroutines unlisten started to write
+	// UNSUBSCRIBE commands; Close waits for them.
+	flushers sync.WaitGroup
 
 	events *eventhub.Hub // Subscribe's subscribers; listen subscribes their channels
 

@@ -426,8 +426,8 @@ func TestProvider_L7_OneSubscriptionConnectionForManyWatches(t *testing.T) {
 		stop()
 		stop() // idempotent
 	}
-	// Unsubscribed as the watchers left (UNSUBSCRIBE is sent before stop
-	// returns; give the server a moment to process it).
+	// Unsubscribed as the watchers left (the UNSUBSCRIBE is written just
+	// after stop returns; give the server a moment to process it).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		chans, err = c.PubSubChannels(ctx, "*").Result()
@@ -581,9 +581,9 @@ func TestProvider_L7_ConcurrentSubscriptionsShareMarkRoundTrips(t *testing.T) {
 // Many subscriptions made, or ended, while a SUBSCRIBE is being written
 // (a process starting or leaving its electors) go out together in one
 // SUBSCRIBE or UNSUBSCRIBE naming every channel, not a command each on
-// the subscription's one connection; each is written before its
-// Subscribe or stop returns, and the server then has exactly the
-// channels still subscribed.
+// the subscription's one connection; each SUBSCRIBE is written before
+// its Subscribe returns, and the server then has exactly the channels
+// still subscribed.
 func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T) {
 	s := redistest.Start(t)
 	c := s.Client(t)
@@ -598,23 +598,7 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 	const n = 300
 	var mu sync.Mutex
 	live := map[string]bool{}
-	calls := func(cmd string) int64 {
-		t.Helper()
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
-				v, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				if err != nil {
-					t.Fatalf("commandstats %q: %v", line, err)
-				}
-				return v
-			}
-		}
-		return 0
-	}
+	calls := func(cmd string) int64 { return commandCalls(t, c, cmd) }
 	waitWanted := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -626,23 +610,11 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 		}
 	}
 	// numsub waits until the server counts want subscribers on every
-	// channel (a command written is processed a moment later, in its
-	// connection's order, so INFO on another connection can come first).
+	// channel.
 	numsub := func(want int64) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
 		for i := range n {
-			ch := redislock.ChannelOf(p, fmt.Sprintf("role-%d", i))
-			for {
-				got, err := c.PubSubNumSub(ctx, ch).Result()
-				if err == nil && got[ch] == want {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("PUBSUB NUMSUB %s = %v, %v after 5s; want %d", ch, got, err, want)
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitNumSub(t, c, redislock.ChannelOf(p, fmt.Sprintf("role-%d", i)), want)
 		}
 	}
 
@@ -704,5 +676,136 @@ func TestProvider_L7_ConcurrentSubscriptionsShareSubscribeCommands(t *testing.T)
 	ch := redislock.ChannelOf(p, "role-first")
 	if got, err := c.PubSubNumSub(ctx, ch).Result(); err != nil || got[ch] != 1 {
 		t.Fatalf("PUBSUB NUMSUB %s = %v, %v; want the first subscription kept", ch, got, err)
+	}
+}
+
+// Subscriptions ended one after another, as a leaving process ends its
+// roles' between their releases, share UNSUBSCRIBE commands too: a stop
+// does not wait for its UNSUBSCRIBE, which goes out with the channels let
+// go meanwhile. Nothing reaches a stopped subscriber, and a key
+// subscribed again before the UNSUBSCRIBE went out stays subscribed.
+func TestProvider_L7_StopsOneAfterAnotherShareUnsubscribeCommands(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	p := redislock.New(c)
+	defer p.Close()
+	const n = 200
+	var heard atomic.Int64
+	var stops []func()
+	for i := range n {
+		stop, err := p.Subscribe(fmt.Sprintf("role-%d", i), func(e locking.Event) {
+			if e.Kind != locking.EventSubscribed {
+				heard.Add(1)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, stop)
+	}
+	for i := range n {
+		waitNumSub(t, c, redislock.ChannelOf(p, fmt.Sprintf("role-%d", i)), 1)
+	}
+	unsubs := commandCalls(t, c, "unsubscribe")
+	release := redislock.HoldPubsub(p)
+	for _, stop := range stops { // one at a time: none may wait for the held write
+		stop()
+	}
+	if got := redislock.WantedChannels(p); got != n {
+		release()
+		t.Fatalf("%d channels wait for their UNSUBSCRIBE after %d stops, want %d", got, n, n)
+	}
+	// Still subscribed on the server: the receive loop gets this, and no
+	// stopped subscriber may hear it.
+	if err := c.Publish(ctx, redislock.ChannelOf(p, "role-1"), "released").Err(); err != nil {
+		release()
+		t.Fatal(err)
+	}
+	again := make(chan locking.Event, 8)
+	type subscribed struct {
+		stop func()
+		err  error
+	}
+	resub := make(chan subscribed, 1)
+	go func() { // its SUBSCRIBE waits for the held write too
+		stop, err := p.Subscribe("role-0", func(e locking.Event) { again <- e })
+		resub <- subscribed{stop, err}
+	}()
+	release()
+	r := <-resub
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.stop()
+	for i := range n {
+		want := int64(0)
+		if i == 0 {
+			want = 1
+		}
+		waitNumSub(t, c, redislock.ChannelOf(p, fmt.Sprintf("role-%d", i)), want)
+	}
+	if got := commandCalls(t, c, "unsubscribe") - unsubs; got != 1 {
+		t.Fatalf("%d stops one after another sent %d UNSUBSCRIBE commands, want 1", n, got)
+	}
+	if err := c.Publish(ctx, redislock.ChannelOf(p, "role-0"), "released").Err(); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case e := <-again:
+			if e.Kind == locking.EventSubscribed {
+				continue
+			}
+			if e.Kind != locking.EventReleased {
+				t.Fatalf("role-0, subscribed again, heard %v, want its release", e)
+			}
+		case <-timeout:
+			t.Fatal("role-0, subscribed again, heard nothing of its release in 5s")
+		}
+		break
+	}
+	// role-1's message came first on the one connection, and deliveries
+	// are made in order.
+	if got := heard.Load(); got != 0 {
+		t.Fatalf("stopped subscribers heard %d events, want none", got)
+	}
+}
+
+// commandCalls is INFO commandstats' count of cmd's calls on c's server.
+func commandCalls(t *testing.T, c *redis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+			v, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats %q: %v", line, err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// waitNumSub waits until the server counts want subscribers on channel ch
+// (a command written is processed a moment later, in its connection's
+// order, so a command on another connection can come first).
+func waitNumSub(t *testing.T, c *redis.Client, ch string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := c.PubSubNumSub(context.Background(), ch).Result()
+		if err == nil && got[ch] == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PUBSUB NUMSUB %s = %v, %v after 5s; want %d", ch, got, err, want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

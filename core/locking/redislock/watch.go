@@ -74,6 +74,9 @@ type subscription struct {
 	// wants holds the channels to subscribe (true) or unsubscribe that no
 	// command was written for yet; guarded by Provider.mu.
 	wants map[string]bool
+	// flushing: a goroutine of unlisten's will flush wants (it has not
+	// taken them yet); guarded by Provider.mu.
+	flushing bool
 
 	// links holds the hub's link of each channel subscribed, by channel;
 	// guarded by Provider.mu (read by the loop).
@@ -185,8 +188,8 @@ const pubsubBatch = 1000
 // caller writes, those that ask meanwhile queue, and the next holder
 // writes them all in one command (a process starting or leaving 50,000
 // roles writes about 50 commands, not 50,000, on the one connection
-// they share). Each caller returns once its channel's command is
-// written, as when it wrote it itself.
+// they share). A listen returns once its channel's command is written,
+// as when it wrote it itself; an unlisten does not wait (see unlisten).
 //
 // Within a flush a channel is in one command only (the latest wish), so
 // the SUBSCRIBE and UNSUBSCRIBE of one flush can go in any order;
@@ -199,7 +202,7 @@ func (p *Provider) flushPubsub(s *subscription) {
 	}
 	p.mu.Lock()
 	wants := s.wants
-	s.wants = nil
+	s.wants, s.flushing = nil, false
 	p.mu.Unlock()
 	if len(wants) == 0 {
 		return // written by the holder before
@@ -267,8 +270,16 @@ func (p *Provider) newSubscription(slot int) *subscription {
 }
 
 // unlisten unsubscribes channel name once its key has no subscriber left;
-// on Cluster the last channel of a slot retires its connection. It
-// returns once the UNSUBSCRIBE is written (see flushPubsub).
+// on Cluster the last channel of a slot retires its connection.
+//
+// It does not wait for the UNSUBSCRIBE: the channel's link is gone at
+// once, so nothing more reaches the key's subscribers, and a goroutine
+// writes the command with every other channel let go meanwhile. A process
+// leaving 50,000 roles lets go of their channels a few at a time, between
+// the releases; writing each before returning sent about 33,000
+// UNSUBSCRIBE commands, one or two channels each. A Subscribe of the
+// channel that follows still comes after it: the latest wish for a
+// channel is the one written (see flushPubsub).
 func (p *Provider) unlisten(s *subscription, name string) {
 	p.mu.Lock()
 	delete(s.links, name)
@@ -278,10 +289,17 @@ func (p *Provider) unlisten(s *subscription, name string) {
 	}
 	if !retire {
 		s.ask(name, false)
+		if !s.flushing {
+			s.flushing = true
+			p.flushers.Add(1)
+			go func() {
+				defer p.flushers.Done()
+				p.flushPubsub(s)
+			}()
+		}
 	}
 	p.mu.Unlock()
 	if !retire {
-		p.flushPubsub(s)
 		return
 	}
 	s.op.Lock()
@@ -544,5 +562,6 @@ func (p *Provider) Close() error {
 		}
 		s.op.Unlock()
 	}
+	p.flushers.Wait() // each finds its subscription retired, if not done
 	return nil
 }
