@@ -283,11 +283,7 @@ func (p *Provider) newSubscription(slot int) *subscription {
 func (p *Provider) unlisten(s *subscription, name string) {
 	p.mu.Lock()
 	delete(s.links, name)
-	retire := p.cluster && len(s.links) == 0
-	if retire && p.subs[s.slot] == s {
-		delete(p.subs, s.slot)
-	}
-	if !retire {
+	if !p.cluster || len(s.links) > 0 {
 		s.ask(name, false)
 		if !s.flushing {
 			s.flushing = true
@@ -297,11 +293,13 @@ func (p *Provider) unlisten(s *subscription, name string) {
 				p.flushPubsub(s)
 			}()
 		}
-	}
-	p.mu.Unlock()
-	if !retire {
+		p.mu.Unlock()
 		return
 	}
+	if p.subs[s.slot] == s {
+		delete(p.subs, s.slot)
+	}
+	p.mu.Unlock()
 	s.op.Lock()
 	defer s.op.Unlock()
 	if !s.gone {
