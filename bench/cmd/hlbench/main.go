@@ -186,7 +186,7 @@ func run(short bool, out, server, only string) error {
 	}
 	logf("redis-server %s on %s", rep.redisVersion, srv.Addr())
 
-	libs := []electionLib{hostloomLib{}, clientGoLib{}}
+	libs := electionLibs()
 	settle := func() time.Duration { return 100*time.Millisecond + rand.N(500*time.Millisecond) }
 	sets := []settings{fastSettings}
 	if cfg.handoverDefault {
@@ -361,6 +361,10 @@ type memResult struct {
 
 func (m memResult) total() int64 { return m.HeapBytes + m.StackBytes }
 
+// electionLibs are the election libraries the election sections compare,
+// HostLoom first.
+func electionLibs() []electionLib { return []electionLib{hostloomLib{}, clientGoLib{}} }
+
 // memoryCmd is the hidden subcommand that measures one library's
 // electors in a process of its own (runMemoryChild).
 const memoryCmd = "__memory"
@@ -405,7 +409,7 @@ func runMemoryChild(args []string) int {
 		return 2
 	}
 	var lib electionLib
-	for _, l := range []electionLib{hostloomLib{}, clientGoLib{}} {
+	for _, l := range electionLibs() {
 		if l.name() == *libName {
 			lib = l
 		}
