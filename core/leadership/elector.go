@@ -226,6 +226,9 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	}
 	e.notes.log = e.log
 	e.notes.queue.handle = e.notes.deliver
+	if s.gates != nil {
+		e.notes.queue.spawn = s.gates.notices.spawn
+	}
 	if e.tel, err = newElectorTelemetry(s, role, key, e.identity); err != nil {
 		return nil, fmt.Errorf("leadership: role %q: telemetry: %w", role, err)
 	}

@@ -10,3 +10,6 @@ func ResignTo(ctx context.Context, e *Elector, target string) error { return e.r
 
 // CallsInFlight exposes callsInFlight to the external tests.
 const CallsInFlight = callsInFlight
+
+// NoticesAtOnce exposes noticesAtOnce to the external tests.
+const NoticesAtOnce = noticesAtOnce

@@ -77,7 +77,7 @@ type Activity struct {
 // with Leave. It is safe for concurrent use.
 //
 // A process is built for many roles: its electors' acquisition attempts,
-// subscriptions and renewals each run at most 2,048 at a time, the others
+// subscriptions and renewals each run at most 1,024 at a time, the others
 // waiting their turn as small records (an attempt or renewal whose
 // deadline passes while it waits is not sent, and its elector tries
 // again), and its electors wake from one clock instead of a timer each.

@@ -465,6 +465,83 @@ func TestProcess_H1_RenewalsBoundTheirCallsInFlight(t *testing.T) {
 	})
 }
 
+// TestProcess_H1_NotificationsShareBoundedGoroutines: a process whose
+// roles all change at once delivers their notifications on at most
+// NoticesAtOnce goroutines: with every subscriber blocked, that many
+// deliveries are under way and the others wait their turn; a blocked
+// subscriber holds back none of the others while fewer than that block;
+// once released, every elector's subscriber has seen its change once.
+func TestProcess_H1_NotificationsShareBoundedGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
+		n := leadership.NoticesAtOnce + 50
+		release := make(chan struct{})
+		var inside, most, delivered atomic.Int32
+		for i := range n {
+			e := processElector(t, proc, fmt.Sprintf("r%d", i), fastOpts())
+			e.OnChange(func(c leadership.Change) {
+				if !c.IsLeader {
+					return
+				}
+				now := inside.Add(1)
+				for {
+					m := most.Load()
+					if now <= m || most.CompareAndSwap(m, now) {
+						break
+					}
+				}
+				<-release
+				inside.Add(-1)
+				delivered.Add(1)
+			})
+		}
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := inside.Load(); got != leadership.NoticesAtOnce {
+			t.Fatalf("%d deliveries under way while %d roles' subscribers block; want %d", got, n, leadership.NoticesAtOnce)
+		}
+		close(release)
+		synctest.Wait()
+		if got, m := delivered.Load(), most.Load(); got != int32(n) || m != leadership.NoticesAtOnce {
+			t.Fatalf("%d of %d changes delivered, at most %d at once; want all, at most %d", got, n, m, leadership.NoticesAtOnce)
+		}
+		allLeadThenLeave(t, proc, "once its subscribers returned")
+	})
+}
+
+// TestProcess_H1_ABlockedSubscriberHoldsBackNoOtherRole: a Process's
+// elector whose subscriber blocks delays its own notifications only.
+func TestProcess_H1_ABlockedSubscriberHoldsBackNoOtherRole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memLock(t)
+		proc := mustProcess(t, lock, leadership.ProcessOptions{Identity: "a"})
+		release := make(chan struct{})
+		slow := processElector(t, proc, "slow", fastOpts())
+		slow.OnChange(func(leadership.Change) { <-release })
+		var quick atomic.Int32
+		for i := range 3 {
+			e := processElector(t, proc, fmt.Sprintf("quick%d", i), fastOpts())
+			e.OnChange(func(c leadership.Change) {
+				if c.IsLeader {
+					quick.Add(1)
+				}
+			})
+		}
+		if err := proc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := quick.Load(); got != 3 {
+			t.Fatalf("%d of 3 roles told they lead while another role's subscriber blocks", got)
+		}
+		close(release)
+		allLeadThenLeave(t, proc, "with one subscriber blocked")
+	})
+}
+
 // deadlineProvider records the deadline of the context each acquisition
 // and renewal reaches it with.
 type deadlineProvider struct {

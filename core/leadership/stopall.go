@@ -28,7 +28,7 @@ import (
 // withdraw from their roles' participants.
 //
 // The leave's releases, deregistrations and unsubscriptions run at most
-// 2048 at a time (the lock sends them a round trip at a time anyway); the
+// 1024 at a time (the lock sends them a round trip at a time anyway); the
 // others wait as small records, not as goroutines, so memory does not
 // peak with the number of roles while the process leaves. Renewals and
 // acquisitions of the electors not stopped yet never wait behind them.
