@@ -348,7 +348,9 @@ func (e *Elector) WaitForLeadership(ctx context.Context) error {
 // order, one at a time, on the elector's delivery goroutine. A slow
 // subscriber delays the notifications after it (they queue, one Change per
 // transition) but never the election; a panicking subscriber is logged and
-// the others still run.
+// the others still run. The electors of a Process deliver on at most 256
+// goroutines between them, so a subscriber that blocks delays the other
+// roles' notifications only once 256 block at once.
 func (e *Elector) OnChange(fn func(Change)) (unsubscribe func()) {
 	if fn == nil {
 		return func() {}

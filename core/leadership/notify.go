@@ -10,8 +10,8 @@ import (
 // order on a goroutine that runs while notifications are queued (an
 // inbox), so a slow subscriber delays the notifications after it but never
 // the election. A Process's electors start that goroutine through the
-// Process's notices gate (see processGates.notices). Subscriber callbacks are foreign code: a panic is logged
-// and the other subscribers still run.
+// Process's notices gate (see processGates.notices). Subscriber callbacks
+// are foreign code: a panic is logged and the other subscribers still run.
 type notifier struct {
 	log *zap.Logger
 
