@@ -31,6 +31,8 @@ var (
 	flagBackend    = flag.String("chaos.backend", "redis", "backend of TestChaos: redis (redis-server or valkey-server), postgres (PostgreSQL through pglock) or etcd (three etcd members through etcdlock)")
 	flagFailD      = flag.Duration("chaos.failover.duration", 40*time.Second, "how long TestChaosCluster and TestChaosSentinel inject faults")
 	flagFaults     = flag.String("chaos.faults", "", "comma-separated fault kinds TestChaos draws from (default: every kind of the backend)")
+	flagProcess    = flag.Bool("chaos.process", false, "TestChaos: run each replica as one leadership.Process (gates, clock, work attached, Process.Leave)")
+	flagBalance    = flag.Bool("chaos.balance", false, "with -chaos.process: each replica's electors form a balance group")
 	flagEtcdQuar   = flag.Bool("chaos.etcd-expiry-quarantine", false, "with -chaos.backend etcd: run the replicas with locking.etcd.expiry_quarantine")
 )
 
@@ -166,6 +168,7 @@ func TestChaos(t *testing.T) {
 	cfg.Duration = *flagDuration
 	cfg.Postgres, cfg.Etcd = postgres, etcd
 	cfg.EtcdExpiryQuarantine = etcd && *flagEtcdQuar
+	cfg.Process, cfg.Balance = *flagProcess, *flagProcess && *flagBalance
 	if *flagFaults != "" {
 		kinds = nil
 		for _, k := range strings.Split(*flagFaults, ",") {

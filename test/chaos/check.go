@@ -605,24 +605,28 @@ func (r *Report) checkOverlaps(role string, recs, slices []Record, faults []Faul
 // window, a stalled window or an unexplained overlap. lastSlice is the
 // length of o.A's last work slice.
 func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, lim Limits) {
-	for _, f := range faults {
+	// A paused replica's record spans the pause or began soon after the
+	// resume, and it kept working after the resume. A replica paused more
+	// than once in one tenure is judged from the latest resume before the
+	// record's end: that pause is the one it slept through.
+	var paused *Fault
+	for i, f := range faults {
 		if f.Kind != FaultPause {
 			continue
 		}
 		for _, p := range []Record{o.A, o.B} {
-			if p.Identity != f.Identity {
-				continue
-			}
-			// The paused replica's record spans the pause or began soon
-			// after the resume, and it kept working after the resume.
 			resumed := f.Heal.UnixNano()
-			if p.End > resumed && p.End >= f.Start.UnixNano() && p.Start <= resumed+int64(lim.Lease) {
+			if p.Identity == f.Identity && p.End > resumed && p.End >= f.Start.UnixNano() && p.Start <= resumed+int64(lim.Lease) &&
+				(paused == nil || f.Heal.After(paused.Heal)) {
+				paused = &faults[i]
 				o.Window = time.Duration(p.End - resumed)
-				o.Fault, o.Kind = f.String(), f.Kind
-				r.PausedWindows = append(r.PausedWindows, o)
-				return
 			}
 		}
+	}
+	if paused != nil {
+		o.Fault, o.Kind = paused.String(), paused.Kind
+		r.PausedWindows = append(r.PausedWindows, o)
+		return
 	}
 	overlapStart := o.B.Start
 	overlapEnd := min(o.A.End, o.B.End)

@@ -147,6 +147,27 @@ func TestCheck_PausedWindowBeyondLeaseFails(t *testing.T) {
 	}
 }
 
+func TestCheck_PausedWindowCountsFromTheLatestPause(t *testing.T) {
+	// r0.1 is paused twice: from 100 to 700, then from 2000 to 3500
+	// during a slice it finishes 30 ms after resuming, while r1.1 leads
+	// since 3200. Its tenure began at 800, within a lease of the first
+	// pause's end, but the second pause is what it slept through: the
+	// window counts from 3500, not from 700.
+	recs := append(cont("r0.1", "a", 1, 800, 2000), work("r0.1", "a", 1, 2000, 3530))
+	h := history(cont("r1.1", "a", 1, 0, 100), cont("r2.1", "a", 1, 150, 800), recs, cont("r1.1", "a", 2, 3200, 4000))
+	h.To = at(4000)
+	first, second := pause(100, 700), pause(2000, 3500)
+	second.Seq = 2
+	h.Faults = []Fault{first, second}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("a window of 30ms after the latest pause failed:\n%s", r.Summary())
+	}
+	if len(r.PausedWindows) != 1 || r.MaxPausedWindow != 30*time.Millisecond || !strings.Contains(r.PausedWindows[0].Fault, "#2") {
+		t.Fatalf("paused windows = %v, max %v; want one of 30ms after fault #2", r.PausedWindows, r.MaxPausedWindow)
+	}
+}
+
 func TestCheck_PauseOfAnotherReplicaDoesNotExcuseOverlap(t *testing.T) {
 	h := history(cont("r1.1", "a", 1, 0, 1000), cont("r2.1", "a", 1, 900, 3000))
 	h.Faults = []Fault{pause(500, 2000)} // r0.1 paused, not involved

@@ -78,6 +78,15 @@ type Config struct {
 	// EtcdExpiryQuarantine runs the replicas' etcd providers with
 	// etcdlock.Options.ExpiryQuarantine (locking.etcd.expiry_quarantine).
 	EtcdExpiryQuarantine bool
+	// Process runs each replica as one leadership.Process (the shape a
+	// leadershipfx service has): electors through the process's gates and
+	// clock, each role's worker attached as its Work, Process.Leave at
+	// shutdown. Default: one NewElector per role.
+	Process bool
+	// Balance, with Process, makes each replica's electors one balance
+	// group, so roles move between replicas by named handovers while the
+	// faults run.
+	Balance bool
 }
 
 // CheckFaultKinds reports an error naming the first of cfg.Faults that

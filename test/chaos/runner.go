@@ -94,6 +94,12 @@ func (f *fleet) start(i int) (string, error) {
 			args = append(args, "-etcd-expiry-quarantine")
 		}
 	}
+	if f.cfg.Process {
+		args = append(args, "-process")
+		if f.cfg.Balance {
+			args = append(args, "-balance")
+		}
+	}
 	if f.cfg.MinReplicas > 0 {
 		args = append(args, "-min-replicas", strconv.Itoa(f.cfg.MinReplicas))
 	}

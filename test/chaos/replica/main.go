@@ -21,6 +21,16 @@
 // closes the lock (its provider) and the client, waits for its goroutines, and
 // writes an exit record with runtime.NumGoroutine before and after, so the
 // harness can detect leaks. Any other exit is a crash.
+//
+// # As a Process
+//
+// With -process the replica is one leadership.Process, as a service wired
+// with leadershipfx is: its electors come from Process.Elector (calls
+// through the process's gates, wakes from its clock), each role's worker
+// is attached as the role's Work, so the leave cancels and waits for it
+// before the lease is released, and the shutdown is Process.Leave. With
+// -balance too, the process's electors form one balance group, so roles
+// move between replicas by named handovers while the faults run.
 package main
 
 import (
@@ -75,6 +85,8 @@ type config struct {
 	postgres             bool
 	etcd                 bool
 	etcdExpiryQuarantine bool
+	process              bool
+	balance              bool
 }
 
 func main() {
@@ -98,6 +110,8 @@ func main() {
 	flag.BoolVar(&c.etcd, "etcd", false, "-addrs are etcd client URLs (the proxies, one per member): elect over etcdlock")
 	flag.BoolVar(&c.etcdExpiryQuarantine, "etcd-expiry-quarantine", false, "with -etcd: a key freed by its lease's end waits a lease (etcdlock.Options.ExpiryQuarantine)")
 	flag.BoolVar(&c.quarantine, "quarantine", false, "refuse acquisitions for a lease after the server lost its state (redislock.Options.Quarantine)")
+	flag.BoolVar(&c.process, "process", false, "run as one leadership.Process: electors from Process.Elector, each worker attached as its role's Work, Process.Leave at shutdown")
+	flag.BoolVar(&c.balance, "balance", false, "with -process: the process's electors form a balance group (ProcessOptions.Balance)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
@@ -180,28 +194,16 @@ func run(c config) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var electors []*leadership.Elector
-	var workers sync.WaitGroup
 	workErr := make(chan error, c.roles)
-	for i := range c.roles {
-		role := chaos.RoleName(i)
-		e, err := leadership.NewElector(role, lock, opts, leadership.WithIdentity(c.identity), leadership.WithLogger(logger))
-		if err != nil {
-			return err
-		}
-		electors = append(electors, e)
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			if err := work(ctx, e, h, gate, c); err != nil {
-				workErr <- err
-			}
-		}()
+	var workers sync.WaitGroup
+	stop := stopElectors
+	if c.process {
+		stop, err = startProcess(ctx, c, lock, opts, logger, h, gate, workErr, &workers)
+	} else {
+		stop, err = startElectors(ctx, c, lock, opts, logger, h, gate, workErr, &workers)
 	}
-	for _, e := range electors {
-		if err := e.Start(ctx); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 
 	var runErr error
@@ -211,22 +213,7 @@ func run(c config) error {
 	}
 	// Stop every elector (cancels its token, releases its lease), then the
 	// workers, then the provider and the client.
-	var stops sync.WaitGroup
-	stopErrs := make(chan error, len(electors))
-	for _, e := range electors {
-		stops.Add(1)
-		go func() {
-			defer stops.Done()
-			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer scancel()
-			if err := e.Stop(sctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
-				stopErrs <- fmt.Errorf("stop %s: %w", e.Role(), err)
-			}
-		}()
-	}
-	stops.Wait()
-	close(stopErrs)
-	for err := range stopErrs {
+	for _, err := range stop() {
 		// A release that fails because Redis is unreachable is not a
 		// crash: the lease then expires on its own (E8).
 		logger.Warn("ReplicaStopRelease", zap.Error(err))
@@ -258,6 +245,158 @@ func run(c config) error {
 		exit.Leaked = buf.String()
 	}
 	return h.write(exit)
+}
+
+// stopTimeout bounds the shutdown's stops: a release that cannot reach
+// the backend leaves the lease to expire on its own (E8).
+const stopTimeout = 5 * time.Second
+
+// startElectors makes one elector per role with NewElector, starts a
+// worker for each on ctx and starts the electors. The function it returns
+// stops every elector and reports what their releases returned, but a
+// lease already lost.
+func startElectors(ctx context.Context, c config, lock locking.Lock, opts leadership.Options, logger *zap.Logger,
+	h *history, gate *fencing.Gate, workErr chan<- error, workers *sync.WaitGroup) (func() []error, error) {
+	var electors []*leadership.Elector
+	for i := range c.roles {
+		role := chaos.RoleName(i)
+		e, err := leadership.NewElector(role, lock, opts, leadership.WithIdentity(c.identity), leadership.WithLogger(logger))
+		if err != nil {
+			return nil, err
+		}
+		electors = append(electors, e)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if err := work(ctx, e, h, gate, c); err != nil {
+				workErr <- err
+			}
+		}()
+	}
+	for _, e := range electors {
+		if err := e.Start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return func() []error {
+		var (
+			mu   sync.Mutex
+			errs []error
+			wg   sync.WaitGroup
+		)
+		for _, e := range electors {
+			wg.Go(func() {
+				sctx, scancel := context.WithTimeout(context.Background(), stopTimeout)
+				defer scancel()
+				if err := e.Stop(sctx); err != nil && !errors.Is(err, locking.ErrLeaseLost) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("stop %s: %w", e.Role(), err))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return errs
+	}, nil
+}
+
+// stopElectors is the stop of a replica that started nothing.
+func stopElectors() []error { return nil }
+
+// startProcess makes one leadership.Process with an elector per role,
+// attaches each role's worker as its Work and starts the process. The
+// function it returns is the process's leave.
+func startProcess(ctx context.Context, c config, lock locking.Lock, opts leadership.Options, logger *zap.Logger,
+	h *history, gate *fencing.Gate, workErr chan<- error, workers *sync.WaitGroup) (func() []error, error) {
+	p, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: c.identity, Balance: c.balance, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.roles {
+		role := chaos.RoleName(i)
+		e, err := p.Elector(role, opts, leadership.WithLogger(logger))
+		if err != nil {
+			return nil, err
+		}
+		w := &roleWork{run: func(wctx context.Context) error { return work(wctx, e, h, gate, c) }, errs: workErr, workers: workers}
+		if err := p.Attach(role, w); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, err
+	}
+	return func() []error {
+		sctx, scancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer scancel()
+		if err := p.Leave(sctx); err != nil {
+			return []error{fmt.Errorf("leave: %w", err)}
+		}
+		return nil
+	}, nil
+}
+
+// roleWork is a role's worker as a Process's Work: Start runs it on a
+// goroutine of its own, Stop cancels it and waits for it.
+type roleWork struct {
+	run     func(context.Context) error
+	errs    chan<- error
+	workers *sync.WaitGroup
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	since  time.Time
+}
+
+// Start starts the worker.
+func (w *roleWork) Start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w.mu.Lock()
+	w.cancel, w.done, w.since = cancel, done, time.Now()
+	w.mu.Unlock()
+	w.workers.Add(1)
+	go func() {
+		defer w.workers.Done()
+		defer close(done)
+		if err := w.run(ctx); err != nil {
+			w.errs <- err
+		}
+	}()
+	return nil
+}
+
+// Stop cancels the worker and waits for it, or for ctx.
+func (w *roleWork) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Running reports the worker while it runs.
+func (w *roleWork) Running() []leadership.Activity {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	default:
+		return []leadership.Activity{{Kind: "worker", Name: "slices", Since: w.since}}
+	}
 }
 
 // newProvider returns the lock provider c selects and the function that

@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&cfg.MinReplicas, "min-replicas", 0, "run the replicas with locking.redis.min_replicas")
 	flag.BoolVar(&cfg.Quarantine, "quarantine", false, "run the replicas with locking.redis.quarantine")
 	flag.BoolVar(&cfg.EtcdExpiryQuarantine, "etcd-expiry-quarantine", false, "with -backend etcd: run the replicas with locking.etcd.expiry_quarantine")
+	flag.BoolVar(&cfg.Process, "process", false, "run each replica as one leadership.Process (electors through its gates and clock, workers attached as Work, Process.Leave at shutdown)")
+	flag.BoolVar(&cfg.Balance, "balance", false, "with -process: each replica's electors form a balance group, so roles move by named handovers during the faults")
 	backend := flag.String("backend", "redis", "redis (redis-server; -cluster and -sentinel choose the replicated ones), postgres (PostgreSQL through pglock, with its restarts and outage) or etcd (three etcd members through etcdlock, with member kills, pauses and partitions, leader kills and cluster restarts)")
 	faults := flag.String("faults", "", "comma-separated fault kinds to draw from (default: every kind of the backend), e.g. redis-restart")
 	recheck := flag.String("check", "", "judge the finished run in this directory again instead of running (with -expiry-race)")
