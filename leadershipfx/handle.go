@@ -162,5 +162,5 @@ func (h *Handle) Go(name string, fn func(ctx context.Context)) error {
 	if fn == nil {
 		return fmt.Errorf("leadershipfx: reader %q of role %s: nil func", name, quoteRole(h.name))
 	}
-	return h.Attach(&reader{name: name, fn: fn})
+	return h.Attach(leadership.GoWork("reader", name, fn))
 }

@@ -94,7 +94,7 @@ func (r *Roles) Go(roleName, name string, fn func(ctx context.Context)) error {
 	if fn == nil {
 		return fmt.Errorf("leadershipfx: reader %q of role %s: nil func", name, quoteRole(roleName))
 	}
-	return r.Attach(roleName, &reader{name: name, fn: fn})
+	return r.Attach(roleName, leadership.GoWork("reader", name, fn))
 }
 
 // Declared returns the declared roles, sorted.

@@ -147,7 +147,8 @@
 // A process that runs many roles builds one Process (NewProcess) and its
 // electors with Process.Elector: one identity, one balance group. Leader
 // work attached to a role with Process.Attach starts with the role and is
-// stopped, and waited for, before the role's lease is released.
+// stopped, and waited for, before the role's lease is released; GoWork
+// makes such work of a loop that runs until its context ends.
 // Process.Leave stops every role as below. leadershipfx builds one
 // Process per fx app.
 //

@@ -125,3 +125,45 @@ func ExampleStopAll() {
 	// stopped: <nil>
 	// billing leads: false
 }
+
+// A process owns its roles and the work attached to them: GoWork runs a
+// loop while the role is this process's, and the leave stops the loop
+// before the lease goes back.
+func ExampleGoWork() {
+	lock, err := locking.New(memlock.New(), locking.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	p, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: "billing-1"})
+	if err != nil {
+		panic(err)
+	}
+	e, err := p.Elector("billing", leadership.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	leading, stopped := make(chan struct{}), make(chan struct{})
+	err = p.Attach("billing", leadership.GoWork("reader", "invoices", func(ctx context.Context) {
+		defer close(stopped)
+		if e.WaitForLeadership(ctx) == nil {
+			fmt.Println("invoicing as", e.Identity())
+			close(leading)
+		}
+		<-ctx.Done()
+	}))
+	if err != nil {
+		panic(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	<-leading
+	if err := p.Leave(context.Background()); err != nil {
+		panic(err)
+	}
+	<-stopped
+	fmt.Println("left; leader:", e.IsLeader())
+	// Output:
+	// invoicing as billing-1
+	// left; leader: false
+}

@@ -318,7 +318,13 @@ func startProcess(ctx context.Context, c config, lock locking.Lock, opts leaders
 		if err != nil {
 			return nil, err
 		}
-		w := &roleWork{run: func(wctx context.Context) error { return work(wctx, e, h, gate, c) }, errs: workErr, workers: workers}
+		w := leadership.GoWork("worker", "slices", func(wctx context.Context) {
+			workers.Add(1)
+			defer workers.Done()
+			if err := work(wctx, e, h, gate, c); err != nil {
+				workErr <- err
+			}
+		})
 		if err := p.Attach(role, w); err != nil {
 			return nil, err
 		}
@@ -334,69 +340,6 @@ func startProcess(ctx context.Context, c config, lock locking.Lock, opts leaders
 		}
 		return nil
 	}, nil
-}
-
-// roleWork is a role's worker as a Process's Work: Start runs it on a
-// goroutine of its own, Stop cancels it and waits for it.
-type roleWork struct {
-	run     func(context.Context) error
-	errs    chan<- error
-	workers *sync.WaitGroup
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	since  time.Time
-}
-
-// Start starts the worker.
-func (w *roleWork) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	w.mu.Lock()
-	w.cancel, w.done, w.since = cancel, done, time.Now()
-	w.mu.Unlock()
-	w.workers.Add(1)
-	go func() {
-		defer w.workers.Done()
-		defer close(done)
-		if err := w.run(ctx); err != nil {
-			w.errs <- err
-		}
-	}()
-	return nil
-}
-
-// Stop cancels the worker and waits for it, or for ctx.
-func (w *roleWork) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	cancel, done := w.cancel, w.done
-	w.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Running reports the worker while it runs.
-func (w *roleWork) Running() []leadership.Activity {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done == nil {
-		return nil
-	}
-	select {
-	case <-w.done:
-		return nil
-	default:
-		return []leadership.Activity{{Kind: "worker", Name: "slices", Since: w.since}}
-	}
 }
 
 // newProvider returns the lock provider c selects and the function that
