@@ -46,6 +46,13 @@ type Limits struct {
 	// lease in whole seconds), zero without one. It is added to the
 	// recovery bound.
 	ExpiryWait time.Duration
+	// BalanceWait is how long a balancing candidate that leads its share
+	// lets the others try first for a role whose holder's lease runs out
+	// (B1: one RetryInterval); zero without balancing. After a crash every
+	// survivor may lead its share, the crashed process still counted
+	// until its participant record expires, so all of them wait it. It is
+	// added to the recovery bound.
+	BalanceWait time.Duration
 }
 
 // DefaultExpiryRace is Redlock's clock drift allowance for a lease:
@@ -55,9 +62,10 @@ func DefaultExpiryRace(lease time.Duration) time.Duration {
 }
 
 // RecoveryBound is the longest a role may stay leaderless after a fault
-// heals: Lease + RetryInterval + Slack + ExpiryLag + ExpiryWait.
+// heals: Lease + RetryInterval + Slack + ExpiryLag + ExpiryWait +
+// BalanceWait.
 func (l Limits) RecoveryBound() time.Duration {
-	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag + l.ExpiryWait
+	return l.Lease + l.RetryInterval + l.slack() + l.ExpiryLag + l.ExpiryWait + l.BalanceWait
 }
 
 func (l Limits) slack() time.Duration {

@@ -652,3 +652,26 @@ func TestCheck_N5_LeaseExtensionAfterLeaderChangeWidensTheBound(t *testing.T) {
 		t.Fatalf("2.9s counted after the heal passed a bound of 2.85s: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
 	}
 }
+
+func TestCheck_B1_BalanceWaitWidensTheRecoveryBound(t *testing.T) {
+	// 1.5 s leaderless after a crash: beyond 1s+250ms+100ms, within it
+	// plus the 250 ms a balancing candidate at its share lets others go
+	// first.
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	if r := Check(h, testLimits); len(r.SlowRecovery) != 1 {
+		t.Fatalf("1.5s leaderless without balancing: slow recoveries %v\n%s", r.SlowRecovery, r.Summary())
+	}
+	cfg := DefaultConfig()
+	cfg.Process, cfg.Balance = true, true
+	lim := cfg.Limits()
+	if got, want := lim.RecoveryBound(), 1600*time.Millisecond; got != want {
+		t.Fatalf("RecoveryBound with balancing = %v, want %v", got, want)
+	}
+	if r := Check(h, lim); !r.OK() {
+		t.Fatalf("1.5s leaderless with balancing failed:\n%s", r.Summary())
+	}
+	cfg.Balance = false
+	if got := cfg.Limits().BalanceWait; got != 0 {
+		t.Fatalf("BalanceWait without balancing = %v, want 0", got)
+	}
+}

@@ -48,7 +48,8 @@
 // # Faults
 //
 // The harness draws faults from a seeded math/rand/v2 source, so a seed
-// reproduces the schedule: kill -9 of a leader (then a restart), SIGSTOP of
+// reproduces the schedule: kill -9 of a leader (then a restart), a graceful
+// restart of a leader (SIGTERM, a clean exit, a new incarnation), SIGSTOP of
 // a leader for longer than its lease (then SIGCONT), a redis-server restart
 // (every lock lost), Redis down for longer than a lease, a per-replica
 // loopback Proxy that blackholes, delays or resets one replica's

@@ -64,7 +64,7 @@ func (r *run) promoteExtension() time.Duration {
 // the replica faults and the link faults through each replica's proxies.
 var EtcdFaults = []FaultKind{
 	FaultEtcdMemberKill, FaultEtcdMemberPause, FaultEtcdPartition, FaultEtcdLeaderKill, FaultEtcdRestart,
-	FaultKill, FaultPause, FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver,
+	FaultKill, FaultPause, FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver, FaultRestart,
 }
 
 // ErrNoEtcd is wrapped by Run's error when an etcd run cannot start its

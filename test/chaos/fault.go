@@ -49,12 +49,18 @@ const (
 	// it is a release naming the successor. Like a graceful handover it
 	// must leave no overlap at all.
 	FaultHandOver FaultKind = "handover"
+	// FaultRestart restarts a leader gracefully, as a rolling deploy
+	// does: SIGTERM (the replica stops its electors, or leaves as a
+	// Process, releasing its leases), a clean exit, and a new
+	// incarnation at once. Like a handover it must leave no overlap at
+	// all; the replica must exit cleanly and leak no goroutine.
+	FaultRestart FaultKind = "restart"
 )
 
 // StandaloneFaults are the fault kinds of a run over one redis-server.
 var StandaloneFaults = []FaultKind{
 	FaultKill, FaultPause, FaultRedisRestart, FaultRedisDown,
-	FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver,
+	FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver, FaultRestart,
 }
 
 // Fault is one injected fault, as the harness logged it.

@@ -144,6 +144,9 @@ func (c Config) Limits() Limits {
 		race = 0
 	}
 	lim := Limits{Lease: c.Lease, RetryInterval: c.RetryInterval, ExpiryRace: race, Slice: c.Slice}
+	if c.Process && c.Balance {
+		lim.BalanceWait = c.RetryInterval
+	}
 	if c.Etcd {
 		lim.ExpiryLag = EtcdExpiryLag
 		if c.EtcdExpiryQuarantine {
@@ -592,6 +595,10 @@ func (o *faultOrder) next() FaultKind {
 	return k
 }
 
+// restartTimeout bounds a graceful restart's wait for the replica to
+// exit: its stops are bounded by 5 s, its goroutines' wind-down by 3 s.
+const restartTimeout = 15 * time.Second
+
 // longerThanLease is a duration from 1.2 to 2 leases.
 func (r *run) longerThanLease() time.Duration {
 	l := r.cfg.Lease
@@ -600,7 +607,7 @@ func (r *run) longerThanLease() time.Duration {
 
 func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, error) {
 	f := Fault{Seq: seq, Kind: kind, Target: -1}
-	needLeader := kind == FaultKill || kind == FaultPause || kind == FaultBlackhole || kind == FaultDelay || kind == FaultReset
+	needLeader := kind == FaultKill || kind == FaultRestart || kind == FaultPause || kind == FaultBlackhole || kind == FaultDelay || kind == FaultReset
 	if needLeader {
 		i, ok := r.leader(ctx)
 		if !ok {
@@ -624,6 +631,12 @@ func (r *run) injectOne(ctx context.Context, seq int, kind FaultKind) (Fault, er
 		id, err = r.fleet.start(f.Target)
 		f.Heal = time.Now()
 		f.Detail = "restarted as " + id
+	case FaultRestart:
+		f.Start = time.Now()
+		var old, id string
+		old, id, err = r.fleet.restart(f.Target, restartTimeout)
+		f.Heal = time.Now()
+		f.Detail = fmt.Sprintf("%s left, restarted as %s", old, id)
 	case FaultPause:
 		d := r.longerThanLease()
 		f.Start = time.Now()

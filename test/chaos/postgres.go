@@ -37,7 +37,7 @@ const (
 // through each replica's proxy.
 var PostgresFaults = []FaultKind{
 	FaultKill, FaultPause, FaultPostgresRestartFast, FaultPostgresRestartImmediate, FaultPostgresDown,
-	FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver,
+	FaultBlackhole, FaultDelay, FaultReset, FaultLoad, FaultHandOver, FaultRestart,
 }
 
 // ErrNoPostgres is wrapped by Run's error when a PostgreSQL run cannot

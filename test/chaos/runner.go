@@ -158,6 +158,32 @@ func (f *fleet) kill(i int) (string, error) {
 	return p.inc.Identity, nil
 }
 
+// restart asks replica i to shut down (SIGTERM), waits for it to exit,
+// at most timeout (then kills it; the incarnation counts as failed to
+// stop), and starts its next incarnation. It returns the identities
+// stopped and started.
+func (f *fleet) restart(i int, timeout time.Duration) (string, string, error) {
+	f.mu.Lock()
+	p := f.procs[i]
+	if p == nil {
+		f.mu.Unlock()
+		return "", "", fmt.Errorf("chaos: replica %d is down", i)
+	}
+	p.inc.Stopped = true
+	f.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+	}
+	id, err := f.start(i)
+	return p.inc.Identity, id, err
+}
+
 // signal sends sig to replica i's process.
 func (f *fleet) signal(i int, sig syscall.Signal) (string, error) {
 	p := f.current(i)
