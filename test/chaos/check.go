@@ -748,7 +748,9 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 		gap.Counted = time.Duration(max(0, g.to-counted))
 		cause, delay := previousLeaderFault(recs, g.from, h.Faults)
 		gap.Cause += cause
-		gap.Bound = lim.RecoveryBound() + delay + extended
+		taker, takerDelay := delayedTaker(recs, g.from, g.to, h.Faults)
+		gap.Cause += taker
+		gap.Bound = lim.RecoveryBound() + delay + takerDelay + extended
 		if gap.To.Sub(gap.From) > r.MaxGap.To.Sub(r.MaxGap.From) {
 			r.MaxGap = gap
 		}
@@ -759,6 +761,26 @@ func (r *Report) checkGaps(role string, recs []Record, h History, lim Limits) {
 			r.SlowRecovery = append(r.SlowRecovery, gap)
 		}
 	}
+}
+
+// delayedTaker names the delay fault on the link of the participant whose
+// tenure ends the gap [from, to], when that fault ran during the gap, and
+// returns its delay for the bound. A role handed by name to a participant
+// whose link is delayed (a balancing handover, an operator's) is kept for
+// it while its requests cross that link, so the gap may last the delay
+// longer, as after a delayed previous leader.
+func delayedTaker(tenures []Record, from, to int64, faults []Fault) (string, time.Duration) {
+	for _, t := range tenures {
+		if t.Start != to {
+			continue
+		}
+		for _, f := range faults {
+			if f.Kind == FaultDelay && f.Identity == t.Identity && f.Start.UnixNano() <= to && f.Heal.UnixNano() >= from {
+				return fmt.Sprintf(", taken by %s, whose link was delayed by fault #%d (%v)", t.Identity, f.Seq, f.Delay), f.Delay
+			}
+		}
+	}
+	return "", 0
 }
 
 // previousLeaderFault names the fault that targeted the leader whose

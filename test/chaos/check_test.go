@@ -675,3 +675,28 @@ func TestCheck_B1_BalanceWaitWidensTheRecoveryBound(t *testing.T) {
 		t.Fatalf("BalanceWait without balancing = %v, want 0", got)
 	}
 }
+
+func TestCheck_B1_DelayedTakerAddsItsDelayToTheBound(t *testing.T) {
+	// r0.1 hands the role over at 1000 (no fault of its own) to r1.1,
+	// whose link is delayed 460ms from 800 to 2800: r1.1 takes it at
+	// 2500. The bound is 1.35s + 460ms.
+	delayed := []Fault{{Seq: 4, Kind: FaultDelay, Target: 1, Identity: "r1.1", Start: at(800), Heal: at(2800), Delay: 460 * time.Millisecond}}
+	h := history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	h.Faults = delayed
+	r := Check(h, testLimits)
+	if !r.OK() || r.MaxCountedGap.Bound != 1810*time.Millisecond || !strings.Contains(r.MaxCountedGap.Cause, "taken by r1.1, whose link was delayed by fault #4") {
+		t.Fatalf("1.5s leaderless before a delayed taker failed (bound %v, cause %q):\n%s", r.MaxCountedGap.Bound, r.MaxCountedGap.Cause, r.Summary())
+	}
+	// Taken by another participant, the delay on r1.1's link adds nothing.
+	h = history(cont("r0.1", "a", 1, 0, 1000), cont("r2.1", "a", 1, 2500, 3000))
+	h.Faults = delayed
+	if r := Check(h, testLimits); r.OK() {
+		t.Fatalf("a delay on a bystander's link excused 1.5s leaderless:\n%s", r.Summary())
+	}
+	// A delay that healed before the gap began adds nothing either.
+	h = history(cont("r0.1", "a", 1, 0, 1000), cont("r1.1", "a", 1, 2500, 3000))
+	h.Faults = []Fault{{Seq: 4, Kind: FaultDelay, Target: 1, Identity: "r1.1", Start: at(100), Heal: at(900), Delay: 460 * time.Millisecond}}
+	if r := Check(h, testLimits); r.OK() {
+		t.Fatalf("a delay healed before the gap excused 1.5s leaderless:\n%s", r.Summary())
+	}
+}
