@@ -198,7 +198,7 @@ func run(c config) error {
 	var workers sync.WaitGroup
 	stop := stopElectors
 	if c.process {
-		stop, err = startProcess(ctx, c, lock, opts, logger, h, gate, workErr, &workers)
+		stop, err = startProcess(ctx, c, lock, opts, logger, h, gate, workErr)
 	} else {
 		stop, err = startElectors(ctx, c, lock, opts, logger, h, gate, workErr, &workers)
 	}
@@ -305,13 +305,16 @@ func stopElectors() []error { return nil }
 
 // startProcess makes one leadership.Process with an elector per role,
 // attaches each role's worker as its Work and starts the process. The
-// function it returns is the process's leave.
+// function it returns is the process's leave, then a wait for every
+// worker: the leave cancels them and waits for each at most until its
+// ctx ends, and the lock must outlive them.
 func startProcess(ctx context.Context, c config, lock locking.Lock, opts leadership.Options, logger *zap.Logger,
-	h *history, gate *fencing.Gate, workErr chan<- error, workers *sync.WaitGroup) (func() []error, error) {
+	h *history, gate *fencing.Gate, workErr chan<- error) (func() []error, error) {
 	p, err := leadership.NewProcess(lock, leadership.ProcessOptions{Identity: c.identity, Balance: c.balance, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
+	var works []leadership.Work
 	for i := range c.roles {
 		role := chaos.RoleName(i)
 		e, err := p.Elector(role, opts, leadership.WithLogger(logger))
@@ -319,8 +322,6 @@ func startProcess(ctx context.Context, c config, lock locking.Lock, opts leaders
 			return nil, err
 		}
 		w := leadership.GoWork("worker", "slices", func(wctx context.Context) {
-			workers.Add(1)
-			defer workers.Done()
 			if err := work(wctx, e, h, gate, c); err != nil {
 				workErr <- err
 			}
@@ -328,6 +329,7 @@ func startProcess(ctx context.Context, c config, lock locking.Lock, opts leaders
 		if err := p.Attach(role, w); err != nil {
 			return nil, err
 		}
+		works = append(works, w)
 	}
 	if err := p.Start(ctx); err != nil {
 		return nil, err
@@ -335,10 +337,14 @@ func startProcess(ctx context.Context, c config, lock locking.Lock, opts leaders
 	return func() []error {
 		sctx, scancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer scancel()
+		var errs []error
 		if err := p.Leave(sctx); err != nil {
-			return []error{fmt.Errorf("leave: %w", err)}
+			errs = append(errs, fmt.Errorf("leave: %w", err))
 		}
-		return nil
+		for _, w := range works {
+			_ = w.Stop(context.Background()) // returns once the worker has
+		}
+		return errs
 	}, nil
 }
 
