@@ -62,7 +62,7 @@ type config struct {
 func fullConfig() config {
 	return config{
 		repeats: 3, lockRepeats: 7, lockWarm: 300 * time.Millisecond, lockTime: 600 * time.Millisecond,
-		refusedOps: 10000, handovers: 50, failovers: 30, handoverDefault: true,
+		refusedOps: 10000, handovers: 50, failovers: 100, handoverDefault: true,
 		steadyRoles: []int{100, 1000}, steadyWarm: 6 * time.Second, steadyWindow: 20 * time.Second,
 		memRoles: 10000, memTimeout: 120 * time.Second,
 		scaleRoles: 1000, scaleReplicas: 5, scaleSet: defaultSettings, scaleJoins: 3,
