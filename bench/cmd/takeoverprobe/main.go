@@ -20,6 +20,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,9 +29,12 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/hostloom/hostloom/bench/internal/redisproc"
 	"github.com/hostloom/hostloom/core/leadership"
@@ -46,6 +50,9 @@ const leaderCmd = "__takeover-leader"
 // role is the one role every round contends for.
 const role = "takeover-probe"
 
+// logSlower is -log-slower.
+var logSlower time.Duration
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == leaderCmd {
 		fmt.Fprintln(os.Stderr, "takeoverprobe leader:", runLeader(os.Args[2:]))
@@ -57,6 +64,7 @@ func main() {
 	lease := flag.Duration("lease", time.Second, "Options.Lease")
 	renew := flag.Duration("renew", 250*time.Millisecond, "Options.RenewInterval")
 	retry := flag.Duration("retry", 250*time.Millisecond, "Options.RetryInterval")
+	flag.DurationVar(&logSlower, "log-slower", 0, "print the candidate's debug log (times to the microsecond) of each round whose callback came later than this after the key was free (0: never)")
 	flag.Parse()
 	if *n < 1 {
 		fmt.Fprintf(os.Stderr, "takeoverprobe: -n %d: the rounds must be at least 1\n", *n)
@@ -153,7 +161,14 @@ func round(self, addr string, admin *redis.Client, lock *locking.DistributedLock
 
 	type taken struct{ at, cb time.Time }
 	won := make(chan taken, 1)
-	e, err := leadership.NewElector(role, lock, o, leadership.WithIdentity(fmt.Sprintf("candidate-%d", i)))
+	var logBuf lockedBuffer
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000000")
+	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), &logBuf, zap.DebugLevel))
+	if logSlower <= 0 {
+		logger = zap.NewNop()
+	}
+	e, err := leadership.NewElector(role, lock, o, leadership.WithIdentity(fmt.Sprintf("candidate-%d", i)), leadership.WithLogger(logger))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -195,6 +210,10 @@ func round(self, addr string, admin *redis.Client, lock *locking.DistributedLock
 	case t := <-won:
 		if !e.IsLeader() {
 			return 0, 0, errors.New("the candidate's callback came but it does not lead")
+		}
+		if logSlower > 0 && t.cb.Sub(free) > logSlower {
+			fmt.Printf("round %d: callback %v after the key was free (free %s, callback %s); the candidate's log:\n%s\n",
+				i, t.cb.Sub(free), free.Format("15:04:05.000000"), t.cb.Format("15:04:05.000000"), logBuf.String())
 		}
 		return t.at.Sub(free), t.cb.Sub(free), nil
 	case <-time.After(3*o.Lease + 5*time.Second):
@@ -241,6 +260,27 @@ func runLeader(args []string) error {
 		return err
 	}
 	select {}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// Sync implements zapcore.WriteSyncer.
+func (l *lockedBuffer) Sync() error { return nil }
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // timerLateness measures how late time.AfterFunc fires after a random
