@@ -4,17 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
-)
 
-// quantile returns the q-quantile (0..1) of sorted durations, nearest rank.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
-}
+	"github.com/hostloom/hostloom/bench/internal/stats"
+)
 
 // summary is the p50/p99/max of a sample.
 type summary struct {
@@ -30,7 +22,7 @@ func summarize(ds []time.Duration) summary {
 	for _, d := range s {
 		sum += d
 	}
-	out := summary{N: len(s), P50: quantile(s, 0.50), P99: quantile(s, 0.99)}
+	out := summary{N: len(s), P50: stats.Quantile(s, 0.50), P99: stats.Quantile(s, 0.99)}
 	if len(s) > 0 {
 		out.Max = s[len(s)-1]
 		out.Mean = sum / time.Duration(len(s))

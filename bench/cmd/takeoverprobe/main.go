@@ -20,7 +20,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,14 +28,16 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostloom/hostloom/bench/internal/redisproc"
+	"github.com/hostloom/hostloom/bench/internal/stats"
 	"github.com/hostloom/hostloom/core/leadership"
 	"github.com/hostloom/hostloom/core/locking"
 	hlredis "github.com/hostloom/hostloom/core/locking/redislock"
@@ -161,12 +162,11 @@ func round(self, addr string, admin *redis.Client, lock *locking.DistributedLock
 
 	type taken struct{ at, cb time.Time }
 	won := make(chan taken, 1)
-	var logBuf lockedBuffer
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000000")
-	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), &logBuf, zap.DebugLevel))
-	if logSlower <= 0 {
-		logger = zap.NewNop()
+	logger, logs := zap.NewNop(), (*observer.ObservedLogs)(nil)
+	if logSlower > 0 {
+		var core zapcore.Core
+		core, logs = observer.New(zap.DebugLevel)
+		logger = zap.New(core)
 	}
 	e, err := leadership.NewElector(role, lock, o, leadership.WithIdentity(fmt.Sprintf("candidate-%d", i)), leadership.WithLogger(logger))
 	if err != nil {
@@ -213,7 +213,7 @@ func round(self, addr string, admin *redis.Client, lock *locking.DistributedLock
 		}
 		if logSlower > 0 && t.cb.Sub(free) > logSlower {
 			fmt.Printf("round %d: callback %v after the key was free (free %s, callback %s); the candidate's log:\n%s\n",
-				i, t.cb.Sub(free), free.Format("15:04:05.000000"), t.cb.Format("15:04:05.000000"), logBuf.String())
+				i, t.cb.Sub(free), free.Format("15:04:05.000000"), t.cb.Format("15:04:05.000000"), formatLogs(logs))
 		}
 		return t.at.Sub(free), t.cb.Sub(free), nil
 	case <-time.After(3*o.Lease + 5*time.Second):
@@ -262,25 +262,14 @@ func runLeader(args []string) error {
 	select {}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// Sync implements zapcore.WriteSyncer.
-func (l *lockedBuffer) Sync() error { return nil }
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// formatLogs is one line per entry logs holds: its time to the
+// microsecond, level, message and fields.
+func formatLogs(logs *observer.ObservedLogs) string {
+	var b strings.Builder
+	for _, e := range logs.All() {
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%v\n", e.Time.Format("15:04:05.000000"), e.Level.CapitalString(), e.Message, e.ContextMap())
+	}
+	return b.String()
 }
 
 // timerLateness measures how late time.AfterFunc fires after a random
@@ -302,10 +291,7 @@ func timerLateness(n int) []time.Duration {
 func line(what string, ds []time.Duration) string {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	q := func(p float64) time.Duration {
-		i := int(p*float64(len(s))+0.5) - 1
-		return s[max(0, min(i, len(s)-1))]
-	}
+	q := func(p float64) time.Duration { return stats.Quantile(s, p) }
 	r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
 	return fmt.Sprintf("%s: n %d, p50 %s, p90 %s, p99 %s, max %s", what, len(s), r(q(0.5)), r(q(0.9)), r(q(0.99)), r(s[len(s)-1]))
 }
