@@ -110,6 +110,11 @@ var notLeading = func() context.Context {
 	return ctx
 }()
 
+// neverLed is the state of an elector that has not led yet; shared, and
+// never written (a state is replaced, never changed: see publish and
+// WaitForLeadership).
+var neverLed = &termState{token: notLeading}
+
 // noObservation is what an elector has learned of who leads before it
 // learned anything; shared, and never written.
 var noObservation = &observation{}
@@ -232,7 +237,7 @@ func NewElector(role string, lock locking.Lock, opts Options, o ...Option) (*Ele
 	if e.tel, err = newElectorTelemetry(s, role, key, e.identity); err != nil {
 		return nil, fmt.Errorf("leadership: role %q: telemetry: %w", role, err)
 	}
-	e.state.Store(&termState{token: notLeading})
+	e.state.Store(neverLed)
 	e.observed.Store(noObservation)
 	e.tel.leader(false, 0)
 	e.loop = newLoop(e, s.clock, s.gates)

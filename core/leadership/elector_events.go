@@ -22,7 +22,7 @@ func (l *loop) watch(delay time.Duration) {
 	if e.caps.events == nil {
 		return
 	}
-	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: ev}) }
+	postEvent := func(ev locking.Event) { l.post(message{kind: msgEvent, ev: &ev}) }
 	ctx, cancel := context.WithCancel(context.Background())
 	l.link.cancel = cancel
 	l.start(&call{op: opWatch, sent: time.Now()}, ctx, cancel, func(ctx context.Context, o *outcome) error {

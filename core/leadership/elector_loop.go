@@ -64,7 +64,7 @@ func (l *loop) contending(m message) {
 			l.stepDown(m.req.ctx, m.req.target, m.req.ended, func(err error) { m.req.reply <- err })
 		}
 	case msgEvent:
-		l.event(m.ev)
+		l.event(*m.ev)
 	}
 }
 
