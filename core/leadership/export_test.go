@@ -13,3 +13,6 @@ const CallsInFlight = callsInFlight
 
 // NoticesAtOnce exposes noticesAtOnce to the external tests.
 const NoticesAtOnce = noticesAtOnce
+
+// StopWindow exposes stopWindow to the external tests.
+const StopWindow = stopWindow

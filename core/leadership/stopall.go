@@ -74,14 +74,40 @@ func stopElectors(ctx context.Context, electors []*Elector, g *callGate) []error
 // at once in their machines (the releases on the leave's gate, a bounded
 // number at a time), and no goroutine waits per elector: a process
 // leaving 50,000 roles does not hold 50,000 stacks for it.
+//
+// They go stopWindow at a time: a window's Stops are begun and requested,
+// then the previous window's are waited for, so at most two windows'
+// Stop records (their messages, replies and requests, a few hundred
+// bytes each) are alive at once, not one per role, while the gate, which
+// sends callsInFlight calls at a time, always has the next window's
+// calls waiting.
 func stopEach(ctx context.Context, electors []*Elector, is []int, out []error) {
-	calls := make([]*stopCall, len(is))
-	for k, i := range is {
-		calls[k] = electors[i].beginStop(ctx)
+	var prev []*stopCall
+	var prevIs []int
+	for len(is) > 0 {
+		n := min(len(is), stopWindow)
+		win, calls := is[:n], make([]*stopCall, n)
+		is = is[n:]
+		for k, i := range win {
+			calls[k] = electors[i].beginStop(ctx)
+		}
+		for _, s := range calls {
+			s.request()
+		}
+		awaitStops(prev, prevIs, out)
+		prev, prevIs = calls, win
 	}
-	for _, s := range calls {
-		s.request()
-	}
+	awaitStops(prev, prevIs, out)
+}
+
+// stopWindow is how many Stops stopEach has begun and not yet waited
+// for, per window: four times the gate's calls in flight, so the gate
+// never runs dry between windows.
+const stopWindow = 4 * callsInFlight
+
+// awaitStops waits for each of calls, the Stops of electors is, and puts
+// their errors in out.
+func awaitStops(calls []*stopCall, is []int, out []error) {
 	for k, i := range is {
 		out[i] = calls[k].await()
 	}

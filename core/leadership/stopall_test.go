@@ -666,6 +666,54 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 	})
 }
 
+// TestStopAll_H2_LeaveBeginsTwoWindowsOfStopsAtOnce: a process leaving
+// more than two StopWindows of roles keeps the Stops of at most two
+// windows under way (their records alive), so its memory does not peak
+// with the number of roles: while the first releases are held, the
+// terms of two windows have ended and the last leaders still wait their
+// turn; once the releases go, every role is released, in order.
+func TestStopAll_H2_LeaveBeginsTwoWindowsOfStopsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lock := newOrderLock(t)
+		n := 2*leadership.StopWindow + 7
+		es := make([]*leadership.Elector, n)
+		for i := range es {
+			es[i] = mustElector(t, fmt.Sprintf("r%d", i), lock, fastOpts(), leadership.WithIdentity("a"))
+			mustStart(t, es[i])
+		}
+		synctest.Wait()
+
+		finish := stopAllHolding(p, &p.gate, es...)
+		ended := 0
+		for _, e := range es {
+			if !e.IsLeader() {
+				ended++
+			}
+		}
+		if ended != 2*leadership.StopWindow {
+			_ = finish()
+			t.Fatalf("%d of %d terms ended while the first releases were held; want %d (two windows)", ended, n, 2*leadership.StopWindow)
+		}
+		for i, e := range es[2*leadership.StopWindow:] {
+			if !e.IsLeader() {
+				_ = finish()
+				t.Fatalf("r%d: its term ended before its window", 2*leadership.StopWindow+i)
+			}
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.count("release"); got != n {
+			t.Fatalf("%d releases after the leave; want %d", got, n)
+		}
+		for i, e := range es {
+			if e.IsLeader() {
+				t.Fatalf("r%d: leading after the leave", i)
+			}
+		}
+	})
+}
+
 // TestStopAll_H2_LeaveBoundsItsWithdrawals: the candidates of a process
 // leaving more roles than a leave runs calls at once withdraw from their
 // roles' participants at most CallsInFlight at a time, and all do.
