@@ -4,9 +4,12 @@
 // starts on 127.0.0.1 (core/locking/etcdlock/etcdtest):
 //
 //   - graceful handover between two candidates: for HostLoom, from the
-//     start of the leader's Stop to the successor's leadership, and from
+//     start of the leader's Stop to the successor's leadership, from
 //     the start of the leader's HandOver to the named candidate (which
-//     reads the participants first) to that candidate's leadership; for
+//     reads the participants first) to that candidate's leadership, and
+//     from the start of the Stop of a balancing process's leader (which
+//     names as its successor a participant its balance rounds found) to
+//     that candidate's leadership; for
 //     concurrency.Election, from the start of the leader's Resign to the
 //     return of the waiting candidate's Campaign (its next in line);
 //     p50/p99;
@@ -130,13 +133,17 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 		return err
 	}
 	defer c.Stop()
-	hl, err := hostloomHandover(c, rounds, false)
+	hl, err := hostloomHandover(c, rounds, byStop)
 	if err != nil {
 		return fmt.Errorf("hostloom handover: %w", err)
 	}
-	hn, err := hostloomHandover(c, rounds, true)
+	hn, err := hostloomHandover(c, rounds, byHandOver)
 	if err != nil {
 		return fmt.Errorf("hostloom handover to a named successor: %w", err)
+	}
+	hb, err := hostloomHandover(c, rounds, byBalancedStop)
+	if err != nil {
+		return fmt.Errorf("hostloom handover by a balancing process's Stop: %w", err)
 	}
 	tr, err := hostloomTransfer(c, rounds)
 	if err != nil {
@@ -185,6 +192,7 @@ func run(rounds, members int, steadyRoles []int, window time.Duration) error {
 	fmt.Println("|---|---:|---:|---:|---:|")
 	fmt.Printf("| graceful handover (HostLoom: Stop) | %v | %v | %v | %v |\n", ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| graceful handover (HostLoom: HandOver to the candidate) | %v | %v | %v | %v |\n", ms(pct(hn, 50)), ms(pct(hn, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
+	fmt.Printf("| graceful handover (HostLoom: Stop of a balancing process, which names its successor) | %v | %v | %v | %v |\n", ms(pct(hb, 50)), ms(pct(hb, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| the transfer alone (HostLoom: a lease's ReleaseTo the candidate elector) | %v | %v | %v | %v |\n", ms(pct(tr, 50)), ms(pct(tr, 99)), ms(pct(el, 50)), ms(pct(el, 99)))
 	fmt.Printf("| takeover after the leader dies | %v | %v | %v | %v |\n", ms(pct(ht, 50)), ms(pct(ht, 99)), ms(pct(et, 50)), ms(pct(et, 99)))
 	fmt.Printf("| acquire+release (etcdlock only) | %v | %v | | |\n\n", ms(pct(ar, 50)), ms(pct(ar, 99)))
@@ -218,7 +226,10 @@ type elector struct {
 	leadAt chan time.Time
 }
 
-func newElector(c *etcdtest.Cluster, role, id string) (*elector, error) {
+// newElector starts an elector for role with identity id on a client and
+// a lock of its own; with balance, as the one elector of a balancing
+// process (leadership.Process with Balance).
+func newElector(c *etcdtest.Cluster, role, id string, balance bool) (*elector, error) {
 	cl, err := c.Client()
 	if err != nil {
 		return nil, err
@@ -230,7 +241,15 @@ func newElector(c *etcdtest.Cluster, role, id string) (*elector, error) {
 	}
 	o := leadership.DefaultOptions()
 	o.Lease, o.RenewInterval, o.RetryInterval = time.Second, 250*time.Millisecond, 250*time.Millisecond
-	e, err := leadership.NewElector(role, l, o, leadership.WithIdentity(id))
+	var e *leadership.Elector
+	if balance {
+		var p *leadership.Process
+		if p, err = leadership.NewProcess(l, leadership.ProcessOptions{Identity: id, Balance: true}); err == nil {
+			e, err = p.Elector(role, o)
+		}
+	} else {
+		e, err = leadership.NewElector(role, l, o, leadership.WithIdentity(id))
+	}
 	if err != nil {
 		_ = l.Close()
 		_ = cl.Close()
@@ -269,17 +288,25 @@ func (el *elector) leads() (time.Time, error) {
 	}
 }
 
+// handoverKind is how hostloomHandover's leader hands over.
+type handoverKind int
+
+const (
+	byStop         handoverKind = iota // Stop: a plain release (two raft writes)
+	byHandOver                         // HandOver to the candidate by name
+	byBalancedStop                     // the Stop of a balancing process's elector: it names its successor
+)
+
 // hostloomHandover measures n graceful handovers from a leader to its
-// one candidate: by the leader's Stop, or, with named, by its HandOver to
-// the candidate.
-func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, error) {
+// one candidate: by the leader's Stop, by its HandOver to the candidate,
+// or by the Stop of an elector of a balancing process, which names the
+// candidate as its successor.
+func hostloomHandover(c *etcdtest.Cluster, n int, how handoverKind) ([]time.Duration, error) {
 	var ds []time.Duration
+	named, balance := how == byHandOver, how == byBalancedStop
 	for i := range n {
-		role := fmt.Sprintf("h%d", i)
-		if named {
-			role = fmt.Sprintf("n%d", i)
-		}
-		a, err := newElector(c, role, "a")
+		role := fmt.Sprintf("%c%d", "hnb"[how], i)
+		a, err := newElector(c, role, "a", balance)
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +314,7 @@ func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, 
 			a.close()
 			return nil, err
 		}
-		b, err := newElector(c, role, "b")
+		b, err := newElector(c, role, "b", balance)
 		if err != nil {
 			a.close()
 			return nil, err
@@ -297,8 +324,11 @@ func hostloomHandover(c *etcdtest.Cluster, n int, named bool) ([]time.Duration, 
 		// leader's have for every candidate that joined more than a lease
 		// ago (a handover to a newer one costs the successor one more
 		// read).
+		// A balancing process's Stop names the successor its balance
+		// rounds (every RetryInterval) found among the role's
+		// participants.
 		wait := 100 * time.Millisecond
-		if named {
+		if named || balance {
 			wait = 1300 * time.Millisecond
 		}
 		time.Sleep(wait)
@@ -353,7 +383,7 @@ func hostloomTransfer(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := newElector(c, role, "b")
+		b, err := newElector(c, role, "b", false)
 		if err != nil {
 			return nil, err
 		}

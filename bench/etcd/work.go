@@ -31,7 +31,7 @@ func hostloomTakeover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 	var ds []time.Duration
 	for i := range n {
 		role := fmt.Sprintf("t%d", i)
-		a, err := newElector(c, role, "a")
+		a, err := newElector(c, role, "a", false)
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +39,7 @@ func hostloomTakeover(c *etcdtest.Cluster, n int) ([]time.Duration, error) {
 			a.close()
 			return nil, err
 		}
-		b, err := newElector(c, role, "b")
+		b, err := newElector(c, role, "b", false)
 		if err != nil {
 			a.close()
 			return nil, err
