@@ -58,6 +58,8 @@
 // did not use) and reuses them: the acquisition sends a keep-alive of the
 // reused lease beside the transaction, so the lease lives at least its
 // TTL from the acquisition, and the acquisition costs one raft write.
+// Keep-alives reuse the LeaseKeepAlive streams the provider opened, one
+// renewal at a time per stream, instead of opening one per renewal.
 // Extend is a keep-alive of the acquisition's own lease (no raft write):
 // the lease is attached to that acquisition's key alone, so a live lease
 // proves the key still stores the holder's value, and no read is needed.

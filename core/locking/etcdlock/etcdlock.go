@@ -53,7 +53,8 @@ type Provider struct {
 	quar     quarantines            // by key: its records as last read, with Options.ExpiryQuarantine (see quarantine.go)
 	swept    time.Time              // the latest sweep of held
 
-	w *watches // the watches behind Subscribe, and background refreshes
+	w  *watches  // the watches behind Subscribe, and background refreshes
+	ka kaStreams // idle keep-alive streams (see keepalive.go)
 }
 
 // heldLease is the etcd lease of one acquisition.
@@ -180,6 +181,7 @@ func (p *Provider) Close() error {
 	if !p.w.close() {
 		return nil
 	}
+	p.ka.close()
 	p.mu.Lock()
 	var ids []clientv3.LeaseID
 	for _, set := range p.spares {
@@ -893,7 +895,7 @@ func noLeaderRetry[T any](ctx context.Context, p *Provider, fn func() (T, error)
 // refused for want of a leader.
 func keepAliveOnce(ctx context.Context, p *Provider, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
 	return noLeaderRetry(ctx, p, func() (*clientv3.LeaseKeepAliveResponse, error) {
-		r, err := p.cli.KeepAliveOnce(ctx, id)
+		r, err := p.keepAliveStream(ctx, id)
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("%w (the member ended the keep-alive stream: %w)", rpctypes.ErrNoLeader, err)
 		}
