@@ -151,6 +151,23 @@ func stopAllHolding(p *orderProvider, hold *chan struct{}, es ...*leadership.Ele
 	}
 }
 
+// finishLeave lets the held releases of a leave of es go, and checks
+// that the leave released every role and no elector of es leads.
+func finishLeave(t *testing.T, p *orderProvider, finish func() error, es []*leadership.Elector) {
+	t.Helper()
+	if err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.count("release"); got != len(es) {
+		t.Fatalf("%d releases after the leave; want %d", got, len(es))
+	}
+	for i, e := range es {
+		if e.IsLeader() {
+			t.Fatalf("r%d: leading after the leave", i)
+		}
+	}
+}
+
 func (p *orderProvider) log() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -651,17 +668,7 @@ func TestStopAll_H2_LeaveBoundsItsCallsInFlight(t *testing.T) {
 		if ext := p.count("extend"); !stays.IsLeader() || ext < 2 {
 			t.Fatalf("while the leave's releases were held: x leading %v after %d renewals; want leading, at least 2", stays.IsLeader(), ext)
 		}
-		if err := finish(); err != nil {
-			t.Fatal(err)
-		}
-		if got := p.count("release"); got != n {
-			t.Fatalf("%d releases after the leave; want %d", got, n)
-		}
-		for i, e := range es {
-			if e.IsLeader() {
-				t.Fatalf("r%d: leading after the leave", i)
-			}
-		}
+		finishLeave(t, p, finish, es)
 		mustStop(t, stays)
 	})
 }
@@ -700,17 +707,7 @@ func TestStopAll_H2_LeaveBeginsTwoWindowsOfStopsAtOnce(t *testing.T) {
 				t.Fatalf("r%d: its term ended before its window", 2*leadership.StopWindow+i)
 			}
 		}
-		if err := finish(); err != nil {
-			t.Fatal(err)
-		}
-		if got := p.count("release"); got != n {
-			t.Fatalf("%d releases after the leave; want %d", got, n)
-		}
-		for i, e := range es {
-			if e.IsLeader() {
-				t.Fatalf("r%d: leading after the leave", i)
-			}
-		}
+		finishLeave(t, p, finish, es)
 	})
 }
 
