@@ -103,7 +103,7 @@ func (p *Provider) swapJob(ctx context.Context, key string, from jobrecord.Store
 	lease, granted := tok.lease, tok.secs
 	sent := time.Now()
 	if lease != 0 && granted >= secs {
-		r, err := p.cli.KeepAliveOnce(ctx, lease)
+		r, err := keepAliveOnce(ctx, p, lease)
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return false, nil // ran out since the read: read again
