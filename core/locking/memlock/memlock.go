@@ -39,7 +39,16 @@ type Provider struct {
 	writes   int
 	// versions numbers the job records' writes (RecordStore).
 	versions int64
+	// jobSlots gives the provider the earlier job-slot methods of
+	// jobrecord.Jobs (ClaimSlot, CompleteSlot, SetJobPaused, JobStatus,
+	// JobHistory), kept for code that calls a provider directly: they
+	// are jobrecord.Store's over this provider, which decides every job
+	// rule (V1). Its Advance and State are the provider's own.
+	*jobSlots
 }
+
+// jobSlots is jobrecord.Store, embedded in Provider for its job-slot methods.
+type jobSlots = jobrecord.Store
 
 // reservation keeps a released key for the owner it was handed to.
 type reservation struct {
@@ -110,6 +119,7 @@ func New() *Provider {
 		events:   eventhub.New(eventhub.Options{}),
 	}
 	p.events.Up()
+	p.jobSlots = jobrecord.NewStore(p, p)
 	return p
 }
 

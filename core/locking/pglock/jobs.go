@@ -232,36 +232,6 @@ func (p *Provider) LoadHistory(ctx context.Context, key string) (jobrecord.Store
 	return st, entries, nil
 }
 
-// The job slots methods below are the earlier interface
-// (jobrecord.Jobs) of this provider, kept for code that calls the
-// provider directly: each is the same method of jobrecord.Store over
-// this provider.
-
-// ClaimSlot implements jobrecord.Jobs (see jobrecord.Claim).
-func (p *Provider) ClaimSlot(ctx context.Context, key string, c jobrecord.SlotClaim) (jobrecord.SlotClaimResult, error) {
-	return jobrecord.NewStore(p, p).ClaimSlot(ctx, key, c)
-}
-
-// CompleteSlot implements jobrecord.Jobs (see jobrecord.Complete).
-func (p *Provider) CompleteSlot(ctx context.Context, key string, c jobrecord.SlotCompletion) (bool, error) {
-	return jobrecord.NewStore(p, p).CompleteSlot(ctx, key, c)
-}
-
-// SetJobPaused implements jobrecord.Jobs (see jobrecord.Pause).
-func (p *Provider) SetJobPaused(ctx context.Context, key string, paused bool, ttl time.Duration) error {
-	return jobrecord.NewStore(p, p).SetJobPaused(ctx, key, paused, ttl)
-}
-
-// JobStatus implements jobrecord.Jobs.
-func (p *Provider) JobStatus(ctx context.Context, key string) (jobrecord.JobStatus, error) {
-	return jobrecord.NewStore(p, p).JobStatus(ctx, key)
-}
-
-// JobHistory implements jobrecord.Jobs.
-func (p *Provider) JobHistory(ctx context.Context, key string, n int) ([]string, error) {
-	return jobrecord.NewStore(p, p).JobHistory(ctx, key, n)
-}
-
 // JobKeys lists the keys starting with prefix (provider keys, as
 // locking.DistributedLock.JobKey returns them) that have a live job record,
 // sorted: for operators' tools such as the hostloom CLI's jobs verb, which

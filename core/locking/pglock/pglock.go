@@ -64,7 +64,16 @@ type Provider struct {
 	batch *roundtrip.Queue[call] // coalesces acquisitions and extensions (see call)
 
 	mode pgx.QueryExecMode // execMode or preparedMode (see preparedMode)
+	// jobSlots gives the provider the earlier job-slot methods of
+	// jobrecord.Jobs (ClaimSlot, CompleteSlot, SetJobPaused, JobStatus,
+	// JobHistory), kept for code that calls a provider directly: they
+	// are jobrecord.Store's over this provider, which decides every job
+	// rule (V1). Its Advance and State are the provider's own.
+	*jobSlots
 }
+
+// jobSlots is jobrecord.Store, embedded in Provider for its job-slot methods.
+type jobSlots = jobrecord.Store
 
 // statements are the provider's SQL with its table names filled in.
 type statements struct {
@@ -123,6 +132,7 @@ func New(pool *pgxpool.Pool, o Options) (*Provider, error) {
 		recordHistory: t.expand(recordHistorySQL),
 		jobKeys:       t.expand(jobKeysSQL),
 	}}
+	p.jobSlots = jobrecord.NewStore(p, p)
 	p.batch = p.newQueue()
 	p.mode = preparedMode
 	if o.DisableNotifications {
@@ -302,7 +312,7 @@ func (p *Provider) advise(err error) error {
 
 // begin checks ctx and the schema before an operation.
 func (p *Provider) begin(ctx context.Context, op string) error {
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return fmt.Errorf("pglock: %s: %w", op, err)
 	}
 	if err := p.prepare(ctx); err != nil {
@@ -315,22 +325,10 @@ func (p *Provider) begin(ctx context.Context, op string) error {
 // ended whatever the driver reported.
 func opError(op string, ctx context.Context, err error) error {
 	err = classify(err)
-	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := roundtrip.ContextErr(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("pglock: %s: %w: %w", op, cerr, err)
 	}
 	return fmt.Errorf("pglock: %s: %w", op, err)
-}
-
-// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
-// passed even if its timer has not fired yet.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // mayHaveRun reports whether a failed statement may have committed: not

@@ -104,7 +104,7 @@ func (p *Provider) queryRow(ctx context.Context, sql string, args []any, dst ...
 		// On the wire when the context ended: the reply is not read.
 		return err
 	}
-	if err := ctxErr(ctx); err != nil && c.err == nil {
+	if err := roundtrip.ContextErr(ctx); err != nil && c.err == nil {
 		// The reply came, but after the caller's deadline.
 		return err
 	}

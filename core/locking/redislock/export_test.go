@@ -14,11 +14,8 @@ var MetaKey = metaKey
 // SlotTag is a short string hashing to slot.
 var SlotTag = slotTag
 
-// OpError and CtxErr are the error wrapping of every operation.
-var (
-	OpError = opError
-	CtxErr  = ctxErr
-)
+// OpError is the error wrapping of every operation.
+var OpError = opError
 
 // WaitKey is the waiter mark key of a lock key.
 var WaitKey = waitKey

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hostloom/hostloom/core/locking"
+	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
 // MetaTTL is how long a key's meta hash (its last fence and its
@@ -155,7 +156,7 @@ func (p *Provider) Deregister(ctx context.Context, key, owner string) error {
 	if err := p.ready(); err != nil {
 		return err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return opError("deregister", ctx, err)
 	}
 	if err := p.runOn(p.deregs, ctx, p.s.deregister, []any{nil, nil, "1", p.metaKeys.Get(key, metaKey), participantField + owner}).Err(); err != nil {
@@ -172,7 +173,7 @@ func (p *Provider) Inspect(ctx context.Context, key string) (locking.ProviderKey
 	if err := p.ready(); err != nil {
 		return st, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return st, opError("inspect", ctx, err)
 	}
 	// Batched: reads made at once (a balance round reads every role it
@@ -256,7 +257,7 @@ func (p *Provider) Keys(ctx context.Context, prefix string) ([]string, error) {
 	if err := p.ready(); err != nil {
 		return nil, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return nil, opError("keys", ctx, err)
 	}
 	match := "*" + globEscape(prefix) + "*"

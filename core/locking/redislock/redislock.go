@@ -147,7 +147,16 @@ type Provider struct {
 
 	// The meta and waiter-mark key names of the keys in use, built once.
 	metaKeys, waitKeys keycache.Cache
+	// jobSlots gives the provider the earlier job-slot methods of
+	// jobrecord.Jobs (ClaimSlot, CompleteSlot, SetJobPaused, JobStatus,
+	// JobHistory), kept for code that calls a provider directly: they
+	// are jobrecord.Store's over this provider, which decides every job
+	// rule (V1). Its Advance and State are the provider's own.
+	*jobSlots
 }
+
+// jobSlots is jobrecord.Store, embedded in Provider for its job-slot methods.
+type jobSlots = jobrecord.Store
 
 // Options are a Provider's optional behaviours; the zero value is the
 // behaviour of New.
@@ -344,6 +353,7 @@ var (
 // when done to end the release subscription; Close does not close c.
 func New(c redis.UniversalClient) *Provider {
 	p := &Provider{c: c, publish: "PUBLISH", s: newScripts(), subs: make(map[int]*subscription)}
+	p.jobSlots = jobrecord.NewStore(p, p)
 	p.batch, p.extends, p.releases, p.deregs = p.newQueue(), p.newQueue(), p.newQueue(), p.newQueue()
 	p.events = eventhub.New(eventhub.Options{Listen: p.listen, ErrClosed: ErrClosed})
 	switch v := c.(type) {
@@ -416,7 +426,7 @@ func (p *Provider) Acquire(ctx context.Context, r locking.AcquireRequest) (locki
 		return res, err
 	}
 	pms := participantMillis(r.ParticipantTTL)
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return res, opError("acquire", ctx, err)
 	}
 	// A plain lock user (no participant) without quarantine takes the
@@ -620,13 +630,13 @@ func notifyArg(notify bool) string {
 // opError wraps the error of operation op. When ctx has ended, its error is
 // wrapped too, whatever the transport reported: go-redis may report a
 // deadline as an i/o timeout (the connection's deadline can fire a moment
-// before the context's own timer, so ctxErr also compares the deadline with
-// the clock).
+// before the context's own timer, so roundtrip.ContextErr also compares the
+// deadline with the clock).
 func opError(op string, ctx context.Context, err error) error {
 	if authError(err) {
 		return fmt.Errorf("redislock: %s: %w: %w", op, locking.ErrUnauthorized, err)
 	}
-	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := roundtrip.ContextErr(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("redislock: %s: %w: %w", op, cerr, err)
 	}
 	return fmt.Errorf("redislock: %s: %w", op, err)
@@ -649,18 +659,6 @@ func authError(err error) bool {
 		}
 	}
 	return false
-}
-
-// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
-// passed even if its timer has not fired yet.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // mayHaveRun reports whether a failed command may have run on the server:
@@ -695,7 +693,7 @@ func (p *Provider) Extend(ctx context.Context, r locking.ExtendRequest) (locking
 	if err != nil {
 		return locking.ExtendResult{}, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return locking.ExtendResult{}, opError("extend", ctx, err)
 	}
 	args := []any{nil, nil, "2", r.Key, p.metaKeys.Get(r.Key, metaKey),
@@ -772,7 +770,7 @@ func (p *Provider) Release(ctx context.Context, r locking.ReleaseRequest) (bool,
 	if err := p.ready(); err != nil {
 		return false, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return false, opError("release", ctx, err)
 	}
 	c := &releaseCall{key: r.Key, wait: p.waitKeys.Get(r.Key, waitKey), value: r.Value, target: r.Target}
@@ -809,7 +807,7 @@ func (p *Provider) Get(ctx context.Context, key string) (string, time.Duration, 
 	if err := p.ready(); err != nil {
 		return "", 0, false, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return "", 0, false, opError("get", ctx, err)
 	}
 	r, err := p.run(ctx, p.s.get, []any{nil, nil, "1", key}).Slice()
@@ -836,7 +834,7 @@ func (p *Provider) Advance(ctx context.Context, key string, value int64) (bool, 
 	if err := p.ready(); err != nil {
 		return false, 0, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return false, 0, opError("advance", ctx, err)
 	}
 	r, err := p.run(ctx, p.s.advance, []any{nil, nil, "1", key, strconv.FormatInt(value, 10)}).Slice()
@@ -863,7 +861,7 @@ func (p *Provider) State(ctx context.Context, key string) (int64, bool, error) {
 	if err := p.ready(); err != nil {
 		return 0, false, err
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return 0, false, opError("state", ctx, err)
 	}
 	s, err := p.c.Get(ctx, key).Result()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostloom/hostloom/core/locking"
 	"github.com/hostloom/hostloom/core/locking/kit/eventhub"
+	"github.com/hostloom/hostloom/core/locking/kit/roundtrip"
 )
 
 // Event channel payloads. Releases published by earlier versions carry an
@@ -132,7 +133,7 @@ func (p *Provider) RequestResign(ctx context.Context, key, owner string) error {
 	if name == "" {
 		return fmt.Errorf("redislock: resign %q: the key has no event channel on Redis Cluster: %w", key, locking.ErrNotSupported)
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := roundtrip.ContextErr(ctx); err != nil {
 		return opError("resign", ctx, err)
 	}
 	if err := p.c.Do(ctx, p.publish, name, resignPrefix+owner).Err(); err != nil {

@@ -303,6 +303,12 @@ func (q *Queue[C]) roundTrip(round []*waiter[C], deadline time.Time) {
 	}
 }
 
+// ContextErr is ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed even if its timer has not fired yet. A provider asks
+// it before it sends a call of its own and when it reports a failure, so
+// a call whose time is up is neither sent nor blamed on the server.
+func ContextErr(ctx context.Context) error { return ctxErr(ctx, time.Now()) }
+
 // ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline
 // has passed at now even if its timer has not fired yet.
 func ctxErr(ctx context.Context, now time.Time) error {

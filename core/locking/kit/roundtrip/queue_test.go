@@ -400,3 +400,32 @@ func TestQueue_X2_ConcurrentCallsLeaveNoGoroutine(t *testing.T) {
 		goleak.VerifyNone(t)
 	}
 }
+
+// lateTimer is a context whose deadline has passed while its timer has
+// not fired yet: Err is still nil.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestContextErr_X2_DeadlinePassedBeforeItsTimer: ContextErr reports a
+// deadline that has passed even while the context's timer has not fired,
+// the context's own error once it ended, and nil while time is left.
+func TestContextErr_X2_DeadlinePassedBeforeItsTimer(t *testing.T) {
+	if err := roundtrip.ContextErr(lateTimer{context.Background(), time.Now().Add(-ms)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ContextErr with its deadline passed = %v, want context.DeadlineExceeded", err)
+	}
+	if err := roundtrip.ContextErr(lateTimer{context.Background(), time.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("ContextErr with an hour left = %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := roundtrip.ContextErr(lateTimer{ctx, time.Now().Add(time.Hour)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ContextErr of a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := roundtrip.ContextErr(context.Background()); err != nil {
+		t.Fatalf("ContextErr without a deadline = %v, want nil", err)
+	}
+}
