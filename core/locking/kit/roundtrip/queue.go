@@ -307,15 +307,23 @@ func (q *Queue[C]) roundTrip(round []*waiter[C], deadline time.Time) {
 // deadline has passed even if its timer has not fired yet. A provider asks
 // it before it sends a call of its own and when it reports a failure, so
 // a call whose time is up is neither sent nor blamed on the server.
-func ContextErr(ctx context.Context) error { return ctxErr(ctx, time.Now()) }
+func ContextErr(ctx context.Context) error { return ctxErr(ctx, time.Time{}) }
 
 // ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline
-// has passed at now even if its timer has not fired yet.
+// has passed at now even if its timer has not fired yet. A zero now reads
+// the clock, only when ctx has a deadline.
 func ctxErr(ctx context.Context, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d, ok := ctx.Deadline(); ok && !now.Before(d) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if !now.Before(d) {
 		return context.DeadlineExceeded
 	}
 	return nil
