@@ -616,7 +616,12 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 	// A paused replica's record spans the pause or began soon after the
 	// resume, and it kept working after the resume. A replica paused more
 	// than once in one tenure is judged from the latest resume before the
-	// record's end: that pause is the one it slept through.
+	// record's end: that pause is the one it slept through. An overlap
+	// that begins more than a lease after the resume is not the pause's:
+	// by then a term the replica held across it has ended or been renewed
+	// at the server, so a later overlap (a restart that lost the lease)
+	// is judged by the rules below.
+	overlapStart := o.B.Start
 	var paused *Fault
 	for i, f := range faults {
 		if f.Kind != FaultPause {
@@ -625,6 +630,7 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 		for _, p := range []Record{o.A, o.B} {
 			resumed := f.Heal.UnixNano()
 			if p.Identity == f.Identity && p.End > resumed && p.End >= f.Start.UnixNano() && p.Start <= resumed+int64(lim.Lease) &&
+				overlapStart <= resumed+int64(lim.Lease+lim.slack()) &&
 				(paused == nil || f.Heal.After(paused.Heal)) {
 				paused = &faults[i]
 				o.Window = time.Duration(p.End - resumed)
@@ -636,7 +642,6 @@ func (r *Report) classify(o Overlap, lastSlice time.Duration, faults []Fault, li
 		r.PausedWindows = append(r.PausedWindows, o)
 		return
 	}
-	overlapStart := o.B.Start
 	overlapEnd := min(o.A.End, o.B.End)
 	for _, f := range faults {
 		if !f.LostState {

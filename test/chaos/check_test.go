@@ -194,6 +194,26 @@ func TestCheck_LostStateOverlapWithinLeaseIsReportedSeparately(t *testing.T) {
 	}
 }
 
+func TestCheck_Q1_OverlapLongAfterAResumeIsNotThePauses(t *testing.T) {
+	// r0.1 is paused from 500 to 2000, takes the role 10 ms after its
+	// resume and renews it; Redis restarts empty at 4500-4550, r1.1
+	// acquires at 4600 and r0.1 learns of the loss at 4630. The overlap
+	// begins 2.6s after the resume: the restart's (a lost-state overlap
+	// 80 ms after the heal), not a paused window of 2.63s.
+	h := history(cont("r1.1", "a", 1, 0, 2000), cont("r0.1", "a", 1, 2010, 4630), cont("r1.1", "a", 2, 4600, 6000))
+	h.To = at(6000)
+	p, rs := pause(500, 2000), restart(4500, 4550)
+	rs.Seq = 2
+	h.Faults = []Fault{p, rs}
+	r := Check(h, testLimits)
+	if !r.OK() {
+		t.Fatalf("a restart's overlap 2.6s after a pause failed:\n%s", r.Summary())
+	}
+	if len(r.PausedWindows) != 0 || len(r.LostStateOverlaps) != 1 || r.LostStateOverlaps[0].Window != 80*time.Millisecond {
+		t.Fatalf("paused windows %v, lost-state overlaps %v; want none and one ending 80ms after the heal", r.PausedWindows, r.LostStateOverlaps)
+	}
+}
+
 func TestCheck_LostStateOverlapBeyondLeaseFails(t *testing.T) {
 	h := history(cont("r0.1", "a", 1, 0, 2500), cont("r1.1", "a", 1, 1100, 3000))
 	h.Faults = []Fault{restart(1000, 1050)}
